@@ -1,0 +1,34 @@
+/* Glue between the vendored require.js, MathJax 3 and the ipywidgets HTML manager, so saved
+ * widgets render offline:
+ * 1. embed-amd.js looks for its fonts under <page dir>/@jupyter-widgets/html-manager/dist/;
+ *    map that module path to the vendored copy beside this script.
+ * 2. The widget manager typesets labels with the MathJax 2 API (MathJax.Hub.Queue), which
+ *    throws under MathJax 3; give it a small Hub that calls MathJax 3's typesetPromise. */
+(function () {
+  var here = document.currentScript && document.currentScript.src;
+  var base = here ? here.substring(0, here.lastIndexOf("/") + 1) : "_static/";
+  if (window.require && window.require.config) {
+    window.require.config({ paths: { "@jupyter-widgets/html-manager/dist": base + "widgets" } });
+  }
+  function shim() {
+    var mj = window.MathJax;
+    if (mj && !mj.Hub) {
+      mj.Hub = {
+        Queue: function () {
+          var m = window.MathJax;
+          if (m && typeof m.typesetPromise === "function") { m.typesetPromise(); }
+        },
+        Config: function () {}
+      };
+    }
+  }
+  shim();
+  document.addEventListener("DOMContentLoaded", shim);
+  window.addEventListener("load", shim);
+  var tries = 0;
+  var timer = setInterval(function () {
+    shim();
+    tries += 1;
+    if ((window.MathJax && window.MathJax.typesetPromise) || tries > 100) { clearInterval(timer); }
+  }, 50);
+})();

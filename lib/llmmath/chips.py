@@ -1,0 +1,110 @@
+"""Accelerators as three numbers (FLOP/s, bytes/s, bytes) plus their network, with sources.
+
+A :class:`Chip` holds one accelerator's datasheet figures in SI units. The catalogue
+(``CATALOGUE``, :func:`get`, :func:`names`) lists real chips, each entry citing its
+source by a key of ``references.bib``. Build your own ``Chip(...)`` for hypothetical hardware.
+
+Conventions:
+
+- ``flops[dtype]`` is the **dense** peak (not the "with sparsity" figure vendors print
+  beside it), in FLOP/s, one multiply-add counted as 2 FLOP.
+- ``hbm_capacity`` is bytes. Vendors quote NVIDIA/AMD HBM in decimal GB and Google TPU HBM in
+  GiB; ``capacity_unit`` records which the source meant and the value is converted to bytes.
+- ``scale_up_bandwidth`` and ``scale_out_bandwidth`` are per chip, **one direction**
+  (egress) in bytes/s: the number collective-time formulas divide by. NVIDIA quotes NVLink as
+  the bidirectional total (900 GB/s on H100 = 450 GB/s each way).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ._check import choice, lookup, positive
+
+
+@dataclass(frozen=True)
+class Chip:
+    """One accelerator. All figures SI: FLOP/s, bytes/s, bytes, USD per chip-hour."""
+
+    name: str
+    flops: dict  # dtype -> dense peak FLOP/s
+    hbm_bandwidth: float  # B/s
+    hbm_capacity: float  # B
+    scale_up_bandwidth: float | None = None  # B/s per chip, one direction
+    scale_up_domain: int | None = None  # chips in one scale-up (NVLink / ICI) domain
+    scale_out_bandwidth: float | None = None  # B/s per chip, one direction
+    price_per_hour: float | None = None  # USD per chip-hour, typical rental
+    price_date: str | None = None  # when that price was seen, YYYY-MM
+    vendor: str = ""
+    year: int | None = None  # first availability
+    capacity_unit: str = "GB"  # what the vendor's capacity figure means: "GB" or "GiB"
+    source: str = ""  # citation key in references.bib for the datasheet figures
+    price_source: str = ""  # citation key for the rental price
+    notes: str = ""
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self):
+        if not self.name:
+            raise ValueError("name: got an empty string; a chip needs a name")
+        if not isinstance(self.flops, dict) or not self.flops:
+            raise ValueError(f"flops: got {self.flops!r}; expected a dict like {{'bf16': 9.89e14}}")
+        for dtype, value in self.flops.items():
+            positive(f"flops[{dtype!r}]", value)
+        positive("hbm_bandwidth", self.hbm_bandwidth)
+        positive("hbm_capacity", self.hbm_capacity)
+        for name in ("scale_up_bandwidth", "scale_out_bandwidth", "price_per_hour"):
+            if getattr(self, name) is not None:
+                positive(name, getattr(self, name))
+        if self.scale_up_domain is not None:
+            positive("scale_up_domain", self.scale_up_domain, integer=True)
+        choice("capacity_unit", self.capacity_unit, ["GB", "GiB"])
+
+    def peak(self, dtype: str = "bf16") -> float:
+        """Dense peak FLOP/s at `dtype`; ValueError naming the dtypes this chip has."""
+        choice(f"dtype (for chip {self.name!r})", dtype, list(self.flops))
+        return float(self.flops[dtype])
+
+    def ops_per_byte(self, dtype: str = "bf16") -> float:
+        """Ridge point of the roofline: peak FLOP/s / HBM bytes/s (FLOP per byte)."""
+        return self.peak(dtype) / self.hbm_bandwidth
+
+    @property
+    def drain_time(self) -> float:
+        """Seconds to read the whole HBM once: capacity / bandwidth."""
+        return self.hbm_capacity / self.hbm_bandwidth
+
+    @property
+    def price_per_second(self) -> float:
+        """USD per chip-second; ValueError when the chip has no price."""
+        if self.price_per_hour is None:
+            raise ValueError(f"price_per_hour: chip {self.name!r} has none; pass a price explicitly")
+        return self.price_per_hour / 3600.0
+
+
+CATALOGUE: dict[str, Chip] = {}
+
+
+def register(chip: Chip) -> Chip:
+    """Add a chip to the catalogue (used by the catalogue module; names must be unique)."""
+    if chip.name in CATALOGUE:
+        raise ValueError(f"name: chip {chip.name!r} is already in the catalogue")
+    CATALOGUE[chip.name] = chip
+    return chip
+
+
+def get(name: str) -> Chip:
+    """The catalogue chip called `name`; KeyError with close matches if there is none."""
+    return lookup("chip", name, CATALOGUE)
+
+
+def names() -> list[str]:
+    """Catalogue chip names, in catalogue order."""
+    return list(CATALOGUE)
+
+
+def all_chips() -> list[Chip]:
+    """Every catalogue chip."""
+    return list(CATALOGUE.values())
+
+
+from . import _chip_catalogue  # noqa: E402,F401  (fills CATALOGUE)

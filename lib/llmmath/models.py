@@ -1,0 +1,370 @@
+"""Transformers as counts: parameters, FLOPs per token and KV-cache bytes per token.
+
+A :class:`Model` stores an architecture with field names that follow the public configs
+(``num_hidden_layers`` -> ``n_layers``, ``hidden_size`` -> ``d_model``, ``intermediate_size``
+-> ``d_ff``, ``num_key_value_heads`` -> ``n_kv_heads``, ``n_routed_experts`` -> ``n_experts``,
+``num_experts_per_tok`` -> ``experts_per_token``, ``moe_intermediate_size`` -> ``d_ff_expert``,
+``first_k_dense_replace`` -> ``n_dense_layers``, ``kv_lora_rank``, ``q_lora_rank``,
+``qk_rope_head_dim``, ...). Everything else is counted from those fields.
+
+Conventions (the book states them where it uses them):
+
+- **Parameters** count every weight matrix, bias and norm the config implies; embeddings
+  are included, as in published totals. ``active_params`` removes the routed experts a
+  token does not use.
+- **Matmul parameters** (``matmul_params_active``) drop the input embedding of an untied
+  model: looking up a row is a gather, not a multiply. A tied embedding is counted once, as
+  the LM head, which is a real matmul.
+- **Forward FLOPs per token** are ``2 x matmul_params_active`` plus attention's
+  ``QK^T`` and ``AV`` products, which grow with the context.
+- **KV bytes per token** (``kv_bytes_per_token``) are K and V (or MLA's latent) for one
+  token across all layers: the book's :math:`b_\\text{kv}`. Sliding-window layers hold at
+  most ``sliding_window`` tokens; sparse attention (``sparse_attention_topk``) stores every
+  token but reads only the top-k per step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._check import lookup, positive
+
+
+@dataclass(frozen=True)
+class Model:
+    """A decoder-only transformer: dense or MoE, MHA/GQA/MQA or MLA attention."""
+
+    name: str
+    n_layers: int  # L, num_hidden_layers
+    d_model: int  # D, hidden_size
+    d_ff: int  # F, intermediate_size of a dense MLP layer
+    n_heads: int  # n_q, num_attention_heads
+    vocab_size: int  # V
+    n_kv_heads: int | None = None  # n_kv; None means n_heads (multi-head attention)
+    head_dim: int | None = None  # d_h; None means d_model // n_heads
+    tied_embeddings: bool = False  # tie_word_embeddings
+    gated_mlp: bool = True  # SwiGLU/GeGLU (3 matrices) or plain GELU MLP (2 matrices)
+    attention_bias: bool = False  # biases on Q, K, V (and O for biased models)
+    mlp_bias: bool = False  # biases in the MLP / expert matrices (GPT-3, gpt-oss)
+    # Mixture of experts.
+    n_experts: int = 0  # E, routed experts per MoE layer (0: dense model)
+    experts_per_token: int = 0  # k, routed experts each token uses
+    n_shared_experts: int = 0  # experts every token uses (DeepSeek)
+    d_ff_expert: int | None = None  # moe_intermediate_size
+    d_ff_shared: int | None = None  # shared expert width; None means d_ff_expert
+    n_dense_layers: int = 0  # first_k_dense_replace: leading layers with a dense MLP
+    # Multi-head latent attention (DeepSeek-V2/V3).
+    kv_lora_rank: int | None = None
+    q_lora_rank: int | None = None
+    qk_nope_head_dim: int | None = None
+    qk_rope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    # Attention span.
+    sliding_window: int | None = None  # window of the sliding-window layers
+    n_sliding_layers: int = 0  # how many layers use the window (the rest attend globally)
+    sparse_attention_topk: int | None = None  # tokens each query reads under sparse attention
+    max_context: int | None = None  # longest context the model supports
+    parallel_block: bool = False  # attention and MLP side by side (PaLM, GPT-J)
+    # Provenance: the published totals this entry must reproduce.
+    published_params: float | None = None
+    published_active_params: float | None = None
+    source: str = ""  # citation key in references.bib
+    year: int | None = None
+    notes: str = ""
+
+    def __post_init__(self):
+        for name in ("n_layers", "d_model", "d_ff", "n_heads", "vocab_size"):
+            positive(name, getattr(self, name), integer=True)
+        if self.n_kv_heads is None:
+            object.__setattr__(self, "n_kv_heads", self.n_heads)
+        if self.head_dim is None:
+            object.__setattr__(self, "head_dim", self.d_model // self.n_heads)
+        positive("n_kv_heads", self.n_kv_heads, integer=True)
+        positive("head_dim", self.head_dim, integer=True)
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_kv_heads: got {self.n_kv_heads}; it must divide n_heads={self.n_heads}")
+        if self.n_experts:
+            positive("experts_per_token", self.experts_per_token, integer=True)
+            if self.experts_per_token > self.n_experts:
+                raise ValueError(f"experts_per_token: got {self.experts_per_token}; allowed 1..n_experts={self.n_experts}")
+            if self.d_ff_expert is None:
+                raise ValueError("d_ff_expert: an MoE model (n_experts > 0) needs the expert MLP width")
+            positive("d_ff_expert", self.d_ff_expert, integer=True)
+        elif self.experts_per_token or self.n_shared_experts:
+            raise ValueError("n_experts: got 0 but experts_per_token/n_shared_experts are set; set n_experts")
+        if not 0 <= self.n_dense_layers <= self.n_layers:
+            raise ValueError(f"n_dense_layers: got {self.n_dense_layers}; allowed 0..n_layers={self.n_layers}")
+        if self.kv_lora_rank is not None:
+            for name in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+                positive(name, getattr(self, name), integer=True)
+        if not 0 <= self.n_sliding_layers <= self.n_layers:
+            raise ValueError(f"n_sliding_layers: got {self.n_sliding_layers}; allowed 0..n_layers={self.n_layers}")
+        if self.n_sliding_layers and not self.sliding_window:
+            raise ValueError("sliding_window: n_sliding_layers > 0 needs a window size")
+        for name in ("sliding_window", "sparse_attention_topk", "max_context"):
+            if getattr(self, name) is not None:
+                positive(name, getattr(self, name), integer=True)
+
+    # ----- kinds -------------------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
+
+    @property
+    def attention_kind(self) -> str:
+        """'MLA', 'MQA' (one KV head), 'MHA' (a KV head per query head) or 'GQA'."""
+        if self.kv_lora_rank is not None:
+            return "MLA"
+        if self.n_kv_heads == 1:
+            return "MQA"
+        if self.n_kv_heads == self.n_heads:
+            return "MHA"
+        return "GQA"
+
+    def replace(self, **changes) -> Model:
+        """A copy with some fields changed (the published totals are dropped unless given)."""
+        changes.setdefault("published_params", None)
+        changes.setdefault("published_active_params", None)
+        return dataclasses.replace(self, **changes)
+
+    # ----- parameters --------------------------------------------------------------------
+    @property
+    def n_moe_layers(self) -> int:
+        return self.n_layers - self.n_dense_layers if self.is_moe else 0
+
+    @property
+    def embedding_params(self) -> int:
+        """Input embedding (V x D); for a tied model it is also the LM head."""
+        return self.vocab_size * self.d_model
+
+    @property
+    def lm_head_params(self) -> int:
+        return 0 if self.tied_embeddings else self.vocab_size * self.d_model
+
+    @property
+    def attention_params_per_layer(self) -> int:
+        """Q, K, V, O projections (MLA: the low-rank down/up projections and their norms)."""
+        D, nq = self.d_model, self.n_heads
+        if self.kv_lora_rank is not None:
+            qk = self.qk_nope_head_dim + self.qk_rope_head_dim
+            if self.q_lora_rank:
+                q = D * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * nq * qk
+            else:
+                q = D * nq * qk
+            kv_down = D * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
+            kv_up = self.kv_lora_rank * nq * (self.qk_nope_head_dim + self.v_head_dim)
+            out = nq * self.v_head_dim * D
+            return q + kv_down + kv_up + out
+        q_dim, kv_dim = nq * self.head_dim, self.n_kv_heads * self.head_dim
+        weights = D * q_dim + 2 * D * kv_dim + q_dim * D
+        bias = (q_dim + 2 * kv_dim + D) if self.attention_bias else 0
+        return weights + bias
+
+    def _mlp_params(self, width: int) -> int:
+        matrices = 3 if self.gated_mlp else 2
+        bias = ((matrices - 1) * width + self.d_model) if self.mlp_bias else 0
+        return matrices * self.d_model * width + bias
+
+    @property
+    def dense_mlp_params(self) -> int:
+        """One dense MLP layer: 3DF (gated) or 2DF."""
+        return self._mlp_params(self.d_ff)
+
+    @property
+    def expert_params(self) -> int:
+        """One routed expert (an MLP of width d_ff_expert); 0 for a dense model."""
+        return self._mlp_params(self.d_ff_expert) if self.is_moe else 0
+
+    @property
+    def shared_expert_params(self) -> int:
+        """All shared experts of one MoE layer."""
+        if not self.n_shared_experts:
+            return 0
+        return self.n_shared_experts * self._mlp_params(self.d_ff_shared or self.d_ff_expert)
+
+    @property
+    def router_params(self) -> int:
+        """Router of one MoE layer: D x E (plus a bias per expert)."""
+        return (self.d_model + 1) * self.n_experts if self.is_moe else 0
+
+    @property
+    def norm_params(self) -> int:
+        """Two norms per layer (one in a parallel block) and a final norm (RMSNorm scales;
+        LayerNorm biases are negligible)."""
+        per_layer = 1 if self.parallel_block else 2
+        return per_layer * self.d_model * self.n_layers + self.d_model
+
+    @property
+    def total_params(self) -> int:
+        """N_tot: every parameter, embeddings included."""
+        n_mlp_dense = self.n_layers - self.n_moe_layers
+        moe_layer = self.n_experts * self.expert_params + self.shared_expert_params + self.router_params
+        return int(
+            self.embedding_params
+            + self.lm_head_params
+            + self.n_layers * self.attention_params_per_layer
+            + n_mlp_dense * self.dense_mlp_params
+            + self.n_moe_layers * moe_layer
+            + self.norm_params
+        )
+
+    @property
+    def active_params(self) -> int:
+        """N_act: parameters one token uses (routed experts not chosen are left out)."""
+        idle = self.n_moe_layers * (self.n_experts - self.experts_per_token) * self.expert_params
+        return self.total_params - idle
+
+    @property
+    def sparsity(self) -> float:
+        """N_tot / N_act: 1 for a dense model."""
+        return self.total_params / self.active_params
+
+    @property
+    def matmul_params_active(self) -> int:
+        """Active parameters that are multiplied per token: the untied input embedding is a gather."""
+        gather = 0 if self.tied_embeddings else self.embedding_params
+        return self.active_params - gather - self.norm_params
+
+    def weight_params_read(self, tokens=1):
+        """Expected parameters a step over `tokens` tokens must read from memory.
+
+        Shared weights (attention, dense layers, shared experts, routers, LM head) are read
+        once; the input embedding is a gather of one row per token (capped at V rows); of the
+        E routed experts of a layer, tokens routed k at a time touch E (1 - (1 - k/E)^tokens)
+        distinct ones on average (uniform routing). At one token that is k experts; at a
+        large batch it tends to all E, and the total tends to N_tot.
+        """
+        tokens = positive("tokens", tokens)
+        gather = 0 if self.tied_embeddings else self.embedding_params
+        routed = self.n_moe_layers * self.n_experts * self.expert_params
+        always = self.total_params - gather - routed
+        rows = np.minimum(tokens, self.vocab_size) * self.d_model if gather else 0.0
+        if self.is_moe:
+            E, k = self.n_experts, self.experts_per_token
+            touched = E * -np.expm1(tokens * np.log1p(-k / E)) if k < E else E * np.ones_like(tokens)
+            routed_read = self.n_moe_layers * touched * self.expert_params
+        else:
+            routed_read = 0.0
+        return always + rows + routed_read
+
+    # ----- attention span and KV cache -----------------------------------------------------
+    def _context(self, context, name="context"):
+        context = positive(name, context, allow_zero=True)
+        if self.max_context is not None and np.any(np.asarray(context) > self.max_context):
+            raise ValueError(
+                f"{name}: got {np.max(context):g} tokens; {self.name} supports at most {self.max_context}"
+            )
+        return context
+
+    @property
+    def kv_elements_per_token_per_layer(self) -> int:
+        """Cached numbers per token per layer: 2 n_kv d_h (K and V), or MLA's latent + RoPE key."""
+        if self.kv_lora_rank is not None:
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return 2 * self.n_kv_heads * self.head_dim
+
+    def kv_bytes_per_token(self, bytes_per_element: float = 2) -> float:
+        """b_kv: KV-cache bytes one token adds across all layers (before any window cap)."""
+        positive("bytes_per_element", bytes_per_element)
+        return self.n_layers * self.kv_elements_per_token_per_layer * bytes_per_element
+
+    def _spans(self, context, read: bool):
+        """Tokens held (read=False) or read per step (read=True) per layer group: (global, sliding)."""
+        n_global = self.n_layers - self.n_sliding_layers
+        held_global = context
+        if read and self.sparse_attention_topk is not None:
+            held_global = np.minimum(context, self.sparse_attention_topk)
+        sliding = np.minimum(context, self.sliding_window) if self.n_sliding_layers else 0.0
+        return n_global * held_global + self.n_sliding_layers * sliding
+
+    def kv_cache_bytes(self, context, bytes_per_element: float = 2):
+        """Bytes of KV cache one sequence of `context` tokens holds (sliding layers cap at the window)."""
+        context = self._context(context)
+        positive("bytes_per_element", bytes_per_element)
+        return self._spans(context, read=False) * self.kv_elements_per_token_per_layer * bytes_per_element
+
+    def kv_read_bytes(self, context, bytes_per_element: float = 2):
+        """Bytes of KV cache one decode step reads for one sequence of `context` tokens.
+
+        Equal to :meth:`kv_cache_bytes` except under sparse attention, which reads only the
+        top-k tokens per query (the indexer that picks them is left out).
+        """
+        context = self._context(context)
+        positive("bytes_per_element", bytes_per_element)
+        return self._spans(context, read=True) * self.kv_elements_per_token_per_layer * bytes_per_element
+
+    # ----- FLOPs ---------------------------------------------------------------------------
+    @property
+    def _attention_flops_per_context_token(self) -> float:
+        """FLOPs per (query, key) pair per layer: QK^T and AV, 2 FLOP per multiply-add."""
+        if self.kv_lora_rank is not None:  # decode-time absorbed form: scores and values in the latent
+            return 2 * self.n_heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
+        return 4 * self.n_heads * self.head_dim
+
+    def attention_flops_per_token(self, context):
+        """Attention FLOPs for one new token attending to `context` tokens (all layers)."""
+        context = self._context(context)
+        return self._spans(context, read=True) * self._attention_flops_per_context_token
+
+    def flops_per_token(self, context=0):
+        """Forward FLOPs for one token: 2 N_matmul + attention over `context` tokens."""
+        return 2.0 * self.matmul_params_active + self.attention_flops_per_token(context)
+
+    def prefill_attention_flops(self, prompt, past=0):
+        """Attention FLOPs to prefill `prompt` new tokens after `past` cached ones (causal).
+
+        Token i of the prompt attends to past + i tokens; sliding layers to at most the window.
+        """
+        prompt = positive("prompt", prompt)
+        past = self._context(past, "past")
+        self._context(np.asarray(prompt) + past, "past + prompt")
+        per_pair = self._attention_flops_per_context_token
+
+        def tri(n):  # sum_{i=1..n} i
+            return n * (n + 1) / 2
+
+        n_global = self.n_layers - self.n_sliding_layers
+        if self.sparse_attention_topk is not None:
+            k = self.sparse_attention_topk
+            full = tri(np.minimum(past + prompt, k)) - tri(np.minimum(past, k))
+            over = prompt - (np.minimum(past + prompt, k) - np.minimum(past, k))
+            glob = full + over * k
+        else:
+            glob = tri(past + prompt) - tri(past)
+        flops = n_global * glob
+        if self.n_sliding_layers:
+            w = self.sliding_window
+            full = tri(np.minimum(past + prompt, w)) - tri(np.minimum(past, w))
+            over = prompt - (np.minimum(past + prompt, w) - np.minimum(past, w))
+            flops = flops + self.n_sliding_layers * (full + over * w)
+        return flops * per_pair
+
+
+CATALOGUE: dict[str, Model] = {}
+
+
+def register(model: Model) -> Model:
+    """Add a model to the catalogue (used by the catalogue module; names must be unique)."""
+    if model.name in CATALOGUE:
+        raise ValueError(f"name: model {model.name!r} is already in the catalogue")
+    CATALOGUE[model.name] = model
+    return model
+
+
+def get(name: str) -> Model:
+    """The catalogue model called `name`; KeyError with close matches if there is none."""
+    return lookup("model", name, CATALOGUE)
+
+
+def names() -> list[str]:
+    return list(CATALOGUE)
+
+
+def all_models() -> list[Model]:
+    return list(CATALOGUE.values())
+
+
+from . import _model_catalogue  # noqa: E402,F401  (fills CATALOGUE)

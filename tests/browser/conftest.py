@@ -1,0 +1,70 @@
+"""Fixtures for the browser suite: the built site served on 127.0.0.1 and Debian's Chromium.
+
+The suite needs `_build/html` (run `make book` first; `make test` does) and `/usr/bin/chromium`
+(installed by scripts/ensure_chromium.sh from Debian's registry). Where Chromium cannot be had,
+every test skips with a message that says so; it never passes silently.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HTML = ROOT / "_build" / "html"
+SHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest output readable
+        pass
+
+
+@pytest.fixture(scope="session")
+def site_url():
+    if not (HTML / "index.html").exists():
+        pytest.fail(f"{HTML}/index.html is missing: run `make book` before the browser suite")
+    handler = functools.partial(_QuietHandler, directory=str(HTML))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"Chromium not found at {CHROMIUM}: install Debian's chromium "
+                    "(scripts/ensure_chromium.sh) to run the browser suite")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:  # pragma: no cover - requirements.txt pins playwright
+        pytest.skip(f"playwright is not importable ({exc}); pip install -r requirements.txt")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        ])
+        yield b
+        b.close()
+
+
+def book_pages() -> list[str]:
+    """Every HTML page of the built book (relative paths), except Sphinx's generated indexes."""
+    if not HTML.exists():
+        return []
+    skip = {"genindex.html", "search.html", "py-modindex.html"}
+    pages = []
+    for p in sorted(HTML.rglob("*.html")):
+        rel = p.relative_to(HTML).as_posix()
+        if rel.startswith(("_static/", "_sources/", "_images/")) or rel in skip:
+            continue
+        pages.append(rel)
+    return pages

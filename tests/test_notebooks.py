@@ -1,0 +1,74 @@
+"""The committed notebooks are executed, complete and deterministic enough for nbval.
+
+nbval (run over book/) re-executes every notebook and compares its outputs; these tests check
+what nbval cannot: that the stored state is the one the book renders.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
+VIEW = "application/vnd.jupyter.widget-view+json"
+STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def _load(path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _code_cells(nb):
+    return [c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "book/ has no notebooks"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_executed_top_to_bottom_in_a_fresh_kernel(path):
+    cells = _code_cells(_load(path))
+    counts = [c["execution_count"] for c in cells]
+    assert None not in counts, f"{path.name}: unexecuted cells; run `make execute`"
+    assert counts == list(range(1, len(cells) + 1)), f"{path.name}: execution counts {counts} are not 1..n"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_errors_and_no_unstable_text(path):
+    for cell in _code_cells(_load(path)):
+        for out in cell.get("outputs", []):
+            assert out["output_type"] != "error", f"{path.name}: an error output is stored"
+            assert out.get("name") != "stderr", f"{path.name}: stderr stored: {''.join(out.get('text', ''))[:200]}"
+            text = json.dumps(out.get("data", {}).get("text/plain", "")) + json.dumps(out.get("text", ""))
+            assert not re.search(r" at 0x[0-9a-f]{6,}", text), f"{path.name}: a memory address in an output"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_widget_view_has_saved_state(path):
+    nb = _load(path)
+    state = nb.get("metadata", {}).get("widgets", {}).get(STATE, {}).get("state", {})
+    views = [o["data"][VIEW]["model_id"] for c in _code_cells(nb) for o in c.get("outputs", [])
+             if VIEW in o.get("data", {})]
+    missing = [v for v in views if v not in state]
+    assert not missing, f"{path.name}: widget views without saved state (blank in the book): {missing}"
+    refs = set(re.findall(r"IPY_MODEL_([0-9a-f]{32})", json.dumps(state)))
+    assert refs <= set(state), f"{path.name}: saved widgets refer to models that were not saved"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_figures_have_alt_text(path):
+    for cell in _code_cells(_load(path)):
+        if any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
+            alt = cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt", "")
+            assert len(alt) > 20, f"{path.name}: a figure cell without alt text: {''.join(cell['source'])[:80]}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_in_table_of_contents(path):
+    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    assert f"book/{path.stem}" in toc, f"{path.name} is not in _toc.yml"
