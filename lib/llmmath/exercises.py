@@ -1,0 +1,96 @@
+"""Answer checking for the book's exercises: a verdict and, when off, a hint at the usual slip.
+
+``check(answer, expected)`` prints and returns ``"right"``, ``"close (3.2% high)"`` or
+``"off by a factor of ~8: bits vs bytes?"``. The factors recognised are the classic
+back-of-envelope mistakes: 2 (a multiply-add is 2 FLOP; K and V are two tensors),
+8 (bits vs bytes), 1000 / 1e6 / 1e9 (a unit prefix), 1024 and 1.0737 / 1.0737^2 (GiB vs GB,
+binary vs decimal prefixes), and their inverses.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["check", "KNOWN_FACTORS"]
+
+_GIB = 1024**3 / 1e9  # 1.0737...
+KNOWN_FACTORS = [
+    (2.0, "a factor of 2: FLOPs per multiply-add (2 FLOP), or K and V counted once instead of twice?"),
+    (4.0, "a factor of 4: two factors of 2 (FLOP per multiply-add and K+V), or bf16 (2 B) vs fp32 (4 B) twice?"),
+    (8.0, "bits vs bytes?"),
+    (16.0, "a factor of 16: bits vs bytes and FLOP per multiply-add together?"),
+    (1e3, "a unit prefix slip of 1000 (e.g. GB vs TB, ms vs s)?"),
+    (1e6, "a unit prefix slip of 1e6 (e.g. MB vs TB, us vs s)?"),
+    (1e9, "a unit prefix slip of 1e9 (e.g. GB vs B, ns vs s)?"),
+    (1e12, "a unit prefix slip of 1e12 (e.g. TFLOP/s vs FLOP/s)?"),
+    (1024.0, "1024 vs 1000, or a KiB/MiB step counted as 1024 once too often?"),
+    (_GIB, "GB vs GiB (1 GiB = 1.0737 GB)?"),
+    (1.024**4, "TB vs TiB (1 TiB = 1.0995 TB)?"),
+    (_GIB**2, "GB vs GiB applied twice (1.0737^2 = 1.153)?"),
+]
+
+
+def _as_float(x, name):
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim != 0:
+        raise ValueError(f"{name}: check takes one number, got an array of shape {arr.shape}")
+    v = float(arr)
+    if not math.isfinite(v):
+        raise ValueError(f"{name}: got {v!r}; expected a finite number")
+    return v
+
+
+def check(answer, expected, rtol=0.05, quiet=False) -> str:
+    """Compare ``answer`` with ``expected``; print (unless ``quiet``) and return a verdict.
+
+    - ``"right"`` within ``rtol`` (relative, default 5%);
+    - ``"close (x% high)"`` / ``"close (x% low)"`` within 3 x ``rtol``;
+    - ``"off by a factor of ~F (too high|too low): <hint>"`` when the ratio is near a known slip
+      (within ``rtol`` of it, in log terms), else ``"off by a factor of ~F (too high|too low)"``;
+    - ``"wrong sign"`` when the signs differ.
+    """
+    a = _as_float(answer, "answer")
+    e = _as_float(expected, "expected")
+    rtol = _as_float(rtol, "rtol")
+    if rtol <= 0:
+        raise ValueError(f"rtol: got {rtol:g}; allowed values are > 0")
+    verdict = _verdict(a, e, rtol)
+    if not quiet:
+        print(verdict)
+    return verdict
+
+
+def _verdict(a, e, rtol):
+    if e == 0:
+        return "right" if abs(a) <= rtol else f"off: expected 0, got {a:g}"
+    if a == 0:
+        return "off: got 0, expected a nonzero number (a unit or a missing term?)"
+    if (a > 0) != (e > 0):
+        return "wrong sign"
+    rel = a / e - 1.0
+    if abs(rel) <= rtol:
+        return "right"
+    direction = "high" if rel > 0 else "low"
+    if abs(rel) <= 3 * rtol and abs(math.log(a / e)) < math.log(_GIB) * 0.9:
+        return f"close ({abs(rel) * 100:.3g}% {direction})"
+    ratio = abs(a / e)
+    big = max(ratio, 1 / ratio)
+    too = "too high" if ratio > 1 else "too low"
+    best = None
+    for factor, hint in KNOWN_FACTORS:
+        err = abs(math.log(big / factor))
+        if err <= math.log1p(rtol) and (best is None or err < best[0]):
+            best = (err, factor, hint)
+    if best is not None:
+        return f"off by a factor of ~{_show(best[1])} ({too}): {best[2]}"
+    return f"off by a factor of ~{_show(big)} ({too})"
+
+
+def _show(f):
+    if f >= 1e4:
+        return f"{f:.0e}".replace("e+0", "e").replace("e+", "e")
+    if f >= 10:
+        return f"{f:.0f}"
+    return f"{f:.3g}"

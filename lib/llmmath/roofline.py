@@ -1,0 +1,475 @@
+"""Roofline lower bounds for a decode or prefill step, and the limits they imply.
+
+Every time here is a **lower bound**: the step cannot finish before its FLOPs are done at
+peak rate, nor before the bytes it must move have crossed the HBM bus. The bound leaves out
+communication between chips, kernel launch and scheduling overheads, imperfect overlap of
+compute and memory traffic (unless ``overlap="per-op"``), activation traffic, and anything
+that runs below peak (unless you pass ``compute_efficiency`` / ``memory_efficiency`` < 1).
+
+The core inequality of the book, for a decode step of ``B`` sequences with ``S`` tokens of
+context on ``n`` chips::
+
+    t_step >= max( 2 B N_act / (n C),  (N_tot b_w + B S b_kv) / (n W) )
+
+with the MoE refinement that only the experts the batch touches are read (see
+:meth:`llmmath.models.Model.weight_params_read`).
+
+All inputs and outputs are SI (seconds, bytes, FLOP, FLOP/s, bytes/s), and every numeric
+argument broadcasts over numpy arrays: a sweep over a grid of batches and contexts is one call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._check import choice, fraction, positive
+
+__all__ = [
+    "Step",
+    "decode_step",
+    "prefill_step",
+    "critical_batch",
+    "critical_context",
+    "max_batch",
+    "max_context",
+    "min_chips",
+    "drain_time",
+    "min_latency",
+    "arithmetic_intensity",
+    "attainable_flops",
+]
+
+OVERLAPS = ("step", "per-op")
+_BOUND_NAMES = np.array(["memory", "compute"])
+
+
+def _out(x):
+    """0-d arrays become Python floats; arrays stay arrays."""
+    arr = np.asarray(x, dtype=float)
+    return float(arr) if arr.ndim == 0 else arr
+
+
+def _bound(compute_time, memory_time):
+    is_compute = np.asarray(compute_time) >= np.asarray(memory_time)
+    if is_compute.ndim == 0:
+        return "compute" if is_compute else "memory"
+    return _BOUND_NAMES[is_compute.view(np.uint8)]
+
+
+@dataclass(frozen=True)
+class Step:
+    """Lower bound on one forward step (decode or prefill), SI units.
+
+    - ``compute_time``: FLOPs / (n_chips x peak x compute_efficiency), s
+    - ``weight_time``: weight bytes read / (n_chips x HBM bandwidth x memory_efficiency), s
+    - ``kv_time``: KV-cache bytes read (and, in prefill, written) over the same bandwidth, s
+    - ``memory_time``: ``weight_time + kv_time``, s
+    - ``time``: the step bound, s: ``max(compute, memory)`` for ``overlap="step"``,
+      ``kv + max(compute, weight)`` for ``overlap="per-op"``
+    - ``bound``: ``"compute"`` where ``compute_time >= memory_time``, else ``"memory"``
+      (an array of strings when the inputs are arrays)
+    - ``flops`` (FLOP), ``weight_bytes_read`` and ``kv_bytes_read`` (B): totals over all chips
+    - ``tokens``: tokens the step produces (decode: ``batch``) or processes (prefill:
+      ``batch x prompt``); ``batch`` sequences; ``n_chips`` chips serving the replica
+    """
+
+    compute_time: float | np.ndarray
+    weight_time: float | np.ndarray
+    kv_time: float | np.ndarray
+    memory_time: float | np.ndarray
+    time: float | np.ndarray
+    bound: str | np.ndarray
+    flops: float | np.ndarray
+    weight_bytes_read: float | np.ndarray
+    kv_bytes_read: float | np.ndarray
+    tokens: float | np.ndarray
+    batch: float | np.ndarray
+    n_chips: float | np.ndarray
+    kind: str = "decode"
+    overlap: str = "step"
+    model: object = field(default=None, repr=False, compare=False)
+    chip: object = field(default=None, repr=False, compare=False)
+
+
+def _finish(kind, overlap, flops, wbytes, kvbytes, n_chips, chip, dtype,
+            compute_efficiency, memory_efficiency, tokens, batch, model):
+    peak = chip.peak(dtype)
+    compute_rate = n_chips * peak * compute_efficiency
+    memory_rate = n_chips * chip.hbm_bandwidth * memory_efficiency
+    compute_time = flops / compute_rate
+    weight_time = wbytes / memory_rate
+    kv_time = kvbytes / memory_rate
+    memory_time = weight_time + kv_time
+    if overlap == "step":
+        time = np.maximum(compute_time, memory_time)
+    else:
+        time = kv_time + np.maximum(compute_time, weight_time)
+    shape = np.broadcast(compute_time, memory_time, tokens, batch, n_chips).shape
+
+    def b(x):
+        if not shape:
+            return _out(x)
+        x = np.asarray(x, dtype=float)
+        return x if x.shape == shape else np.broadcast_to(x, shape)  # read-only view, no copy
+
+    return Step(
+        compute_time=b(compute_time), weight_time=b(weight_time), kv_time=b(kv_time),
+        memory_time=b(memory_time), time=b(time),
+        bound=_bound(np.broadcast_to(compute_time, shape), np.broadcast_to(memory_time, shape)),
+        flops=b(flops), weight_bytes_read=b(wbytes), kv_bytes_read=b(kvbytes),
+        tokens=b(tokens), batch=b(batch), n_chips=b(n_chips),
+        kind=kind, overlap=overlap, model=model, chip=chip,
+    )
+
+
+def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes=2,
+                dtype="bf16", overlap="step", compute_efficiency=1.0, memory_efficiency=1.0,
+                attention_flops=False) -> Step:
+    """Lower bound on one decode step: ``batch`` sequences each emit one token.
+
+    ``t = max(B (2 N_mm [+ attn(S)]) / (n C),  (N_read(B) b_w + B kv_read(S)) / (n W))``
+
+    - ``batch`` (sequences), ``context`` (tokens already in each sequence's KV cache),
+      ``n_chips`` (chips per replica), ``weight_bytes`` (bytes per weight, b_w),
+      ``kv_bytes`` (bytes per KV-cache element), ``dtype`` (which peak of ``chip.flops``).
+    - Compute counts ``2 x matmul_params_active`` FLOP per token; attention's QK^T and AV
+      FLOPs are added only with ``attention_flops=True`` (Pope et al. and the episode leave
+      them out: they are small at moderate context).
+    - Weights read are ``model.weight_params_read(batch)``: for MoE, only the experts the
+      batch touches; KV read is ``batch x model.kv_read_bytes(context)``.
+    - The work is assumed perfectly shared by the ``n_chips`` (batch-sharded KV, sharded
+      weights): communication is left out, so this is a lower bound.
+    - ``overlap="step"`` lets all memory traffic overlap all compute; ``"per-op"`` lets
+      weight reads overlap the matmuls but serialises attention's KV reads:
+      ``t = kv + max(compute, weight)`` (always >= the ``"step"`` bound).
+    - ``compute_efficiency`` and ``memory_efficiency`` in (0, 1] derate the peaks; 1.0 is the
+      pure lower bound.
+    """
+    batch = positive("batch", batch)
+    context = positive("context", context, allow_zero=True)
+    n_chips = positive("n_chips", n_chips)
+    weight_bytes = positive("weight_bytes", weight_bytes)
+    kv_bytes = positive("kv_bytes", kv_bytes)
+    choice("overlap", overlap, OVERLAPS)
+    compute_efficiency = fraction("compute_efficiency", compute_efficiency)
+    memory_efficiency = fraction("memory_efficiency", memory_efficiency)
+    chip.peak(dtype)  # validates dtype early, naming the chip's dtypes
+
+    per_token = 2.0 * model.matmul_params_active
+    if attention_flops:
+        per_token = per_token + model.attention_flops_per_token(context)
+    flops = batch * per_token
+    wbytes = model.weight_params_read(batch) * weight_bytes
+    kvbytes = batch * model.kv_read_bytes(context, kv_bytes)
+    return _finish("decode", overlap, flops, wbytes, kvbytes, n_chips, chip, dtype,
+                   compute_efficiency, memory_efficiency, batch, batch, model)
+
+
+def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes=2,
+                 dtype="bf16", past=0, compute_efficiency=1.0, memory_efficiency=1.0,
+                 attention_flops=True, overlap="step") -> Step:
+    """Lower bound on prefilling ``prompt`` new tokens for each of ``batch`` sequences.
+
+    ``t = max(B (P 2 N_mm + attn(P, past)) / (n C),
+    (N_read(B P) b_w + B (kv_held(past+P) - kv_held(past)) + B kv_read(past)) / (n W))``
+
+    - The weights are read once for the whole pass (all ``batch x prompt`` tokens share
+      them): for MoE, ``weight_params_read(batch * prompt)``.
+    - The KV cache of the new tokens is written once; the ``past`` tokens already cached
+      (prompt caching, multi-turn chat) are read once.
+    - Attention FLOPs (causal, see :meth:`Model.prefill_attention_flops`) are included by
+      default: at long prompts they stop being small.
+    - Short prompts are memory-bound, like decode; long ones are compute-bound.
+    Other arguments as in :func:`decode_step`; ``tokens`` in the result is ``batch x prompt``.
+    """
+    batch = positive("batch", batch)
+    prompt = positive("prompt", prompt)
+    past = positive("past", past, allow_zero=True)
+    n_chips = positive("n_chips", n_chips)
+    weight_bytes = positive("weight_bytes", weight_bytes)
+    kv_bytes = positive("kv_bytes", kv_bytes)
+    choice("overlap", overlap, OVERLAPS)
+    compute_efficiency = fraction("compute_efficiency", compute_efficiency)
+    memory_efficiency = fraction("memory_efficiency", memory_efficiency)
+    chip.peak(dtype)
+
+    tokens = batch * prompt
+    flops = tokens * 2.0 * model.matmul_params_active
+    if attention_flops:
+        flops = flops + batch * model.prefill_attention_flops(prompt, past)
+    wbytes = model.weight_params_read(tokens) * weight_bytes
+    written = model.kv_cache_bytes(past + prompt, kv_bytes) - model.kv_cache_bytes(past, kv_bytes)
+    kvbytes = batch * (written + model.kv_read_bytes(past, kv_bytes))
+    return _finish("prefill", overlap, flops, wbytes, kvbytes, n_chips, chip, dtype,
+                   compute_efficiency, memory_efficiency, tokens, batch, model)
+
+
+# ----- balance points ------------------------------------------------------------------------
+
+def _kv_read_inverse(model, target):
+    """Smallest context S with per-layer-element reads f(S) >= target, where
+    f(S) = n_global min(S, topk) + n_sliding min(S, window) (caps may be absent).
+    Returns (S, reachable) arrays; S is meaningless where not reachable."""
+    target = np.asarray(target, dtype=float)
+    n_global = model.n_layers - model.n_sliding_layers
+    terms = []
+    if n_global:
+        terms.append((n_global, float(model.sparse_attention_topk) if model.sparse_attention_topk else np.inf))
+    if model.n_sliding_layers:
+        terms.append((model.n_sliding_layers, float(model.sliding_window)))
+    caps = sorted({c for _, c in terms})
+    result = np.full(target.shape, np.nan)
+    start, f_start = 0.0, 0.0
+    for cap in caps:
+        slope = sum(a for a, c in terms if c >= cap)  # terms still growing below `cap`
+        f_end = f_start + slope * (cap - start) if np.isfinite(cap) else np.inf
+        hit = np.isnan(result) & (target <= f_end)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            result = np.where(hit, start + (target - f_start) / slope, result)
+        start, f_start = cap, f_end
+    reachable = ~np.isnan(result)
+    return np.where(reachable, result, 0.0), reachable
+
+
+def critical_context(model, chip, kv_bytes=2, dtype="bf16", attention_flops=False):
+    """Context (tokens) beyond which decode is memory-bound at **any** batch.
+
+    Per sequence and step, reading its KV cache takes ``kv_read(S)/W``; computing its token
+    takes ``2 N_mm / C``. Weights are amortised over the batch, so once
+    ``kv_read(S)/W >= 2 N_mm/C`` no batch makes the step compute-bound. For dense attention
+    ``S* = 2 N_mm W / (C b_kv)``; sliding-window and sparse layers are handled through the
+    model's capped reads.
+
+    With ``attention_flops=True`` the attention FLOPs per token (which also grow with S) are
+    added to the compute side; a crossing is then found by bisection.
+
+    Raises ValueError when the crossing never happens (every layer's reads are capped by a
+    window or top-k below the balance): such a model stays compute-bound at large batch for
+    every context. The result may exceed ``model.max_context``; then no supported context
+    makes decode memory-bound at every batch.
+    """
+    kv_bytes = positive("kv_bytes", kv_bytes)
+    C, W = chip.peak(dtype), chip.hbm_bandwidth
+    elem = model.kv_elements_per_token_per_layer * np.asarray(kv_bytes, dtype=float)
+    target = 2.0 * model.matmul_params_active * W / C / elem
+    s, ok = _kv_read_inverse(model, target)
+    if not np.all(ok):
+        raise ValueError(
+            f"model {model.name!r}: its KV reads per step are capped (sliding window / sparse top-k) "
+            f"below the {_fmt(target * elem)} B that balance one token's compute on {chip.name}; "
+            "decode never becomes memory-bound at every batch, so there is no critical context"
+        )
+    if attention_flops:
+        per_pair = model._attention_flops_per_context_token
+
+        def gap(S):  # kv time - compute time per sequence (seconds x W)
+            kv = model._spans(S, read=True) * elem
+            comp = (2.0 * model.matmul_params_active + model._spans(S, read=True) * per_pair) * W / C
+            return kv - comp
+
+        if np.any(elem * C / W <= per_pair):
+            raise ValueError(
+                f"model {model.name!r}: attention FLOPs per cached byte exceed {chip.name}'s "
+                "FLOP/byte, so KV reads never outgrow compute; no critical context"
+            )
+        lo, hi = np.zeros_like(s), np.maximum(s, 1.0)
+        while np.any(gap(hi) < 0):
+            hi = np.where(gap(hi) < 0, hi * 2, hi)
+            if np.any(hi > 1e15):
+                raise ValueError(f"model {model.name!r}: no critical context below 1e15 tokens")
+        for _ in range(100):
+            mid = 0.5 * (lo + hi)
+            neg = gap(mid) < 0
+            lo, hi = np.where(neg, mid, lo), np.where(neg, hi, mid)
+        s = hi
+    return _out(s)
+
+
+def _fmt(x):
+    arr = np.asarray(x)
+    return f"{float(arr.flat[0]):.4g}"
+
+
+def critical_batch(model, chip, weight_bytes=2, dtype="bf16", context=0, kv_bytes=2,
+                   attention_flops=False):
+    """Batch (sequences) at which a decode step's compute time equals its memory time.
+
+    Solves ``B 2 N_mm / C = (N_read(B) b_w + B kv_read(S)) / W`` for B (chip count cancels).
+    With ``context=0`` and a dense model this is ``(C b_w / 2W) (N_read / N_mm)``, about
+    ``ops_per_byte x b_w / 2``; for MoE the weights read grow with the batch (more experts
+    touched), so the equation is solved self-consistently: the result tends to
+    ``ops_per_byte x b_w / 2 x N_tot / N_act`` (the episode's "300 x sparsity") when the batch
+    touches every expert. Below it decode is memory-bound (weights not yet amortised); above
+    it compute-bound. Returned as a real number, not rounded.
+
+    Raises ValueError when ``context >= critical_context(...)``: decode is then memory-bound at
+    every batch.
+    """
+    weight_bytes = positive("weight_bytes", weight_bytes)
+    kv_bytes = positive("kv_bytes", kv_bytes)
+    context = positive("context", context, allow_zero=True)
+    C, W = chip.peak(dtype), chip.hbm_bandwidth
+    per_token = 2.0 * model.matmul_params_active
+    if attention_flops:
+        per_token = per_token + model.attention_flops_per_token(context)
+    denom = per_token * W / C - model.kv_read_bytes(context, kv_bytes)  # bytes of slack per sequence
+    if np.any(denom <= 0):
+        try:
+            s_star = critical_context(model, chip, kv_bytes=np.max(kv_bytes), dtype=dtype,
+                                      attention_flops=attention_flops)
+            where = f" ({s_star:,.0f} tokens)"
+        except ValueError:
+            where = ""
+        raise ValueError(
+            f"context: got {float(np.max(context)):g} tokens; at or beyond the critical context of "
+            f"{model.name} on {chip.name}{where} decode is memory-bound at every batch, so there is no "
+            "critical batch"
+        )
+    denom, weight_bytes = np.broadcast_arrays(np.asarray(denom, float), np.asarray(weight_bytes, float))
+    floor_params = model.weight_params_read(1e-9)  # weights read by any step (shared part)
+    lo = floor_params * weight_bytes / denom
+    hi = model.total_params * weight_bytes / denom
+    if not model.is_moe and model.tied_embeddings:  # weights read do not depend on the batch
+        return _out(lo)
+    # h(B) = denom B - b_w N_read(B) is convex with h(lo) <= 0 <= h(hi): bisect in log space.
+    llo, lhi = np.log(lo), np.log(np.maximum(hi, lo * (1 + 1e-12)))
+    for _ in range(80):
+        mid = 0.5 * (llo + lhi)
+        B = np.exp(mid)
+        neg = denom * B - weight_bytes * model.weight_params_read(B) < 0
+        llo, lhi = np.where(neg, mid, llo), np.where(neg, lhi, mid)
+    return _out(np.exp(0.5 * (llo + lhi)))
+
+
+# ----- memory capacity -----------------------------------------------------------------------
+
+def _weights_fit(model, chip, n_chips, weight_bytes, memory_fraction):
+    budget = n_chips * chip.hbm_capacity * memory_fraction
+    weights = model.total_params * weight_bytes
+    if np.any(weights > budget):
+        need = np.ceil(weights / (chip.hbm_capacity * memory_fraction))
+        raise ValueError(
+            f"n_chips: got {float(np.min(n_chips)):g}; the {model.name} weights alone "
+            f"({float(np.max(weights)) / 1e9:.4g} GB at {float(np.max(weight_bytes)):g} B/weight) do not fit; "
+            f"at least {int(np.max(need))} x {chip.name} are needed (memory_fraction={float(np.min(memory_fraction)):g})"
+        )
+    return budget - weights
+
+
+def max_batch(model, chip, context, n_chips=1, weight_bytes=2, kv_bytes=2, memory_fraction=1.0):
+    """Largest whole batch whose weights and KV caches fit in ``n_chips`` chips' HBM.
+
+    ``B_max = floor((n M f - N_tot b_w) / kv_held(S))`` with ``M`` the chip capacity and
+    ``f = memory_fraction`` (leave room for activations and fragmentation). All experts of an
+    MoE model are stored. Returns 0 when the weights fit but not even one sequence's KV.
+    Raises ValueError naming the minimum chip count when the weights alone do not fit.
+    """
+    context = positive("context", context)
+    n_chips = positive("n_chips", n_chips)
+    weight_bytes = positive("weight_bytes", weight_bytes)
+    kv_bytes = positive("kv_bytes", kv_bytes)
+    memory_fraction = fraction("memory_fraction", memory_fraction)
+    free = _weights_fit(model, chip, n_chips, weight_bytes, memory_fraction)
+    per_seq = model.kv_cache_bytes(context, kv_bytes)
+    b = np.floor(free / per_seq * (1 + 1e-12))
+    return int(b) if np.ndim(b) == 0 else b.astype(np.int64)
+
+
+def max_context(model, chip, batch, n_chips=1, weight_bytes=2, kv_bytes=2, memory_fraction=1.0,
+                kv_fraction=None, kv_replicas=1):
+    """Longest context (whole tokens) at which ``batch`` sequences' KV caches fit.
+
+    The KV budget is ``n M f - N_tot b_w`` (what the weights leave), or, with
+    ``kv_fraction`` given, ``kv_fraction x n M`` (a fixed share of all HBM for KV, as in
+    Pope et al. 2022 Table 1, which reserves 30%). ``kv_replicas`` is how many copies of each
+    KV byte are stored: sharding a single multiquery KV head over attention heads replicates it
+    on every chip (``kv_replicas=n_chips``); batch sharding stores one copy (1).
+    Solves ``batch x kv_replicas x kv_held(S) = budget`` for S; sliding-window layers cap.
+    Raises ValueError if the weights do not fit, or if every layer is windowed so the KV cache
+    stops growing (any context fits). The result is a memory limit only: it may exceed the
+    model's ``max_context``.
+    """
+    batch = positive("batch", batch)
+    n_chips = positive("n_chips", n_chips)
+    weight_bytes = positive("weight_bytes", weight_bytes)
+    kv_bytes = positive("kv_bytes", kv_bytes)
+    kv_replicas = positive("kv_replicas", kv_replicas)
+    memory_fraction = fraction("memory_fraction", memory_fraction)
+    if kv_fraction is None:
+        budget = _weights_fit(model, chip, n_chips, weight_bytes, memory_fraction)
+    else:
+        budget = fraction("kv_fraction", kv_fraction) * n_chips * chip.hbm_capacity
+    elem = model.kv_elements_per_token_per_layer * kv_bytes
+    target = budget / (batch * kv_replicas * elem)  # layer-tokens held per sequence
+    n_global = model.n_layers - model.n_sliding_layers
+    w = model.sliding_window or 0
+    if n_global == 0:
+        if np.any(target >= model.n_sliding_layers * w):
+            raise ValueError(
+                f"model {model.name!r}: every layer uses a {w}-token window, so the KV cache stops "
+                "growing and any context fits"
+            )
+        s = target / model.n_sliding_layers
+    else:
+        s_short = target / model.n_layers  # every layer still below its window
+        s_long = (target - model.n_sliding_layers * w) / n_global
+        s = np.where(s_short <= w, s_short, s_long) if model.n_sliding_layers else s_short
+    s = np.floor(np.asarray(s) * (1 + 1e-12))
+    return int(s) if s.ndim == 0 else s.astype(np.int64)
+
+
+def min_chips(model, chip, batch=0, context=0, weight_bytes=2, kv_bytes=2, memory_fraction=1.0):
+    """Fewest chips whose HBM holds the weights plus ``batch`` KV caches of ``context`` tokens.
+
+    ``n_min = ceil((N_tot b_w + B kv_held(S)) / (M f))``.
+    """
+    batch = positive("batch", batch, allow_zero=True)
+    context = positive("context", context, allow_zero=True)
+    weight_bytes = positive("weight_bytes", weight_bytes)
+    kv_bytes = positive("kv_bytes", kv_bytes)
+    memory_fraction = fraction("memory_fraction", memory_fraction)
+    need = model.total_params * weight_bytes + batch * model.kv_cache_bytes(context, kv_bytes)
+    n = np.maximum(np.ceil(need / (chip.hbm_capacity * memory_fraction) * (1 - 1e-12)), 1)
+    return int(n) if np.ndim(n) == 0 else n.astype(np.int64)
+
+
+def drain_time(chip):
+    """Seconds to read a chip's whole HBM once: ``M / W`` (about 20 ms on most HBM parts)."""
+    return chip.drain_time
+
+
+def min_latency(model, chip, n_chips=1, weight_bytes=2, dtype="bf16"):
+    """Fastest possible decode step (s): batch 1, no context, weights read once.
+
+    ``t_min = max(2 N_mm / (n C), N_read(1) b_w / (n W))``. For a dense model that is the
+    episode's floor ``N_tot b_w / (n W)`` (the untied input embedding contributes one row);
+    for MoE only the shared weights and the ``k`` experts one token uses are read.
+    """
+    return decode_step(model, chip, batch=1, context=0, n_chips=n_chips,
+                       weight_bytes=weight_bytes, dtype=dtype).time
+
+
+# ----- the classic roofline ------------------------------------------------------------------
+
+def arithmetic_intensity(m, k, n, bytes_per_element=2, weight_bytes=None, output_bytes=None):
+    """FLOP per byte of an (m x k) @ (k x n) matmul that reads both inputs and writes the output once.
+
+    ``I = 2 m k n / (m k b_in + k n b_w + m n b_out)``; ``weight_bytes`` and
+    ``output_bytes`` default to ``bytes_per_element``. With ``m`` = tokens, ``k = n = D`` and
+    ``m << D`` it is about ``2m / b_w``: one multiply-add per weight per token.
+    """
+    m = positive("m", m)
+    k = positive("k", k)
+    n = positive("n", n)
+    b_in = positive("bytes_per_element", bytes_per_element)
+    b_w = b_in if weight_bytes is None else positive("weight_bytes", weight_bytes)
+    b_out = b_in if output_bytes is None else positive("output_bytes", output_bytes)
+    return _out(2.0 * m * k * n / (m * k * b_in + k * n * b_w + m * n * b_out))
+
+
+def attainable_flops(chip, intensity, dtype="bf16"):
+    """Roofline: FLOP/s reachable at ``intensity`` FLOP/byte: ``min(C, I x W)``."""
+    intensity = positive("intensity", intensity)
+    return _out(np.minimum(chip.peak(dtype), intensity * chip.hbm_bandwidth))
