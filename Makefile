@@ -28,6 +28,7 @@ book: $(STAMP)
 	@echo "The book is at $(CURDIR)/$(HTML)/index.html"
 
 unit: $(STAMP)
+	$(BIN)/ruff check lib tests scripts
 	$(BIN)/python -m pytest tests -m "not browser"
 
 nbval: $(STAMP)

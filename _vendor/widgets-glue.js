@@ -3,7 +3,8 @@
  * 1. embed-amd.js looks for its fonts under <page dir>/@jupyter-widgets/html-manager/dist/;
  *    map that module path to the vendored copy beside this script.
  * 2. The widget manager typesets labels with the MathJax 2 API (MathJax.Hub.Queue), which
- *    throws under MathJax 3; give it a small Hub that calls MathJax 3's typesetPromise. */
+ *    throws under MathJax 3; give it a small Hub that calls MathJax 3's typesetPromise.
+ * 3. ipywidgets' Image view has no alt attribute: give each saved explorer figure one. */
 (function () {
   var here = document.currentScript && document.currentScript.src;
   var base = here ? here.substring(0, here.lastIndexOf("/") + 1) : "_static/";
@@ -31,4 +32,13 @@
     tries += 1;
     if ((window.MathJax && window.MathJax.typesetPromise) || tries > 100) { clearInterval(timer); }
   }, 50);
+  var ALT = "Explorer figure in its saved state (run the notebook for the live explorer; the slider below the explorer steps through precomputed frames).";
+  function label(root) {
+    var imgs = (root || document).querySelectorAll(".jupyter-widgets img:not([alt])");
+    for (var i = 0; i < imgs.length; i++) { imgs[i].setAttribute("alt", ALT); }
+  }
+  if (window.MutationObserver) {
+    new MutationObserver(function () { label(document); })
+      .observe(document.documentElement, { childList: true, subtree: true });
+  }
 })();

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from llmmath import chips
 from llmmath.chips import Chip
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from llmmath import chips, models
 from llmmath.chips import Chip
 from llmmath.cost import (

@@ -8,6 +8,7 @@ parameter count (the paper's 48 -> 64 head padding adds 18B parameters that MFU 
 """
 
 import pytest
+
 from llmmath import chips, models
 from llmmath.chips import Chip
 from llmmath.cost import chip_seconds_per_token

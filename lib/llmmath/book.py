@@ -24,8 +24,74 @@ class Text:
 
 
 def glue(name: str, text, display: bool = False):
-    """Glue `text` (already formatted, e.g. by :mod:`llmmath.units`) under `name` for ``{glue:}``."""
+    """Glue `text` (already formatted, e.g. by :mod:`llmmath.units`) under `name` for ``{glue:}``.
+
+    Returns None, so a cell of glue calls prints nothing.
+    """
     from myst_nb import glue as _glue
 
     _glue(name, Text(text), display=display)
-    return text
+
+
+class Table:
+    """A table rendered as MyST markdown (so ``{cite}`` roles in it work) with a plain-text twin."""
+
+    def __init__(self, headers: list[str], rows: list[list[str]], caption: str = ""):
+        self.headers, self.rows, self.caption = headers, rows, caption
+
+    def _repr_markdown_(self) -> str:
+        def line(cells):
+            return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+        out = [line(self.headers), "|" + "---|" * len(self.headers)] + [line(r) for r in self.rows]
+        if self.caption:
+            out = [self.caption, ""] + out
+        return "\n".join(out)
+
+    def __repr__(self) -> str:
+        table = [self.headers, *self.rows]
+        widths = [max(len(str(r[i])) for r in table) for i in range(len(self.headers))]
+        return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in table)
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(repr(self))
+
+
+def chip_table(dtype: str = "bf16") -> Table:
+    """Every catalogue chip: the three numbers, the network and the price, with sources."""
+    from . import chips
+    from .units import fmt_bandwidth, fmt_bytes, fmt_flops_rate, fmt_time, fmt_usd
+
+    rows = []
+    for c in chips.all_chips():
+        peak = fmt_flops_rate(c.peak(dtype)) if dtype in c.flops else "-"
+        ratio = f"{c.ops_per_byte(dtype):.0f}" if dtype in c.flops else "-"
+        cap = fmt_bytes(c.hbm_capacity, binary=c.capacity_unit == "GiB")
+        up = (f"{fmt_bandwidth(c.scale_up_bandwidth)} x {c.scale_up_domain}"
+              if c.scale_up_bandwidth and c.scale_up_domain else "-")
+        price = f"{fmt_usd(c.price_per_hour)} ({c.price_date})" if c.price_per_hour else "-"
+        cite = f"{{cite:p}}`{c.source}`" if c.source else ""
+        rows.append([c.name, peak, fmt_bandwidth(c.hbm_bandwidth), cap, ratio, fmt_time(c.drain_time),
+                     up, price, cite])
+    headers = ["chip", f"dense {dtype}", "HBM bandwidth", "HBM capacity", "FLOP/byte", "drain time",
+               "scale-up (one way) x domain", "price per chip-hour", "source"]
+    return Table(headers, rows)
+
+
+def model_table() -> Table:
+    """Every catalogue model: shape, counted vs published parameters, KV bytes per token."""
+    from . import models
+    from .units import fmt_bytes, fmt_count
+
+    rows = []
+    for m in models.all_models():
+        shape = f"L={m.n_layers}, D={m.d_model}, {m.attention_kind} {m.n_heads}/{m.n_kv_heads}x{m.head_dim}"
+        if m.is_moe:
+            shape += f", E={m.n_experts}, k={m.experts_per_token}"
+        pub = fmt_count(m.published_params) if m.published_params else "-"
+        cite = f"{{cite:p}}`{m.source}`" if m.source else ""
+        rows.append([m.name, shape, fmt_count(m.total_params), pub, fmt_count(m.active_params),
+                     fmt_bytes(m.kv_bytes_per_token(2)), cite])
+    headers = ["model", "shape", "N_tot (counted)", "published", "N_act (counted)",
+               "KV bytes/token (bf16)", "source"]
+    return Table(headers, rows)

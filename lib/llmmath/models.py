@@ -368,3 +368,108 @@ def all_models() -> list[Model]:
 
 
 from . import _model_catalogue  # noqa: E402,F401  (fills CATALOGUE)
+
+# --- chapter 2 additions -----------------------------------------------------------------
+# Counting helpers for "Counting a transformer" (book/02_counting.ipynb): where the
+# parameters are, the 12 L D^2 approximation, and the context at which attention's FLOPs
+# catch up with the matmul FLOPs.
+
+
+@dataclass(frozen=True)
+class ParameterBreakdown:
+    """Where one model's parameters are (all layers summed), as counted from its fields."""
+
+    model: str
+    embedding: int  # input embedding V x D (for a tied model also the LM head)
+    lm_head: int  # untied output projection V x D; 0 when tied
+    attention: int  # Q, K, V, O (or MLA's projections) of every layer
+    dense_mlp: int  # the MLPs of the dense layers (all layers of a dense model)
+    routed_experts: int  # every routed expert of every MoE layer
+    routed_experts_active: int  # the k experts per MoE layer one token uses
+    shared_experts: int  # shared experts of every MoE layer
+    routers: int  # router weights of every MoE layer
+    norms: int  # norm scales
+
+    @property
+    def total(self) -> int:
+        """N_tot (equals ``Model.total_params``)."""
+        return (self.embedding + self.lm_head + self.attention + self.dense_mlp
+                + self.routed_experts + self.shared_experts + self.routers + self.norms)
+
+    @property
+    def active(self) -> int:
+        """N_act (equals ``Model.active_params``)."""
+        return self.total - self.routed_experts + self.routed_experts_active
+
+    @property
+    def embeddings(self) -> int:
+        """Input embedding plus untied LM head."""
+        return self.embedding + self.lm_head
+
+    @property
+    def mlp(self) -> int:
+        """Every MLP-side parameter: dense MLPs, routed and shared experts, routers."""
+        return self.dense_mlp + self.routed_experts + self.shared_experts + self.routers
+
+    @property
+    def non_embedding(self) -> int:
+        """N_tot without the input embedding and LM head (Kaplan et al.'s N)."""
+        return self.total - self.embeddings
+
+    @property
+    def mlp_share(self) -> float:
+        """Fraction of the non-embedding parameters in the MLPs / experts."""
+        return self.mlp / self.non_embedding
+
+    @property
+    def embedding_share(self) -> float:
+        """Fraction of N_tot in the input embedding and LM head."""
+        return self.embeddings / self.total
+
+    @property
+    def embedding_share_active(self) -> float:
+        """Fraction of N_act in the input embedding and LM head."""
+        return self.embeddings / self.active
+
+
+def parameter_breakdown(model: Model) -> ParameterBreakdown:
+    """Split ``model.total_params`` into embedding, LM head, attention, MLP/experts and norms."""
+    n_dense = model.n_layers - model.n_moe_layers
+    return ParameterBreakdown(
+        model=model.name,
+        embedding=model.embedding_params,
+        lm_head=model.lm_head_params,
+        attention=model.n_layers * model.attention_params_per_layer,
+        dense_mlp=n_dense * model.dense_mlp_params,
+        routed_experts=model.n_moe_layers * model.n_experts * model.expert_params,
+        routed_experts_active=model.n_moe_layers * model.experts_per_token * model.expert_params,
+        shared_experts=model.n_moe_layers * model.shared_expert_params,
+        routers=model.n_moe_layers * model.router_params,
+        norms=model.norm_params,
+    )
+
+
+def kaplan_params(model: Model) -> int:
+    """The classic approximation N ~ 12 L D^2 (Kaplan et al. 2020, Sec. 2.1).
+
+    Per layer: 4 D^2 for Q, K, V, O with n_q d_h = D, plus 8 D^2 for a two-matrix MLP of width
+    4D (a SwiGLU of width 8D/3 has the same count). It leaves out embeddings, norms and biases,
+    and it does not hold for GQA/MQA (fewer K/V weights), other MLP widths, or MoE.
+    """
+    return 12 * model.n_layers * model.d_model**2
+
+
+def attention_crossover_context(model: Model) -> float:
+    """Context S at which one new token's attention FLOPs equal its matmul FLOPs (2 N_mm).
+
+    Below S the ``2 x active parameters`` rule holds to within a factor of 2; far below it,
+    attention is a small correction. For dense MHA/GQA models with n_q d_h = D it is about
+    6 D to 7 D. Sliding-window and sparse (top-k) layers cap attention's span; when the caps
+    keep attention below the matmul FLOPs at every context, the result is ``inf``. The
+    result may exceed ``model.max_context``.
+    """
+    from .roofline import _kv_read_inverse  # span inversion with window / top-k caps
+
+    target = 2.0 * model.matmul_params_active / model._attention_flops_per_context_token
+    s, ok = _kv_read_inverse(model, target)
+    return float(s) if bool(ok) else float("inf")

@@ -179,9 +179,10 @@ def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes
       them): for MoE, ``weight_params_read(batch * prompt)``.
     - The KV cache of the new tokens is written once; the ``past`` tokens already cached
       (prompt caching, multi-turn chat) are read once.
-    - Attention FLOPs (causal, see :meth:`Model.prefill_attention_flops`) are included by
+    - Attention FLOPs (causal, see :meth:`llmmath.models.Model.prefill_attention_flops`) are included by
       default: at long prompts they stop being small.
     - Short prompts are memory-bound, like decode; long ones are compute-bound.
+
     Other arguments as in :func:`decode_step`; ``tokens`` in the result is ``batch x prompt``.
     """
     batch = positive("batch", batch)
@@ -473,3 +474,175 @@ def attainable_flops(chip, intensity, dtype="bf16"):
     """Roofline: FLOP/s reachable at ``intensity`` FLOP/byte: ``min(C, I x W)``."""
     intensity = positive("intensity", intensity)
     return _out(np.minimum(chip.peak(dtype), intensity * chip.hbm_bandwidth))
+
+
+# --- chapter 1 additions ---------------------------------------------------------------------
+
+def elementwise_intensity(flops_per_element=1, inputs=2, outputs=1, bytes_per_element=2):
+    """FLOP per byte of an elementwise op over vectors (``z = x + y`` by default).
+
+    ``I = f / ((inputs + outputs) b)``: each element does ``flops_per_element`` FLOP and reads
+    ``inputs`` and writes ``outputs`` values of ``bytes_per_element`` bytes, each exactly once.
+    ``z = x + y`` in bf16 is 1 FLOP per 6 bytes; a copy (``inputs=1, outputs=1``) with 0 FLOP is the
+    pure bandwidth test (pass ``flops_per_element`` > 0 to place it on a roofline).
+    """
+    f = positive("flops_per_element", flops_per_element)
+    n_in = positive("inputs", inputs, allow_zero=True)
+    n_out = positive("outputs", outputs, allow_zero=True)
+    b = positive("bytes_per_element", bytes_per_element)
+    moved = (n_in + n_out) * b
+    if np.any(np.asarray(moved) <= 0):
+        raise ValueError("inputs, outputs: at least one operand must be read or written")
+    return _out(f / moved)
+
+
+def matmul_ridge_batch(chip, k, n, dtype="bf16", bytes_per_element=2, weight_bytes=None,
+                       output_bytes=None):
+    """Rows ``m`` (tokens) at which an (m x k) @ (k x n) matmul reaches ``chip``'s ridge point.
+
+    Solves ``arithmetic_intensity(m, k, n, ...) = chip.ops_per_byte(dtype)`` for ``m``:
+    ``m = R k n b_w / (2 k n - R (k b_in + n b_out))`` with ``R`` the ridge (FLOP/byte). For
+    ``k, n >> R`` it is about ``R b_w / 2``: the batch that amortises each weight read. Below it
+    the matmul is memory-bound, above it compute-bound. Returns ``inf`` where the matmul never
+    reaches the ridge (the activations alone carry too many bytes: ``k`` or ``n`` too small).
+    """
+    k = positive("k", k)
+    n = positive("n", n)
+    b_in = positive("bytes_per_element", bytes_per_element)
+    b_w = b_in if weight_bytes is None else positive("weight_bytes", weight_bytes)
+    b_out = b_in if output_bytes is None else positive("output_bytes", output_bytes)
+    ridge = chip.ops_per_byte(dtype)
+    denom = 2.0 * k * n - ridge * (k * b_in + n * b_out)
+    with np.errstate(divide="ignore"):
+        m = np.where(denom > 0, ridge * k * n * b_w / np.where(denom > 0, denom, 1.0), np.inf)
+    return _out(m)
+
+
+__all__ += ["elementwise_intensity", "matmul_ridge_batch"]
+
+
+# --- chapter 5 additions ---------------------------------------------------------------------
+
+def implied_kv_bytes_per_token(active_params, chip, critical_context, dtype="bf16"):
+    """KV bytes per token (all layers, ``b_kv``) that put the critical context at ``critical_context``.
+
+    The inverse of :func:`critical_context` for dense attention: ``b_kv = 2 N_act W / (C S*)``.
+    It is how the book reads architecture out of a price step: if a provider's cost turns
+    memory-bound at every batch beyond ``S*`` tokens, a model with ``active_params`` active
+    (matmul) parameters on ``chip`` at ``dtype`` must cache about this many bytes per token.
+    The episode's form ``N_act / (300 S)`` is this with ``C/W = 600`` FLOP/byte.
+    """
+    n = positive("active_params", active_params)
+    s = positive("critical_context", critical_context)
+    return _out(2.0 * n * chip.hbm_bandwidth / (chip.peak(dtype) * s))
+
+
+__all__ += ["implied_kv_bytes_per_token"]
+
+
+# --- chapter 4 additions ---------------------------------------------------------------------
+# "Batching trades latency for token cost" (book/04_batching_cost.ipynb): the second lever on
+# speed (speculative decoding / multi-token prediction) and a no-overlap twin of a step bound.
+
+def speculative_tokens_per_step(draft_tokens, acceptance):
+    """Expected tokens one sequence emits per verification step with ``k`` drafted tokens.
+
+    Each drafted token is accepted with probability ``acceptance`` (alpha), independently, until
+    the first rejection; the verifying pass always yields one token of its own (the correction,
+    or the bonus token after k acceptances). The expectation is ``(1 - alpha^(k+1)) / (1 - alpha)``
+    (Leviathan et al. 2023, eq. 1): ``1`` at ``k = 0``, ``k + 1`` at ``alpha = 1``.
+    """
+    k = positive("draft_tokens", draft_tokens, allow_zero=True, integer=True)
+    a = np.asarray(positive("acceptance", acceptance, allow_zero=True), dtype=float)
+    if np.any(a > 1):
+        raise ValueError(f"acceptance: got {float(np.max(a)):g}; allowed values are in [0, 1]")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        geo = (1.0 - a ** (k + 1)) / (1.0 - a)
+    return _out(np.where(a >= 1.0, k + 1.0, geo))
+
+
+def speculative_step(model, chip, batch, context, draft_tokens, acceptance=1.0, n_chips=1,
+                     weight_bytes=2, kv_bytes=2, dtype="bf16", overlap="step",
+                     compute_efficiency=1.0, memory_efficiency=1.0) -> Step:
+    """Lower bound on one verification step of speculative decoding (or multi-token prediction).
+
+    Each of ``batch`` sequences carries ``k = draft_tokens`` drafted tokens; one forward pass
+    scores all ``k + 1`` positions at once:
+
+    ``t = max(B (k+1) 2 N_mm / (n C),  (N_read(B (k+1)) b_w + B kv_read(S)) / (n W))``
+
+    The weights are read once for all ``B (k+1)`` tokens and each sequence's KV cache once for
+    its ``k + 1`` queries, so while ``B (k+1)`` stays below the critical batch the step costs
+    about one memory-bound decode step. ``tokens`` is ``B x speculative_tokens_per_step(k,
+    acceptance)``: the expected tokens emitted, so :func:`llmmath.cost.tokens_per_second` and
+    :func:`llmmath.cost.cost_per_token` apply unchanged. Left out: the cost of drafting (a small
+    draft model's own steps, or an MTP head's extra layer) and the KV of the ``k + 1`` new
+    positions (a few tokens next to ``S``). ``draft_tokens=0`` is :func:`decode_step`.
+    """
+    batch = positive("batch", batch)
+    context = positive("context", context, allow_zero=True)
+    n_chips = positive("n_chips", n_chips)
+    weight_bytes = positive("weight_bytes", weight_bytes)
+    kv_bytes = positive("kv_bytes", kv_bytes)
+    choice("overlap", overlap, OVERLAPS)
+    compute_efficiency = fraction("compute_efficiency", compute_efficiency)
+    memory_efficiency = fraction("memory_efficiency", memory_efficiency)
+    chip.peak(dtype)
+    k = positive("draft_tokens", draft_tokens, allow_zero=True, integer=True)
+    per_seq = speculative_tokens_per_step(k, acceptance)
+    scored = batch * (k + 1.0)
+    flops = scored * 2.0 * model.matmul_params_active
+    wbytes = model.weight_params_read(scored) * weight_bytes
+    kvbytes = batch * model.kv_read_bytes(context, kv_bytes)
+    return _finish("decode", overlap, flops, wbytes, kvbytes, n_chips, chip, dtype,
+                   compute_efficiency, memory_efficiency, batch * np.asarray(per_seq), batch, model)
+
+
+def serial_step(step: Step) -> Step:
+    """The same step with **no** overlap of compute and memory traffic: ``t = compute + memory``.
+
+    Real kernels overlap imperfectly, most of all near the ridge point, so a measured step lies
+    between ``step.time`` (the lower bound, ``max``) and this pessimistic estimate (the sum),
+    which is at most twice the bound, exactly twice where compute and memory times are equal
+    (at the critical batch). Every other field is kept.
+    """
+    import dataclasses
+
+    t = np.asarray(step.compute_time) + np.asarray(step.memory_time)
+    return dataclasses.replace(step, time=_out(t) if t.ndim == 0 else t, overlap="none")
+
+
+__all__ += ["speculative_tokens_per_step", "speculative_step", "serial_step"]
+
+
+def speculative_critical_batch(model, chip, draft_tokens, context=0, weight_bytes=2, kv_bytes=2,
+                               dtype="bf16"):
+    """Batch (sequences) at which a verify step with ``k`` drafts turns compute-bound.
+
+    Solves ``B (k+1) 2 N_mm / C = (N_read(B (k+1)) b_w + B kv_read(S)) / W`` for B (bisection in
+    log B; chip count cancels). Below it speculative decoding gains its full expected tokens per
+    step; above it rejected drafts cost FLOPs. ``B (k+1)`` at this batch lies between the
+    weights-only critical batch and ``critical_batch(..., context=S)``. ValueError if the verify
+    step is memory-bound at every batch (the KV reads outgrow the compute).
+    """
+    k = positive("draft_tokens", draft_tokens, allow_zero=True, integer=True)
+
+    def gap(logb):
+        s = speculative_step(model, chip, np.exp(logb), context, k, 1.0, weight_bytes=weight_bytes,
+                             kv_bytes=kv_bytes, dtype=dtype)
+        return s.compute_time - s.memory_time
+
+    lo, hi = np.log(1e-6), np.log(1e12)
+    if gap(hi) < 0:
+        raise ValueError(f"context: {model.name} on {chip.name} stays memory-bound at every batch "
+                         f"with {k:g} drafts at {float(context):g} tokens")
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if gap(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+    return float(np.exp(0.5 * (lo + hi)))
+
+
+__all__ += ["speculative_critical_batch"]

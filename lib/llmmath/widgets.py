@@ -1,16 +1,66 @@
 """Live explorers (ipywidgets) built on :mod:`llmmath.plots`.
 
-Each explorer returns a widget that shows the numbers it plots as text beside the figure.
+Each explorer is a widget: controls on top, then the figure (an ``ipywidgets.Image`` holding a
+PNG, so the saved notebook state shows the figure and nbval needs no ignore tag) beside an HTML
+panel with the numbers the figure plots (step time, bound, tokens/s, $/Mtok ...).
+
+An update (one slider move) recomputes with the library and updates the figure's artists in
+place (``fig.llm_update``): one figure is kept for the life of the explorer. Moving the
+explorer's main slider only moves the marked point, which is redrawn over a cached background
+(:func:`llmmath.plots.render_rgba`), so it costs milliseconds; other controls redraw the figure.
+``explorer.update(**values)`` sets several controls at once and returns after one redraw
+(what ``make bench`` times).
+
 In the static site saved widgets cannot recompute; chapters pair each explorer with a
-kernel-free twin (pre-rendered frames) built by the same plot builder.
+kernel-free twin from :func:`llmmath.frames.slider`, built by the same plot builder.
 """
 
 from __future__ import annotations
 
+import io
+import time
+
 import ipywidgets as W
+import numpy as np
+from PIL import Image
 
 from . import chips as _chips
-from .units import fmt_bandwidth, fmt_bytes, fmt_flops_rate, fmt_time
+from . import models as _models
+from . import plots
+from .units import (
+    fmt_bandwidth,
+    fmt_bytes,
+    fmt_count,
+    fmt_flops_rate,
+    fmt_si,
+    fmt_time,
+    fmt_usd,
+)
+
+__all__ = ["Explorer", "chip_explorer", "decode_explorer", "batching_explorer", "kv_explorer",
+           "prefill_explorer", "moe_explorer", "pipeline_explorer", "training_explorer",
+           "matmul_roofline_explorer",
+           "PRECISIONS", "EXPLORERS"]
+
+LIVE_DPI = 100  # 640 x 400 px: the live figure is redrawn per slider move, so keep it light
+#: Precision presets: label -> (bytes per weight, bytes per KV element, compute dtype).
+PRECISIONS = {
+    "bf16 weights, bf16 KV": (2, 2, "bf16"),
+    "fp8 weights, fp8 KV": (1, 1, "fp8"),
+    "fp8 weights, bf16 KV": (1, 2, "fp8"),
+    "int4 weights, bf16 KV": (0.5, 2, "bf16"),
+    "fp4 weights, fp8 KV": (0.5, 1, "fp4"),
+}
+CHIP_COUNTS = [1, 2, 4, 8, 16, 32, 64, 72, 128, 256]
+BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+CONTEXTS = [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
+
+
+# ----- numbers panel ---------------------------------------------------------------------------
+
+def _table(rows) -> str:
+    cells = "".join(f"<tr><td>{k}</td><td style='text-align:right'><b>{v}</b></td></tr>" for k, v in rows)
+    return f"<table class='llm-numbers'>{cells}</table>"
 
 
 def _chip_summary(chip, dtype: str) -> str:
@@ -21,8 +71,7 @@ def _chip_summary(chip, dtype: str) -> str:
         ("FLOP per byte", f"{chip.ops_per_byte(dtype):.0f}"),
         ("HBM drain time", fmt_time(chip.drain_time)),
     ]
-    cells = "".join(f"<tr><td>{k}</td><td style='text-align:right'><b>{v}</b></td></tr>" for k, v in rows)
-    return f"<table class='llm-numbers'>{cells}</table>"
+    return _table(rows)
 
 
 def chip_explorer(chip_name: str = "H100-SXM", dtype: str = "bf16"):
@@ -37,3 +86,451 @@ def chip_explorer(chip_name: str = "H100-SXM", dtype: str = "bf16"):
 
     picker.observe(update, names="value")
     return W.VBox([picker, out])
+
+
+def _or_dash(v, fmt):
+    try:
+        return fmt(v) if v is not None and np.isfinite(v) else "-"
+    except (TypeError, ValueError):
+        return "-"
+
+
+# ----- the explorer machinery -------------------------------------------------------------------
+
+class Explorer(W.VBox):
+    """Controls + figure (PNG in an ``Image`` widget) + numbers panel, kept in sync.
+
+    ``controls`` maps names to value widgets; ``compute(values)`` returns ``(fig, html)`` after
+    updating a figure in place. ``update(**values)`` sets controls and redraws once;
+    ``last_update_s`` is the time the last redraw took.
+    """
+
+    def __init__(self, name: str, controls: dict, compute, main: str):
+        self.name, self.controls, self._compute, self.main = name, dict(controls), compute, main
+        self._holding = False
+        self.last_update_s = float("nan")
+        self.image = W.Image(format="png", layout=W.Layout(width="100%", max_width="640px",
+                                                           height="auto", object_fit="contain"))
+        self.numbers = W.HTML(layout=W.Layout(min_width="15rem", max_width="22rem"))
+        body = W.HBox([self.image, self.numbers],
+                      layout=W.Layout(flex_flow="row wrap", align_items="flex-start", width="100%"))
+        box = W.HBox(list(self.controls.values()), layout=W.Layout(flex_flow="row wrap", width="100%"))
+        super().__init__([box, body], layout=W.Layout(width="100%"))
+        for w in self.controls.values():
+            w.observe(self._on_change, names="value")
+        self._render()
+
+    def __repr__(self) -> str:  # short and deterministic: nbval compares text/plain
+        return f"<{self.name}: {', '.join(f'{k}={self._show(w.value)}' for k, w in self.controls.items())}>"
+
+    @staticmethod
+    def _show(v):
+        return f"{v:g}" if isinstance(v, float) else str(v)
+
+    @property
+    def values(self) -> dict:
+        return {k: w.value for k, w in self.controls.items()}
+
+    def _on_change(self, change):
+        if not self._holding:
+            self._render()
+
+    def _render(self):
+        t0 = time.perf_counter()
+        values = self.values
+        prev, self._prev = getattr(self, "_prev", None), values
+        fig, html = self._compute(values)
+        # Lay the figure out again only when what its title and tick labels hold can change a
+        # lot (first draw, another model, chip or view); other controls keep the layout, which
+        # halves a full redraw.
+        relayout = prev is None or any(prev[k] != values[k] for k in ("model", "chip", "view") if k in values)
+        relayout = relayout or fig is not getattr(self, "figure", None)
+        fig.set_layout_engine("constrained" if relayout else "none")
+        rgba = plots.render_rgba(fig)
+        buf = io.BytesIO()
+        Image.fromarray(np.ascontiguousarray(rgba[:, :, :3])).save(buf, format="PNG", compress_level=1)
+        self.image.value = buf.getvalue()
+        self.numbers.value = html
+        self.figure = fig
+        self.last_update_s = time.perf_counter() - t0
+
+    def update(self, **values):
+        """Set several controls at once; recompute and redraw once. Returns self."""
+        unknown = set(values) - set(self.controls)
+        if unknown:
+            raise TypeError(f"{self.name}: unknown control(s) {sorted(unknown)}; have {list(self.controls)}")
+        self._holding = True
+        try:
+            for k, v in values.items():
+                self.controls[k].value = v
+        finally:
+            self._holding = False
+        self._render()
+        return self
+
+
+def _figure(builder, **kwargs):
+    with plots.offscreen():
+        fig = builder(**kwargs)
+    fig.set_dpi(LIVE_DPI)
+    return fig
+
+
+def _model_picker(value):
+    return W.Dropdown(options=_models.names(), value=_models.get(value).name, description="model")
+
+
+def _chip_picker(value):
+    return W.Dropdown(options=_chips.names(), value=_chips.get(value).name, description="chip")
+
+
+def _snap(value, options):
+    options = list(options)
+    return min(options, key=lambda o: abs(np.log(o) - np.log(value)))
+
+
+def _sel(description, options, value, fmt=None):
+    options = list(options)
+    labels = [(fmt(o) if fmt else f"{o:,}", o) for o in options]
+    return W.SelectionSlider(options=labels, value=_snap(value, options), description=description,
+                             continuous_update=True, layout=W.Layout(width="22rem"))
+
+
+def _precision(chip, label):
+    wb, kvb, dt = PRECISIONS[label]
+    dt_used, _ = plots._dtype(chip, dt)
+    return wb, kvb, dt_used
+
+
+def _fit_rows(model, chip, n, wb, kvb, ctx, batch):
+    from .roofline import max_batch, min_chips
+
+    mb = plots._try(max_batch, model, chip, max(ctx, 1), n_chips=n, weight_bytes=wb, kv_bytes=kvb)
+    need = min_chips(model, chip, batch=batch, context=ctx, weight_bytes=wb, kv_bytes=kvb)
+    fits = mb is not None and mb >= batch
+    return [("max batch that fits", f"{mb:,}" if mb is not None else "weights do not fit"),
+            ("fits in HBM", "yes" if fits else f"no: needs {need} chips")]
+
+
+# ----- explorers --------------------------------------------------------------------------------
+
+def decode_explorer(model="Llama-3-70B", chip="H100-SXM", batch=64, context=4096,
+                    precision="bf16 weights, bf16 KV", chips=8):
+    """Decode step bound vs batch; pick model, chip, precision, chips; move batch and context."""
+    from .cost import cost_per_million_tokens
+    from .roofline import decode_step
+
+    controls = {
+        "model": _model_picker(model), "chip": _chip_picker(chip),
+        "precision": W.Dropdown(options=list(PRECISIONS), value=precision, description="precision"),
+        "chips": W.Dropdown(options=CHIP_COUNTS, value=chips, description="chips"),
+        "batch": _sel("batch", BATCHES, batch), "context": _sel("context", CONTEXTS, context),
+    }
+    state = {}
+
+    def compute(v):
+        m, c = _models.get(v["model"]), _chips.get(v["chip"])
+        wb, kvb, dt = _precision(c, v["precision"])
+        ctx, _ = plots._context(m, v["context"])
+        kw = dict(model=m, chip=c, context=ctx, n_chips=v["chips"], weight_bytes=wb, kv_bytes=kvb, dtype=dt,
+                  mark_batch=v["batch"])
+        if "fig" not in state:
+            state["fig"] = _figure(plots.decode_time_vs_batch, **kw)
+        else:
+            state["fig"].llm_update(**kw)
+        s = decode_step(m, c, v["batch"], ctx, n_chips=v["chips"], weight_bytes=wb, kv_bytes=kvb, dtype=dt)
+        price, _ = plots._price(c, None)
+        cost = cost_per_million_tokens(s, price)
+        bstar = state["fig"].llm_numbers.get("critical_batch")
+        rows = [("step time (lower bound)", fmt_time(s.time)), ("bound", s.bound),
+                ("tokens/s (replica)", fmt_count(v["batch"] / s.time)),
+                ("tokens/s per user", f"{1 / s.time:,.1f}"),
+                (f"$/Mtok at {fmt_usd(price)}/chip-h", fmt_usd(cost)),
+                ("compute / weights / KV", " / ".join(fmt_time(x) for x in (s.compute_time, s.weight_time,
+                                                                            s.kv_time))),
+                ("critical batch B*", _or_dash(bstar, lambda x: f"{x:,.0f}"))]
+        rows += _fit_rows(m, c, v["chips"], wb, kvb, ctx, v["batch"])
+        return state["fig"], _table(rows)
+
+    return Explorer("decode_explorer", controls, compute, main="batch")
+
+
+def batching_explorer(model="Llama-3-70B", chip="H100-SXM", batch=64, context=4096, chips=8,
+                      price_per_hour=None, view="cost vs batch"):
+    """Cost per million tokens vs batch, or the latency-cost frontier; set the chip-hour price."""
+    from .cost import cost_per_million_tokens
+    from .roofline import decode_step
+
+    c0 = _chips.get(chip)
+    p0 = price_per_hour if price_per_hour is not None else (c0.price_per_hour or plots.DEFAULT_PRICE_PER_HOUR)
+    controls = {
+        "model": _model_picker(model), "chip": _chip_picker(chip),
+        "chips": W.Dropdown(options=CHIP_COUNTS, value=chips, description="chips"),
+        "price": W.FloatSlider(value=p0, min=0.25, max=10.0, step=0.25, description="$/chip-h",
+                               continuous_update=True, readout_format=".2f"),
+        "view": W.ToggleButtons(options=["cost vs batch", "latency vs cost"], value=view),
+        "batch": _sel("batch", BATCHES, batch), "context": _sel("context", CONTEXTS, context),
+    }
+    state = {}
+
+    def compute(v):
+        m, c = _models.get(v["model"]), _chips.get(v["chip"])
+        ctx, _ = plots._context(m, v["context"])
+        kw = dict(model=m, chip=c, context=ctx, n_chips=v["chips"], price_per_hour=v["price"],
+                  mark_batch=v["batch"])
+        key = v["view"]
+        builder = plots.cost_vs_batch if key == "cost vs batch" else plots.latency_cost_frontier
+        if key not in state:
+            state[key] = _figure(builder, **kw)
+        else:
+            state[key].llm_update(**kw)
+        dt, _ = plots._dtype(c, "bf16")
+        s = decode_step(m, c, v["batch"], ctx, n_chips=v["chips"], dtype=dt)
+        cost = cost_per_million_tokens(s, v["price"])
+        nums = state[key].llm_numbers
+        rows = [("step time (lower bound)", fmt_time(s.time)), ("bound", s.bound),
+                ("tokens/s per user", f"{1 / s.time:,.1f}"),
+                ("tokens/s (replica)", fmt_count(v["batch"] / s.time)),
+                ("$/Mtok (lower bound)", fmt_usd(cost))]
+        if "floor" in nums:
+            rows.append(("cost floor", _or_dash(nums.get("floor"), fmt_usd)))
+        rows += _fit_rows(m, c, v["chips"], 2, 2, ctx, v["batch"])
+        return state[key], _table(rows)
+
+    return Explorer("batching_explorer", controls, compute, main="batch")
+
+
+def kv_explorer(model="Llama-3-70B", chip="H100-SXM", context=8192, batch=16, chips=8, kv_bytes=2):
+    """KV-cache memory vs context for a model (its attention variant), batch and chip memory."""
+    from .roofline import max_batch, max_context
+
+    controls = {
+        "model": _model_picker(model), "chip": _chip_picker(chip),
+        "chips": W.Dropdown(options=CHIP_COUNTS, value=chips, description="chips"),
+        "kv_bytes": W.Dropdown(options=[("bf16 (2 B)", 2), ("fp8 (1 B)", 1), ("int4 (0.5 B)", 0.5)],
+                               value=kv_bytes, description="KV element"),
+        "batch": _sel("batch", BATCHES, batch), "context": _sel("context", CONTEXTS, context),
+    }
+    state = {}
+
+    def compute(v):
+        m, c = _models.get(v["model"]), _chips.get(v["chip"])
+        ctx = min(v["context"], m.max_context or v["context"])
+        kw = dict(model_list=[m], chip=c, batch=v["batch"], n_chips=v["chips"], kv_bytes=v["kv_bytes"],
+                  mark_context=ctx)
+        if "fig" not in state:
+            state["fig"] = _figure(plots.kv_vs_context, **kw)
+        else:
+            state["fig"].llm_update(**kw)
+        per_tok = m.kv_bytes_per_token(v["kv_bytes"])
+        total = v["batch"] * m.kv_cache_bytes(ctx, v["kv_bytes"])
+        mb = plots._try(max_batch, m, c, ctx, n_chips=v["chips"], kv_bytes=v["kv_bytes"])
+        mc = plots._try(max_context, m, c, v["batch"], n_chips=v["chips"], kv_bytes=v["kv_bytes"])
+        rows = [("attention", m.attention_kind), ("KV per token", fmt_bytes(per_tok)),
+                (f"KV at {ctx:,} tokens x {v['batch']:,}", fmt_bytes(total)),
+                ("weights", fmt_bytes(m.total_params * 2)),
+                ("HBM", fmt_bytes(v["chips"] * c.hbm_capacity)),
+                ("max batch at this context", _or_dash(mb, lambda x: f"{x:,}")),
+                ("max context at this batch", _or_dash(mc, lambda x: f"{x:,}"))]
+        return state["fig"], _table(rows)
+
+    return Explorer("kv_explorer", controls, compute, main="context")
+
+
+def prefill_explorer(model="Llama-3-70B", chip="H100-SXM", prompt=2048, batch=1, chips=8):
+    """Prefill bound vs prompt length: when it turns compute-bound; time to first token."""
+    from .cost import cost_per_million_tokens
+    from .roofline import prefill_step
+
+    controls = {
+        "model": _model_picker(model), "chip": _chip_picker(chip),
+        "chips": W.Dropdown(options=CHIP_COUNTS, value=chips, description="chips"),
+        "batch": _sel("batch", [1, 2, 4, 8, 16, 32, 64], batch),
+        "prompt": _sel("prompt", [16, 64, 256, 1024, 2048, 4096, 8192, 32768, 131072], prompt),
+    }
+    state = {}
+
+    def compute(v):
+        m, c = _models.get(v["model"]), _chips.get(v["chip"])
+        dt, _ = plots._dtype(c, "bf16")
+        p = min(v["prompt"], m.max_context or v["prompt"])
+        kw = dict(model=m, chip=c, batch=v["batch"], n_chips=v["chips"], dtype=dt, mark_prompt=p)
+        if "fig" not in state:
+            state["fig"] = _figure(plots.prefill_time_vs_prompt, **kw)
+        else:
+            state["fig"].llm_update(**kw)
+        s = prefill_step(m, c, v["batch"], p, n_chips=v["chips"], dtype=dt)
+        price, _ = plots._price(c, None)
+        rows = [("prefill time (lower bound)", fmt_time(s.time)), ("bound", s.bound),
+                ("time to first token", fmt_time(s.time)),
+                ("prompt tokens/s", fmt_count(s.tokens / s.time)),
+                (f"$/M input tokens at {fmt_usd(price)}/chip-h", fmt_usd(cost_per_million_tokens(s, price))),
+                ("compute-bound from P", _or_dash(state["fig"].llm_numbers.get("crossover_prompt"),
+                                                  lambda x: f"{x:,.0f}"))]
+        return state["fig"], _table(rows)
+
+    return Explorer("prefill_explorer", controls, compute, main="prompt")
+
+
+def moe_explorer(model="DeepSeek-V3", chip="GB200", batch=64, expert_parallel=72):
+    """Experts touched and weights read per chip vs batch; expert parallelism over a rack."""
+    from .parallel import expert_parallel_comm_time
+    from .roofline import decode_step
+
+    controls = {
+        "model": _model_picker(model), "chip": _chip_picker(chip),
+        "expert_parallel": W.Dropdown(options=CHIP_COUNTS, value=expert_parallel, description="EP chips"),
+        "batch": _sel("batch", BATCHES + [8192, 16384], batch),
+    }
+    state = {}
+
+    def compute(v):
+        m, c = _models.get(v["model"]), _chips.get(v["chip"])
+        ep, b = v["expert_parallel"], v["batch"]
+        kw = dict(model=m, chip=c, expert_parallel=ep, mark_batch=b)
+        if "fig" not in state:
+            state["fig"] = _figure(plots.moe_weights_vs_batch, **kw)
+        else:
+            state["fig"].llm_update(**kw)
+        dt, _ = plots._dtype(c, "bf16")
+        s = decode_step(m, c, b, 0, n_chips=ep, dtype=dt)
+        if m.is_moe:
+            E, k = m.n_experts, m.experts_per_token
+            touched = E * -np.expm1(b * np.log1p(-k / E)) if k < E else E
+            touched_s = f"{touched:,.1f} of {E}"
+        else:
+            touched_s = "dense"
+        bw = c.scale_up_bandwidth
+        comm = expert_parallel_comm_time(m, b, ep, bw) if bw else None
+        per_chip = m.total_params * 2 / ep
+        rows = [("experts touched per layer", touched_s),
+                ("weights read per chip", fmt_bytes(state["fig"].llm_numbers.get("weights_read", 0))),
+                ("weights stored per chip", fmt_bytes(per_chip)),
+                ("fits (weights only)", "yes" if per_chip <= c.hbm_capacity else "no"),
+                ("step time (lower bound)", fmt_time(s.time)), ("bound", s.bound),
+                ("all-to-all per step", _or_dash(comm, fmt_time) if bw else "no scale-up figure")]
+        return state["fig"], _table(rows)
+
+    return Explorer("moe_explorer", controls, compute, main="batch")
+
+
+def pipeline_explorer(model="DeepSeek-V3", chip="H100-SXM", stages=4, expert_parallel=8, context=4096,
+                      micro_batch=64):
+    """HBM per chip vs pipeline stages for an EP degree: pipelining divides weights, not KV."""
+    controls = {
+        "model": _model_picker(model), "chip": _chip_picker(chip),
+        "expert_parallel": W.Dropdown(options=CHIP_COUNTS, value=expert_parallel, description="EP chips"),
+        "micro_batch": _sel("micro-batch", [1, 4, 16, 64, 256, 1024], micro_batch),
+        "context": _sel("context", CONTEXTS, context),
+        "stages": _sel("stages P", [1, 2, 4, 8, 16, 32, 64], stages),
+    }
+    state = {}
+
+    def compute(v):
+        m, c = _models.get(v["model"]), _chips.get(v["chip"])
+        ctx = min(v["context"], m.max_context or v["context"])
+        kw = dict(model=m, chip=c, expert_parallel=v["expert_parallel"], micro_batch=v["micro_batch"],
+                  context=ctx, mark_stages=v["stages"])
+        if "fig" not in state:
+            state["fig"] = _figure(plots.memory_per_chip, **kw)
+        else:
+            state["fig"].llm_update(**kw)
+        n = state["fig"].llm_numbers
+        rows = [("weights per chip", fmt_bytes(n["weights"])), ("KV per chip", fmt_bytes(n["kv"])),
+                ("total per chip", fmt_bytes(n["total"])), ("chip HBM", fmt_bytes(c.hbm_capacity)),
+                ("fits", "yes" if n["total"] <= c.hbm_capacity else "no"),
+                ("sequences in flight", f"{n['batch_in_flight']:,.0f}"),
+                ("chips in total", f"{v['expert_parallel'] * v['stages']:,}"),
+                ("fits from P", _or_dash(n.get("fits_from"), lambda x: f"{x:g}"))]
+        return state["fig"], _table(rows)
+
+    return Explorer("pipeline_explorer", controls, compute, main="stages")
+
+
+def training_explorer(model="Llama-3-70B", tokens=15e12, chip="H100-SXM", chips=4096, mfu=0.4):
+    """Training time vs chip count at a given MFU: 6 N D / (n C MFU)."""
+    from .training import training_flops, training_memory, training_time
+
+    controls = {
+        "model": _model_picker(model), "chip": _chip_picker(chip),
+        "tokens": _sel("tokens", [1e11, 3e11, 1e12, 2e12, 5e12, 15e12, 36e12], tokens,
+                       fmt=lambda t: fmt_count(t)),
+        "mfu": W.FloatSlider(value=mfu, min=0.1, max=0.7, step=0.05, description="MFU",
+                             readout_format=".2f"),
+        "chips": _sel("chips", [64, 256, 1024, 2048, 4096, 8192, 16384, 32768, 65536], chips),
+    }
+    state = {}
+
+    def compute(v):
+        m, c = _models.get(v["model"]), _chips.get(v["chip"])
+        dt, _ = plots._dtype(c, "bf16")
+        kw = dict(model=m, tokens=v["tokens"], chip=c, mfu=v["mfu"], dtype=dt, mark_chips=v["chips"])
+        if "fig" not in state:
+            state["fig"] = _figure(plots.training_time_vs_chips, **kw)
+        else:
+            state["fig"].llm_update(**kw)
+        t = training_time(m, v["tokens"], c, v["chips"], v["mfu"], dtype=dt)
+        price, _ = plots._price(c, None)
+        chip_h = v["chips"] * t / 3600
+        rows = [("training FLOPs (6ND)", fmt_si(training_flops(m, v["tokens"]), "FLOP")),
+                ("wall-clock time", fmt_time(t)), ("chip-hours", fmt_count(chip_h)),
+                (f"cost at {fmt_usd(price)}/chip-h", fmt_usd(chip_h * price)),
+                ("training state (16 B/param)", fmt_bytes(training_memory(m))),
+                ("state per chip", fmt_bytes(training_memory(m) / v["chips"]))]
+        return state["fig"], _table(rows)
+
+    return Explorer("training_explorer", controls, compute, main="chips")
+
+
+def matmul_roofline_explorer(chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16"):
+    """One (batch x k) @ (k x n) weight matmul on a chip's roofline: move the batch across the ridge."""
+    from .roofline import arithmetic_intensity, attainable_flops
+
+    c0 = _chips.get(chip)
+    controls = {
+        "chip": _chip_picker(c0.name),
+        "dtype": W.Dropdown(options=list(c0.flops), value=plots._dtype(c0, dtype)[0], description="dtype"),
+        "batch": _sel("batch", [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192], batch),
+    }
+    state = {}
+
+    def compute(v):
+        c = _chips.get(v["chip"])
+        names = list(c.flops)
+        if list(controls["dtype"].options) != names:  # another chip: offer its formats
+            controls["dtype"].unobserve_all("value")
+            controls["dtype"].options = names
+            controls["dtype"].value = plots._dtype(c, v["dtype"])[0]
+            controls["dtype"].observe(state["explorer"]._on_change, names="value")
+        dt = controls["dtype"].value
+        kw = dict(chip=c, batch=v["batch"], k=k, n=n, dtype=dt)
+        if "fig" not in state:
+            state["fig"] = _figure(plots.matmul_on_roofline, **kw)
+        else:
+            state["fig"].llm_update(**kw)
+        i = arithmetic_intensity(v["batch"], k, n)
+        f = attainable_flops(c, i, dt)
+        flops = 2.0 * v["batch"] * k * n
+        rows = [("arithmetic intensity", f"{i:,.3g} FLOP/byte"), ("ridge point", f"{c.ops_per_byte(dt):,.0f} FLOP/byte"),
+                ("attainable", fmt_flops_rate(f)), ("share of peak", f"{f / c.peak(dt):.0%}"),
+                ("bound", "compute" if i >= c.ops_per_byte(dt) else "memory"),
+                ("matmul time (lower bound)", fmt_time(flops / f))]
+        return state["fig"], _table(rows)
+
+    e = Explorer.__new__(Explorer)
+    state["explorer"] = e
+    Explorer.__init__(e, "matmul_roofline_explorer", controls, compute, main="batch")
+    return e
+
+
+#: name -> (factory, the main control and values a benchmark or test can sweep)
+EXPLORERS = {
+    "decode_explorer": (decode_explorer, "batch", BATCHES),
+    "batching_explorer": (batching_explorer, "batch", BATCHES),
+    "kv_explorer": (kv_explorer, "context", CONTEXTS),
+    "prefill_explorer": (prefill_explorer, "prompt", [16, 64, 256, 1024, 2048, 4096, 8192]),
+    "moe_explorer": (moe_explorer, "batch", BATCHES),
+    "pipeline_explorer": (pipeline_explorer, "stages", [1, 2, 4, 8, 16, 32, 64]),
+    "training_explorer": (training_explorer, "chips", [64, 256, 1024, 2048, 4096, 8192, 16384]),
+    "matmul_roofline_explorer": (matmul_roofline_explorer, "batch", [1, 4, 16, 64, 256, 1024, 4096]),
+}

@@ -1,0 +1,297 @@
+"""The rules of thumb of chapter 5 ("KV-cache growth and long context", book/05_kv_cache.ipynb),
+asserted over the whole model and chip catalogues, not only for the examples in the text.
+
+When a rule fails for some model or chip, the chapter's prose changes (its scope), not the test.
+
+Sources: the core inequality and the critical context follow the episode (dwarkesh2026pope,
+1:33:02, "deducing long context memory costs from API pricing") and Pope et al. 2022
+(pope2022efficiently) §2.1 and Table 1; architectures are the catalogue entries' sources
+(configs and papers, see _model_catalogue.py); chip figures are their datasheets
+(_chip_catalogue.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from llmmath import chips, models
+from llmmath.parallel import pipeline_memory_per_chip
+from llmmath.roofline import (
+    critical_batch,
+    critical_context,
+    decode_step,
+    implied_kv_bytes_per_token,
+    max_batch,
+    min_chips,
+)
+
+ALL = models.all_models()
+IDS = [m.name for m in ALL]
+# "Full attention": every layer global and dense, so held = read = S x b_kv.
+FULL = [m for m in ALL if not m.n_sliding_layers and m.sparse_attention_topk is None]
+CAPPED = [m for m in ALL if m.n_sliding_layers or m.sparse_attention_topk is not None]
+BF16 = [c for c in chips.all_chips() if "bf16" in c.flops]
+PAIRS = [(m, c) for m in FULL for c in BF16]
+PAIR_IDS = [f"{m.name}-{c.name}" for m, c in PAIRS]
+
+
+def _unlimited(m):
+    """The same architecture without its max_context (bounds past the supported window)."""
+    return m.replace(max_context=None)
+
+
+# ----- KV bytes grow as B x S x b_kv -------------------------------------------------------
+
+@pytest.mark.parametrize("m", FULL, ids=[m.name for m in FULL])
+def test_kv_linear_in_context_for_full_attention(m):
+    S = np.array([1, 128, 1000, m.max_context // 2, m.max_context], dtype=float)
+    held = m.kv_cache_bytes(S, 2)
+    assert np.allclose(held, S * m.kv_bytes_per_token(2), rtol=1e-12)
+    assert np.allclose(m.kv_read_bytes(S, 2), held, rtol=1e-12)
+
+
+@pytest.mark.parametrize("m", ALL, ids=IDS)
+def test_kv_reads_linear_in_batch_and_not_amortised(m):
+    # KV time per sequence does not fall with the batch (every model, every chip), unlike weights.
+    h100 = chips.get("H100-SXM")
+    ctx = min(4096, m.max_context or 4096)
+    B = np.array([1.0, 8.0, 64.0, 512.0])
+    s = decode_step(m, h100, B, ctx)
+    per_seq = np.asarray(s.kv_time) / B
+    assert np.allclose(per_seq, per_seq[0], rtol=1e-12)
+    assert np.allclose(np.asarray(s.kv_bytes_read), B * m.kv_read_bytes(ctx, 2), rtol=1e-12)
+    w_per_seq = np.asarray(s.weight_time) / B
+    assert w_per_seq[-1] < w_per_seq[0] / 4  # weights are amortised
+
+
+# ----- MQA < MLA < GQA < MHA, per layer per token ------------------------------------------
+
+def test_attention_kind_ordering_per_layer():
+    # Claim: cached numbers per token per layer order MQA < MLA < GQA < MHA across the catalogue.
+    per_layer = {}
+    for m in ALL:
+        per_layer.setdefault(m.attention_kind, []).append(m.kv_elements_per_token_per_layer)
+    order = ["MQA", "MLA", "GQA", "MHA"]
+    for lo, hi in zip(order, order[1:], strict=False):
+        assert max(per_layer[lo]) < min(per_layer[hi]), (lo, hi, per_layer)
+
+
+@pytest.mark.parametrize("m", [m for m in ALL if m.kv_lora_rank is None], ids=lambda m: m.name)
+def test_gqa_saves_the_group_size(m):
+    # Rebuilding a model with one KV head per query head (MHA) or a single one (MQA):
+    # bytes per token scale with n_kv exactly, so GQA saves n_q / n_kv.
+    mha = m.replace(n_kv_heads=m.n_heads)
+    mqa = m.replace(n_kv_heads=1)
+    assert mha.kv_bytes_per_token() >= m.kv_bytes_per_token() >= mqa.kv_bytes_per_token()
+    assert mha.kv_bytes_per_token() / m.kv_bytes_per_token() == pytest.approx(m.n_heads / m.n_kv_heads)
+
+
+def test_mla_versus_its_mha_and_gqa_rebuilds():
+    # DeepSeek-V3's 576 cached numbers per layer vs an MHA of its 128 heads (K 192, V 128 wide: we
+    # use d_h 192 for both, an upper bound) and a GQA-8 of d_h 128: at least 50x and 3x smaller.
+    ds = models.get("DeepSeek-V3")
+    mha = ds.replace(kv_lora_rank=None, n_kv_heads=128, head_dim=192)
+    gqa8 = ds.replace(kv_lora_rank=None, n_kv_heads=8, head_dim=128)
+    assert mha.kv_bytes_per_token() / ds.kv_bytes_per_token() > 50
+    assert gqa8.kv_bytes_per_token() / ds.kv_bytes_per_token() > 3
+
+
+# ----- memory capacity caps the batch ------------------------------------------------------
+
+@pytest.mark.parametrize("m", ALL, ids=IDS)
+@pytest.mark.parametrize("chip", BF16, ids=lambda c: c.name)
+def test_max_batch_non_increasing_in_context(m, chip):
+    n = min_chips(m, chip) * 2  # room for some KV
+    S = np.unique(np.geomspace(128, m.max_context or 131072, 40).round())
+    b = max_batch(m, chip, S, n_chips=n)
+    assert np.all(np.diff(b) <= 0), m.name
+    if not CAPPED.count(m):
+        # full attention: doubling the context halves the batch (up to the floor)
+        b1, b2 = max_batch(m, chip, 1024, n_chips=n), max_batch(m, chip, 2048, n_chips=n)
+        assert b2 in (b1 // 2, (b1 - 1) // 2, b1 // 2 - 1) or b1 < 2
+
+
+@pytest.mark.parametrize("m", [m for m in FULL if not m.is_moe], ids=lambda m: m.name)
+@pytest.mark.parametrize("chip", BF16, ids=lambda c: c.name)
+def test_full_hbm_step_takes_about_the_drain_time(m, chip):
+    # Claim: when HBM is filled with weights and KV (B = B_max, dense model), a memory-bound decode
+    # step reads nearly all of it, so it takes about the drain time M / W and never longer.
+    n = min_chips(m, chip) * 2
+    ctx = m.max_context
+    b = max_batch(m, chip, ctx, n_chips=n)
+    if b < 10:
+        pytest.skip("fewer than 10 sequences fit: the floor loses more than 10%")
+    s = decode_step(m, chip, b, ctx, n_chips=n)
+    assert s.memory_time <= chip.drain_time * (1 + 1e-9)
+    assert s.memory_time >= 0.85 * chip.drain_time
+
+
+def test_min_chips_example_llama31_70b():
+    # The chapter's example: Llama-3.1-70B, batch 64 x 128k tokens on H100s needs 37 chips for
+    # memory alone (weights 141 GB + 64 x 42.9 GB of KV).
+    llama = models.get("Llama-3-70B").replace(name="Llama-3.1-70B", max_context=131072)
+    assert min_chips(llama, chips.get("H100-SXM"), batch=64, context=131072) == 37
+
+
+@pytest.mark.parametrize("m", FULL, ids=[m.name for m in FULL])
+def test_pipelining_divides_weights_not_kv(m):
+    # Flashcard 13: with P micro-batches in flight, weights per chip fall as 1/P, KV per chip does not.
+    ctx = min(8192, m.max_context)
+    one = pipeline_memory_per_chip(m, micro_batch=64, context=ctx, expert_parallel=8, pipeline_stages=1)
+    four = pipeline_memory_per_chip(m, micro_batch=64, context=ctx, expert_parallel=8, pipeline_stages=4)
+    assert four.weights == pytest.approx(one.weights / 4)
+    assert four.kv == pytest.approx(one.kv)
+
+
+# ----- the critical context ----------------------------------------------------------------
+
+@pytest.mark.parametrize("m, chip", PAIRS, ids=PAIR_IDS)
+def test_critical_context_finite_and_memory_bound_at_every_batch_beyond(m, chip):
+    s_star = critical_context(m, chip)
+    assert np.isfinite(s_star) and s_star > 0
+    free = _unlimited(m)
+    B = np.geomspace(1, 1e6, 61)
+    beyond = decode_step(free, chip, B, 1.01 * s_star)
+    assert np.all(np.asarray(beyond.bound) == "memory"), (m.name, chip.name)
+    # ... and below it a large enough batch is compute-bound
+    b_star = critical_batch(free, chip, context=0.9 * s_star)
+    below = decode_step(free, chip, 1.5 * b_star, 0.9 * s_star)
+    assert below.bound == "compute"
+
+
+@pytest.mark.parametrize("m, chip", PAIRS, ids=PAIR_IDS)
+def test_critical_context_depends_on_the_chip_only_through_its_ridge(m, chip):
+    # S* = 2 N W / (C b_kv): S* x C/W is the same on every chip; halving the KV bytes doubles it,
+    # and implied_kv_bytes_per_token inverts it exactly.
+    h100 = chips.get("H100-SXM")
+    ref = critical_context(m, h100) * h100.ops_per_byte()
+    assert critical_context(m, chip) * chip.ops_per_byte() == pytest.approx(ref, rel=1e-9)
+    assert critical_context(m, chip, kv_bytes=1) == pytest.approx(2 * critical_context(m, chip), rel=1e-9)
+    assert critical_context(m, chip, kv_bytes=0.5) == pytest.approx(4 * critical_context(m, chip), rel=1e-9)
+    back = implied_kv_bytes_per_token(m.matmul_params_active, chip, critical_context(m, chip))
+    assert back == pytest.approx(m.kv_bytes_per_token(2), rel=1e-9)
+
+
+def test_critical_context_values_in_the_text():
+    # The issue's figures: Llama-3-70B on H100 at bf16 KV ~1,436 tokens, DeepSeek-V3 ~3,529.
+    h100 = chips.get("H100-SXM")
+    assert critical_context(models.get("Llama-3-70B"), h100) == pytest.approx(1436, abs=1)
+    assert critical_context(models.get("DeepSeek-V3"), h100) == pytest.approx(3529, abs=1)
+
+
+@pytest.mark.parametrize("m", FULL, ids=[m.name for m in FULL])
+def test_critical_context_below_supported_context_for_long_context_models(m):
+    # Claim: every catalogue model supporting 32k+ tokens is memory-bound at any batch over most of
+    # its window on every bf16 chip: S* is under 1/8 of max_context (and under 11k tokens).
+    if m.max_context < 32768:
+        pytest.skip("short-context model")
+    for chip in BF16:
+        s = critical_context(m, chip)
+        assert s < m.max_context / 8 and s < 11_000, (m.name, chip.name, s)
+
+
+def test_ridge_points_span_a_factor_under_four():
+    # Claim: the catalogue's bf16 chips keep C/W between about 150 and 560 FLOP/byte, so the same
+    # model's S* varies by under 4x from chip to chip.
+    r = [c.ops_per_byte() for c in BF16]
+    assert 140 < min(r) and max(r) < 600 and max(r) / min(r) < 4
+
+
+@pytest.mark.parametrize("m", [m for m in FULL if m.attention_kind in ("MHA", "GQA")],
+                         ids=lambda m: m.name)
+def test_attention_flops_move_gqa_mha_critical_context_little(m):
+    # Leaving attention's FLOPs out of the compute side moves S* by under 12% for MHA/GQA models on
+    # every chip: they do n_q / n_kv (<= 16) FLOP per cached byte at bf16, far below C/W.
+    for chip in BF16:
+        plain = critical_context(m, chip)
+        with_attn = critical_context(_unlimited(m), chip, attention_flops=True)
+        assert 1.0 <= with_attn / plain < 1.12, (m.name, chip.name)
+
+
+def test_mla_attention_flops_are_near_the_ridge():
+    # MLA's absorbed attention does ~242 FLOP per cached byte (bf16): close to the ridge, so with
+    # attention FLOPs counted S* grows several-fold or disappears.
+    ds = _unlimited(models.get("DeepSeek-V3"))
+    per_byte = ds._attention_flops_per_context_token / (ds.kv_elements_per_token_per_layer * 2)
+    assert 200 < per_byte < 300
+    for chip in BF16:
+        plain = critical_context(ds, chip)
+        try:
+            with_attn = critical_context(ds, chip, attention_flops=True)
+        except ValueError:
+            assert chip.ops_per_byte() <= per_byte
+            continue
+        assert with_attn > 1.7 * plain
+
+
+# ----- sliding windows and sparse attention ------------------------------------------------
+
+@pytest.mark.parametrize("m", CAPPED, ids=[m.name for m in CAPPED])
+def test_capped_models_read_less_than_a_dense_rebuild_at_long_context(m):
+    S = float(m.max_context)
+    dense = m.kv_bytes_per_token(2) * S
+    assert m.kv_read_bytes(S, 2) < 0.6 * dense
+    if m.sparse_attention_topk is not None:
+        # sparse: holds everything, reads top-k
+        assert m.kv_cache_bytes(S, 2) == pytest.approx(dense)
+        assert m.kv_read_bytes(S, 2) < m.kv_cache_bytes(S, 2) / 10
+    if m.n_sliding_layers:
+        # sliding: holds and reads the same capped amount
+        assert m.kv_cache_bytes(S, 2) == pytest.approx(m.kv_read_bytes(S, 2))
+        assert m.kv_cache_bytes(S, 2) < 0.6 * dense
+
+
+@pytest.mark.parametrize("m", [m for m in CAPPED if m.n_sliding_layers], ids=lambda m: m.name)
+def test_sliding_windows_raise_the_critical_context(m):
+    full = m.replace(n_sliding_layers=0, sliding_window=None)
+    for chip in BF16:
+        assert critical_context(m, chip) > critical_context(full, chip)
+
+
+@pytest.mark.parametrize("chip", BF16, ids=lambda c: c.name)
+def test_sparse_topk_has_a_critical_context_only_where_the_cap_exceeds_the_balance(chip):
+    # DeepSeek-V3.2 reads at most top-k = 2048 tokens per layer: 144 MB per sequence per step in
+    # bf16. Where one token's compute time is worth more bytes than that (2 N W / C), decode never
+    # becomes memory-bound at every batch: critical_context raises. That is every bf16 chip in the
+    # catalogue except those with C/W above ~510 FLOP/byte (TPU v6e).
+    m = models.get("DeepSeek-V3.2")
+    cap = m.kv_read_bytes(m.max_context, 2)
+    balance = 2 * m.matmul_params_active / chip.ops_per_byte()
+    if balance > cap:
+        with pytest.raises(ValueError):
+            critical_context(m, chip)
+        assert chip.ops_per_byte() < 510
+    else:
+        # the crossing comes before the cap, so it is DeepSeek-V3's (the same model, dense reads)
+        assert critical_context(m, chip) == pytest.approx(critical_context(models.get("DeepSeek-V3"), chip))
+        assert critical_context(m, chip) <= m.sparse_attention_topk
+    # the topk equals DeepSeek-V3's S* threshold: V3.2 has an S* iff topk exceeds V3's S*
+    v3 = critical_context(models.get("DeepSeek-V3"), chip)
+    assert (balance <= cap) == (v3 <= m.sparse_attention_topk)
+
+
+def test_v32_has_no_critical_context_on_most_chips():
+    m = models.get("DeepSeek-V3.2")
+    none = 0
+    for chip in BF16:
+        try:
+            critical_context(m, chip)
+        except ValueError:
+            none += 1
+    assert none >= len(BF16) - 1
+
+
+# ----- reading architecture from a price step (flashcards 21-23) -------------------------
+
+def test_price_step_implies_about_two_kilobytes_per_token():
+    # Episode: a 200k-token crossover with 100B active parameters implies N_act / (300 S) ~ 1.7 kB
+    # per token when "300" counts multiply-adds per byte (C/W = 600 FLOP/byte). With GB200 at fp8
+    # (C/W = 625) it is 1.6 kB; with H100 at bf16 (295) about twice that.
+    gb = chips.get("GB200")
+    assert implied_kv_bytes_per_token(100e9, gb, 200e3, "fp8") == pytest.approx(1600, rel=0.01)
+    assert implied_kv_bytes_per_token(100e9, chips.get("H100-SXM"), 200e3) == pytest.approx(3386, rel=0.01)
+    assert 100e9 / (300 * 200e3) == pytest.approx(1667, rel=0.01)
+    # every catalogue model caches more than that per token in bf16 (so none of them could price a
+    # 200k step at 100B active): the smallest is PaLM-8B's MQA at 32 kB
+    assert min(m.kv_bytes_per_token(2) for m in ALL) > 10 * 1700
