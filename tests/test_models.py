@@ -445,3 +445,22 @@ def test_unknown_model_raises_with_close_matches():
 def test_register_rejects_duplicates():
     with pytest.raises(ValueError, match="name"):
         models.register(models.get("PaLM-8B"))
+
+
+@pytest.mark.parametrize("name", models.names())
+def test_context_for_read_span_inverts_the_read_span(name):
+    m = models.get(name)
+    contexts = np.array([1.0, 100.0, 5000.0, 60000.0])
+    span = m.kv_read_bytes(np.minimum(contexts, m.max_context or np.inf), 1) / m.kv_elements_per_token_per_layer
+    s, ok = m.context_for_read_span(span)
+    assert np.all(ok)
+    np.testing.assert_allclose(m.kv_read_bytes(s, 1), m.kv_read_bytes(np.minimum(contexts, m.max_context or np.inf), 1))
+
+
+def test_context_for_read_span_dense_by_hand_and_unreachable():
+    m = models.get("Llama-3-70B")
+    s, ok = m.context_for_read_span(80 * 4096)  # every layer reads S tokens: S = span / L
+    assert bool(ok) and float(s) == pytest.approx(4096)
+    capped = m.replace(name="windowed", sliding_window=1024, n_sliding_layers=80)
+    s, ok = capped.context_for_read_span(80 * 2048)  # every read capped at 1024 tokens
+    assert not bool(ok) and float(s) == 0.0

@@ -1,4 +1,5 @@
-"""Argument checks shared by every module: clear errors instead of silent nonsense."""
+"""Argument checks shared by every module (clear errors instead of silent nonsense), and the
+shape of their results (a Python float for scalar inputs, an array for array inputs)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,12 @@ def positive(name: str, value, *, allow_zero: bool = False, integer: bool = Fals
         raise ValueError(f"{name}: got {first:g}; allowed values are {allowed}")
     if integer and np.any(arr != np.round(arr)):
         raise ValueError(f"{name}: got {value!r}; expected a whole number")
+    return float(arr) if arr.ndim == 0 else arr
+
+
+def scalar_or_array(x):
+    """``x`` as floats: a 0-d result becomes a Python float, an array stays an array."""
+    arr = np.asarray(x, dtype=float)
     return float(arr) if arr.ndim == 0 else arr
 
 

@@ -280,6 +280,35 @@ class Model:
         sliding = np.minimum(context, self.sliding_window) if self.n_sliding_layers else 0.0
         return n_global * held_global + self.n_sliding_layers * sliding
 
+    def context_for_read_span(self, span):
+        """Smallest context S (tokens) whose per-step read span reaches ``span`` token-layers.
+
+        The read span is what :meth:`kv_read_bytes` counts per KV element:
+        ``f(S) = n_global min(S, topk) + n_sliding min(S, window)`` (caps absent where the model
+        has none), piecewise linear and non-decreasing in S. Returns ``(S, reachable)`` arrays;
+        where the caps keep ``f`` below ``span`` at every context, ``reachable`` is False and
+        ``S`` is 0. Used to invert balance conditions (critical context, attention crossover).
+        """
+        target = np.asarray(span, dtype=float)
+        n_global = self.n_layers - self.n_sliding_layers
+        terms = []
+        if n_global:
+            terms.append((n_global, float(self.sparse_attention_topk) if self.sparse_attention_topk else np.inf))
+        if self.n_sliding_layers:
+            terms.append((self.n_sliding_layers, float(self.sliding_window)))
+        caps = sorted({c for _, c in terms})
+        result = np.full(target.shape, np.nan)
+        start, f_start = 0.0, 0.0
+        for cap in caps:
+            slope = sum(a for a, c in terms if c >= cap)  # terms still growing below `cap`
+            f_end = f_start + slope * (cap - start) if np.isfinite(cap) else np.inf
+            hit = np.isnan(result) & (target <= f_end)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                result = np.where(hit, start + (target - f_start) / slope, result)
+            start, f_start = cap, f_end
+        reachable = ~np.isnan(result)
+        return np.where(reachable, result, 0.0), reachable
+
     def kv_cache_bytes(self, context, bytes_per_element: float = 2):
         """Bytes of KV cache one sequence of `context` tokens holds (sliding layers cap at the window)."""
         context = self._context(context)
@@ -343,36 +372,9 @@ class Model:
         return flops * per_pair
 
 
-CATALOGUE: dict[str, Model] = {}
-
-
-def register(model: Model) -> Model:
-    """Add a model to the catalogue (used by the catalogue module; names must be unique)."""
-    if model.name in CATALOGUE:
-        raise ValueError(f"name: model {model.name!r} is already in the catalogue")
-    CATALOGUE[model.name] = model
-    return model
-
-
-def get(name: str) -> Model:
-    """The catalogue model called `name`; KeyError with close matches if there is none."""
-    return lookup("model", name, CATALOGUE)
-
-
-def names() -> list[str]:
-    return list(CATALOGUE)
-
-
-def all_models() -> list[Model]:
-    return list(CATALOGUE.values())
-
-
-from . import _model_catalogue  # noqa: E402,F401  (fills CATALOGUE)
-
-# --- chapter 2 additions -----------------------------------------------------------------
-# Counting helpers for "Counting a transformer" (book/02_counting.ipynb): where the
-# parameters are, the 12 L D^2 approximation, and the context at which attention's FLOPs
-# catch up with the matmul FLOPs.
+# ----- where the parameters are ---------------------------------------------------------------
+# Counting helpers: the parameters by part, the 12 L D^2 approximation, and the context at
+# which attention's FLOPs catch up with the matmul FLOPs.
 
 
 @dataclass(frozen=True)
@@ -468,8 +470,35 @@ def attention_crossover_context(model: Model) -> float:
     keep attention below the matmul FLOPs at every context, the result is ``inf``. The
     result may exceed ``model.max_context``.
     """
-    from .roofline import _kv_read_inverse  # span inversion with window / top-k caps
-
     target = 2.0 * model.matmul_params_active / model._attention_flops_per_context_token
-    s, ok = _kv_read_inverse(model, target)
+    s, ok = model.context_for_read_span(target)
     return float(s) if bool(ok) else float("inf")
+
+
+# ----- the catalogue --------------------------------------------------------------------------
+
+CATALOGUE: dict[str, Model] = {}
+
+
+def register(model: Model) -> Model:
+    """Add a model to the catalogue (used by the catalogue module; names must be unique)."""
+    if model.name in CATALOGUE:
+        raise ValueError(f"name: model {model.name!r} is already in the catalogue")
+    CATALOGUE[model.name] = model
+    return model
+
+
+def get(name: str) -> Model:
+    """The catalogue model called `name`; KeyError with close matches if there is none."""
+    return lookup("model", name, CATALOGUE)
+
+
+def names() -> list[str]:
+    return list(CATALOGUE)
+
+
+def all_models() -> list[Model]:
+    return list(CATALOGUE.values())
+
+
+from . import _model_catalogue  # noqa: E402,F401  (fills CATALOGUE)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._check import choice, positive
+from ._check import scalar_or_array as _out
 
 __all__ = [
     "all_gather_time",
@@ -30,11 +31,6 @@ __all__ = [
     "FFN_LAYOUTS",
     "ffn_comm_time",
 ]
-
-
-def _out(x):
-    arr = np.asarray(x, dtype=float)
-    return float(arr) if arr.ndim == 0 else arr
 
 
 def _frac(n):

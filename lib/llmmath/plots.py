@@ -46,12 +46,25 @@ from .units import (
 )
 
 __all__ = [
+    # house style
     "PALETTE", "CYCLE", "ROLE", "STYLE", "house_style", "setup_notebook", "offscreen",
-    "DEFAULT_PRICE_PER_HOUR", "chip_balance", "roofline", "decode_time_vs_batch",
-    "decode_time_vs_context", "cost_vs_batch", "latency_cost_frontier", "regime_map",
-    "kv_vs_context", "param_breakdown", "kv_per_token", "training_time_vs_chips",
-    "memory_per_chip", "prefill_time_vs_prompt", "moe_weights_vs_batch", "label_si",
-    "param_parts", "render_rgba",
+    "DEFAULT_PRICE_PER_HOUR", "label_si", "render_rgba",
+    # chips and the roofline
+    "chip_balance", "roofline", "matmul_on_roofline", "flops_vs_bandwidth", "capacity_vs_bandwidth",
+    "matmul_throughput_vs_batch", "roofline_measured",
+    # counting a transformer
+    "param_parts", "param_breakdown", "kv_per_token", "attention_flops_share", "attention_crossover",
+    # decode and prefill bounds
+    "decode_time_vs_batch", "decode_time_vs_context", "prefill_time_vs_prompt",
+    # batching and cost
+    "cost_vs_batch", "latency_cost_frontier", "regime_map", "speculative_gain_vs_batch",
+    # KV cache
+    "kv_vs_context", "kv_balance_vs_context",
+    # prefill against decode, API prices, memory tiers
+    "prefill_vs_decode_per_token", "io_cost_ratio_vs_batch", "price_step_vs_context",
+    "tier_drain_times", "cache_cost_vs_lifetime",
+    # mixture of experts, pipelines, training
+    "moe_weights_vs_batch", "memory_per_chip", "training_time_vs_chips",
 ]
 
 # Okabe-Ito, colour-blind safe; black last for reference lines.
@@ -132,9 +145,18 @@ def offscreen():
 
 
 def setup_notebook():
-    """Call once at the top of a chapter: sharp (2x) PNG figures with the house style."""
+    """Call once at the top of a chapter: sharp (2x) PNG figures with the house style.
+
+    Inside a Jupyter kernel it also selects the inline backend, so figures show (and nbval
+    sees them) even where MPLBACKEND=Agg is set in the environment.
+    """
     mpl.rcParams.update(STYLE)
     try:  # only inside IPython
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None and getattr(shell, "kernel", None) is not None:
+            shell.run_line_magic("matplotlib", "inline")
         from matplotlib_inline.backend_inline import set_matplotlib_formats
 
         set_matplotlib_formats("retina")
@@ -322,6 +344,33 @@ def _log_interp(x, y1, y2):
     return math.exp(lx0 + f * (lx1 - lx0))
 
 
+_TIME_TICKS = [(1e-3, "1 ms"), (1e-2, "10 ms"), (0.1, "0.1 s"), (1.0, "1 s"), (10.0, "10 s"),
+               (60.0, "1 min"), (600.0, "10 min"), (3600.0, "1 h"), (86400.0, "1 day"), (7 * 86400.0, "1 week")]
+
+
+def _time_axis(ax, lo, hi, keep=("1 ms", "10 ms", "1 s", "1 min", "1 h", "1 day")):
+    """Log time axis with round human ticks (ms, s, min, h, day) between lo and hi."""
+    ax.set_xscale("log")
+    ticks = [(v, t) for v, t in _TIME_TICKS if lo <= v <= hi and t in keep]
+    ax.set_xticks([v for v, _ in ticks], [t for _, t in ticks])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _usd_round(v, _=None):
+    if v >= 1:
+        return f"${v:,.0f}"
+    return "$" + f"{v:.6f}".rstrip("0")
+
+
+def _fmt_tokens_binary(v, _pos=None):
+    """Tick label for a power-of-two token count: 1k = 1024 tokens, 1M = 1024^2."""
+    if v >= 1024**2:
+        return f"{v / 1024**2:g}M"
+    if v >= 1024:
+        return f"{v / 1024:g}k"
+    return f"{v:g}"
+
+
 # ----- the builder machinery ------------------------------------------------------------------
 
 class _Plot:
@@ -480,7 +529,7 @@ def _params(local):
     return {k: v for k, v in local.items() if not k.startswith("_")}
 
 
-# ----- chapter 1: chips ------------------------------------------------------------------------
+# ----- chips and the roofline -----------------------------------------------------------------
 
 def chip_balance(chip_list=None, dtype: str = "bf16"):
     """Bar chart of each chip's FLOP per byte of HBM bandwidth (the roofline's ridge point).
@@ -562,7 +611,477 @@ def roofline(chip_list=None, dtype: str = "bf16", ops=None):
     return _build(_Roofline, _params(locals()))
 
 
-# ----- chapter 3: decode roofline --------------------------------------------------------------
+def _group_labels(xs, ys, names, tol=0.05):
+    """Merge labels of points that sit within `tol` decades of each other (same coordinates)."""
+    groups = []
+    for x, y, name in zip(xs, ys, names, strict=True):
+        for g in groups:
+            if abs(np.log10(g[0] / x)) < tol and abs(np.log10(g[1] / y)) < tol:
+                g[2].append(name)
+                break
+        else:
+            groups.append([x, y, [name]])
+    return groups
+
+
+def _iso_lines(ax, values, fmt, xlim, color=None):
+    """Diagonal lines y = v x on log-log axes, each labelled inside the plot near its upper end."""
+    color = color or PALETTE["grey"]
+    xs = np.array(xlim)
+    ylo, yhi = ax.get_ylim()
+    for v in values:
+        ax.plot(xs, v * xs, color=color, lw=1.0, ls="--", zorder=1)
+        x_lo, x_hi = max(xlim[0], ylo / v), min(xlim[1], yhi / v)
+        if x_hi <= x_lo:
+            continue
+        x_at = x_lo * (x_hi / x_lo) ** 0.93  # near the upper end of the visible stretch, in log terms
+        ax.annotate(fmt(v), (x_at, v * x_at), xytext=(-3, 3), textcoords="offset points",
+                    ha="right", va="bottom", fontsize=8.5, color=color)
+
+
+def _place_labels(ax, xs, ys, names, fontsize=8.5):
+    """Label points, trying four offsets per label and keeping the first that overlaps nothing."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    taken = []
+    for x, y in zip(xs, ys, strict=True):  # the markers themselves
+        px, py = ax.transData.transform((x, y))
+        taken.append((px - 8, py - 8, px + 8, py + 8))
+    for other in ax.texts:  # labels already there (lines of constant ratio)
+        bb = other.get_window_extent(renderer)
+        taken.append((bb.x0, bb.y0, bb.x1, bb.y1))
+    offsets = [(6, -3, "left", "top"), (6, 3, "left", "bottom"), (-6, 3, "right", "bottom"),
+               (-6, -3, "right", "top"), (0, -9, "center", "top"), (0, 9, "center", "bottom")]
+    axbox = ax.get_window_extent(renderer)
+    for x, y, name in _group_labels(xs, ys, names):
+        label = ", ".join(name)
+        best = None
+        for dx, dy, ha, va in offsets:
+            t = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points",
+                            ha=ha, va=va, fontsize=fontsize)
+            bb = t.get_window_extent(renderer)
+            box = (bb.x0, bb.y0, bb.x1, bb.y1)
+            inside = bb.x0 >= axbox.x0 and bb.x1 <= axbox.x1 and bb.y0 >= axbox.y0 and bb.y1 <= axbox.y1
+            clash = any(not (box[2] < o[0] or box[0] > o[2] or box[3] < o[1] or box[1] > o[3])
+                        for o in taken)
+            if inside and not clash:
+                best = (t, box)
+                break
+            if best is None:
+                best = (t, box)  # fall back to the first candidate
+            else:
+                t.remove()
+        t, box = best
+        for other in list(ax.texts):
+            if other is not t and other.get_text() == label and other.xy == t.xy:
+                other.remove()
+        taken.append(box)
+
+
+class _MatmulRoofline(_Plot):
+    figsize = (6.4, 4.2)
+
+    def setup(self):
+        ax = self.ax
+        _set_log(ax, x=lambda v: f"{v:g}", y=lambda v: fmt_si(v, "FLOP/s", 2))
+        ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+        ax.set_ylabel("attainable FLOP/s")
+
+    def draw(self, chip, batch, k, n, dtype, bytes_per_element, weight_bytes, intensity_range):
+        from .roofline import arithmetic_intensity, attainable_flops
+
+        chip = _chips.get(chip) if isinstance(chip, str) else chip
+        ax = self.ax
+        peak, bw = chip.peak(dtype), chip.hbm_bandwidth
+        lo, hi = intensity_range
+        intensity = np.geomspace(lo, hi, 400)
+        ridge = chip.ops_per_byte(dtype)
+        batches = np.geomspace(1, k, 200)
+        trail_i = arithmetic_intensity(batches, k, n, bytes_per_element, weight_bytes)
+        b_i = arithmetic_intensity(batch, k, n, bytes_per_element, weight_bytes)
+        b_f = attainable_flops(chip, b_i, dtype)
+        bound = "compute-bound" if b_i >= ridge else "memory-bound"
+        self.add(ax.plot(trail_i, attainable_flops(chip, trail_i, dtype), color=PALETTE["grey"], lw=6,
+                         alpha=0.3, solid_capstyle="round", label=f"matmul, batch 1 to {k:,.0f}")[0])
+        self.add(ax.plot(intensity, attainable_flops(chip, intensity, dtype), color=ROLE["total"],
+                         lw=2.2, label=f"{chip.name} roof ({dtype})")[0])
+        self.vline(ridge, f"ridge {ridge:.0f} FLOP/byte", color=ROLE["compute"], y=0.5)
+        share = b_f / peak
+        shown_i = f"{b_i:.3g}" if b_i < 100 else f"{b_i:,.0f}"
+        self.point(b_i, b_f, f"batch {batch:,.0f}: {shown_i} FLOP/byte\n{fmt_si(b_f, 'FLOP/s')} = "
+                   f"{100 * share:.0f}% of peak\n{bound}", color=ROLE["cost"],
+                   offset=(12, -50) if b_i < ridge else (-150, -62))
+        if ax.get_legend():
+            ax.get_legend().remove()
+        self.add(ax.legend(loc="upper left"))
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo * bw * 0.8, peak * 3)
+        ax.set_title(f"({batch:,.0f} x {k:,.0f}) @ ({k:,.0f} x {n:,.0f}) matmul on {chip.name}")
+        self.numbers = {"intensity": b_i, "attainable": b_f, "share_of_peak": share, "ridge": ridge}
+        return (f"Log-log {dtype} roofline of the {chip.name} (peak {fmt_si(peak, 'FLOP/s')}, ridge "
+                f"{ridge:.0f} FLOP/byte) with a {k:,.0f} x {n:,.0f} weight matmul at batch {batch:,.0f}: "
+                f"{b_i:.3g} FLOP/byte, {fmt_si(b_f, 'FLOP/s')}, {100 * share:.0f}% of peak, {bound}.")
+
+
+def matmul_on_roofline(chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16", bytes_per_element=2,
+                       weight_bytes=None, intensity_range=(0.1, 1e4)):
+    """A chip's roofline with one (batch x k) @ (k x n) weight matmul placed on it.
+
+    The roof is ``attainable_flops(chip, I)``; the dot sits at the matmul's arithmetic intensity
+    (about ``batch`` FLOP/byte in bf16 while ``batch << k, n``) and its attainable FLOP/s, with
+    the share of peak and the regime beside it. The grey band is every batch from 1 to ``k``;
+    the axes are fixed so frames for different batches line up.
+    """
+    return _build(_MatmulRoofline, _params(locals()))
+
+
+def flops_vs_bandwidth(chip_list=None, dtype="bf16", ratios=(100, 300, 1000)):
+    """Each chip's peak FLOP/s against its HBM bandwidth, log-log, with lines of constant ratio.
+
+    A chip on the "300" line does 300 FLOP per byte it reads. Moving up a line means compute
+    grew faster than bandwidth. Chips without ``dtype`` are left out.
+    """
+    chip_list = list(chip_list) if chip_list is not None else _chips.all_chips()
+    shown = [c for c in chip_list if dtype in c.flops]
+    if not shown:
+        raise ValueError(f"dtype: no chip in the list has {dtype!r}")
+    xs = np.array([c.hbm_bandwidth for c in shown])
+    ys = np.array([c.peak(dtype) for c in shown])
+    with house_style():
+        fig = _new_figure((6.4, 4.6))
+        ax = fig.add_subplot()
+        xlim = (xs.min() / 1.6, xs.max() * 1.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(*xlim)
+        ax.set_ylim(ys.min() / 2.5, ys.max() * 2.5)
+        _iso_lines(ax, ratios, lambda v: f"{v:g} FLOP/byte", xlim)
+        colors = {"NVIDIA": PALETTE["green"], "AMD": PALETTE["vermillion"], "Google": PALETTE["blue"]}
+        for vendor, col in colors.items():
+            sel = [i for i, c in enumerate(shown) if c.vendor == vendor]
+            if sel:
+                ax.plot(xs[sel], ys[sel], "o", ms=7, color=col, label=vendor, zorder=4)
+        other = [i for i, c in enumerate(shown) if c.vendor not in colors]
+        if other:
+            ax.plot(xs[other], ys[other], "o", ms=7, color=PALETTE["purple"], label="other", zorder=4)
+        ax.set_xlabel("HBM bandwidth (bytes/s)")
+        ax.set_ylabel(f"peak {dtype} FLOP/s (dense)")
+        ax.set_title(f"Compute against bandwidth ({dtype})")
+        ax.legend(loc="upper left")
+        fig.canvas.draw()  # let the constrained layout settle, then freeze it for label placement
+        fig.set_layout_engine("none")
+        _place_labels(ax, xs, ys, [c.name for c in shown])
+    r = ys / xs
+    lo, hi = int(np.argmin(r)), int(np.argmax(r))
+    fig.alt_text = (f"Log-log scatter of dense {dtype} peak FLOP/s against HBM bandwidth for {len(shown)} chips, "
+                    f"with dashed lines of constant FLOP per byte at {', '.join(f'{v:g}' for v in ratios)}; "
+                    f"ratios from {r[lo]:.0f} ({shown[lo].name}) to {r[hi]:.0f} ({shown[hi].name}).")
+    return fig
+
+
+def capacity_vs_bandwidth(chip_list=None, drains=(0.01, 0.02, 0.04)):
+    """Each chip's HBM capacity against its bandwidth, with lines of constant drain time M / W."""
+    chip_list = list(chip_list) if chip_list is not None else _chips.all_chips()
+    xs = np.array([c.hbm_bandwidth for c in chip_list])
+    ys = np.array([c.hbm_capacity for c in chip_list])
+    with house_style():
+        fig = _new_figure((6.4, 4.6))
+        ax = fig.add_subplot()
+        xlim = (xs.min() / 1.6, xs.max() * 1.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(*xlim)
+        ax.set_ylim(ys.min() / 2.5, ys.max() * 2.5)
+        _iso_lines(ax, drains, lambda v: f"drain {v * 1e3:g} ms", xlim)
+        ax.plot(xs, ys, "o", ms=7, color=ROLE["capacity"], zorder=4)
+        ax.set_xlabel("HBM bandwidth (bytes/s)")
+        ax.set_ylabel("HBM capacity (bytes)")
+        ax.set_title("Capacity against bandwidth: the HBM drain time")
+        fig.canvas.draw()  # let the constrained layout settle, then freeze it for label placement
+        fig.set_layout_engine("none")
+        _place_labels(ax, xs, ys, [c.name for c in chip_list])
+    d = ys / xs
+    lo, hi = int(np.argmin(d)), int(np.argmax(d))
+    fig.alt_text = (f"Log-log scatter of HBM capacity against HBM bandwidth for {len(chip_list)} chips, with "
+                    f"dashed lines of constant drain time; drain times from {fmt_time(d[lo])} "
+                    f"({chip_list[lo].name}) to {fmt_time(d[hi])} ({chip_list[hi].name}).")
+    return fig
+
+
+def matmul_throughput_vs_batch(chip, dtypes=None, k=8192, n=8192, batches=None):
+    """Attainable FLOP/s of a (B x k) @ (k x n) matmul against B, one curve per dtype.
+
+    Each dtype's operands (inputs, weights, outputs) take that dtype's bytes (fp4 0.5, fp8/int8 1,
+    bf16 2), so halving the bytes doubles the intensity at every batch. The knee (marker) is
+    ``matmul_ridge_batch``: where it stays put across dtypes, lower precision doubles the roof
+    without asking for a larger batch.
+    """
+    from .roofline import arithmetic_intensity, attainable_flops, matmul_ridge_batch
+
+    sizes = {"fp4": 0.5, "fp8": 1.0, "int8": 1.0, "bf16": 2.0}
+    dtypes = list(dtypes) if dtypes is not None else [d for d in ("bf16", "fp8", "fp4") if d in chip.flops]
+    batches = np.logspace(0, np.log10(k), 300) if batches is None else np.asarray(batches, float)
+    colors = [ROLE["compute"], ROLE["weights"], ROLE["kv"], PALETTE["purple"]]
+    with house_style():
+        fig = _new_figure((6.4, 4.2))
+        ax = fig.add_subplot()
+        for d, col in zip(dtypes, colors, strict=False):
+            b = sizes[d]
+            f = attainable_flops(chip, arithmetic_intensity(batches, k, n, b), d)
+            ax.loglog(batches, f, color=col, label=f"{d} ({b:g} byte per value)")
+            knee = matmul_ridge_batch(chip, k, n, d, b)
+            if np.isfinite(knee) and knee <= batches.max():
+                ax.plot([knee], [chip.peak(d)], "o", ms=7, color=col)
+                ax.annotate(f"B = {knee:.0f}", (knee, chip.peak(d)), xytext=(6, 5),
+                            textcoords="offset points", fontsize=9, color=col)
+        ax.set_xlabel("batch B (tokens sharing the weights)")
+        ax.set_ylabel("attainable FLOP/s")
+        ax.set_title(f"({k:,.0f} x {n:,.0f}) weight matmul on {chip.name}")
+        ax.legend(loc="lower right")
+    fig.alt_text = (f"Attainable FLOP/s of a {k:,.0f} x {n:,.0f} weight matmul on the {chip.name} against "
+                    f"batch for {', '.join(dtypes)}: parallel lines that reach their roofs at batch "
+                    + ", ".join(f"{matmul_ridge_batch(chip, k, n, d, sizes[d]):.0f}" for d in dtypes) + ".")
+    return fig
+
+
+def roofline_measured(chip, measured, dtype="bf16", intensity_range=(1, 1e4)):
+    """Datasheet roofline of ``chip`` beside the roof that published measurements imply.
+
+    ``measured`` is a dict with ``flops`` (best sustained FLOP/s, with ``flops_label``) and
+    ``bandwidth`` (best sustained bytes/s, with ``bandwidth_label``). The shaded band between the
+    two roofs is what the bound cannot see: the efficiency of real kernels.
+    """
+    from ._check import positive
+
+    peak, bw = chip.peak(dtype), chip.hbm_bandwidth
+    f_meas = positive("measured['flops']", measured["flops"])
+    w_meas = positive("measured['bandwidth']", measured["bandwidth"])
+    i = np.logspace(np.log10(intensity_range[0]), np.log10(intensity_range[1]), 400)
+    roof = np.minimum(peak, i * bw)
+    real = np.minimum(f_meas, i * w_meas)
+    with house_style():
+        fig = _new_figure((6.4, 4.2))
+        ax = fig.add_subplot()
+        ax.loglog(i, roof, color=ROLE["total"], lw=2.2, label=f"datasheet: {fmt_si(peak, 'FLOP/s')}, "
+                  f"{fmt_si(bw, 'B/s')}")
+        ax.loglog(i, real, color=ROLE["cost"], lw=2.0, ls="--",
+                  label=f"measured: {fmt_si(f_meas, 'FLOP/s')}, {fmt_si(w_meas, 'B/s')}")
+        ax.fill_between(i, real, roof, color=ROLE["cost"], alpha=0.12, lw=0)
+        r_ds, r_me = peak / bw, f_meas / w_meas
+        ax.axvline(r_ds, color=ROLE["total"], lw=1, ls=":")
+        ax.axvline(r_me, color=ROLE["cost"], lw=1, ls=":")
+        ax.annotate(f"{100 * w_meas / bw:.0f}% of\nbandwidth", (intensity_range[0] * 3, 3 * w_meas * 0.8),
+                    xytext=(0, -6), textcoords="offset points", fontsize=9, color=ROLE["cost"], va="top")
+        ax.annotate(f"{100 * f_meas / peak:.0f}% of peak", (intensity_range[1] / 1.2, f_meas),
+                    xytext=(0, -6), textcoords="offset points", fontsize=9, color=ROLE["cost"],
+                    ha="right", va="top")
+        ax.annotate(f"ridge {r_ds:.0f}", (r_ds, peak), xytext=(4, 6), textcoords="offset points", fontsize=9)
+        ax.annotate(f"ridge {r_me:.0f}", (r_me, f_meas), xytext=(-6, -60), textcoords="offset points",
+                    fontsize=9, color=ROLE["cost"], ha="right")
+        ax.set_xlim(*intensity_range)
+        ax.set_ylim(intensity_range[0] * bw * 0.5, peak * 2.5)
+        ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+        ax.set_ylabel("FLOP/s")
+        ax.set_title(f"{chip.name}: datasheet roof and measured roof ({dtype})")
+        ax.legend(loc="upper left")
+    fig.alt_text = (f"{chip.name} roofline from the datasheet ({fmt_si(peak, 'FLOP/s')}, {fmt_si(bw, 'B/s')}, "
+                    f"ridge {r_ds:.0f}) and the measured roof ({fmt_si(f_meas, 'FLOP/s')}, "
+                    f"{fmt_si(w_meas, 'B/s')}, ridge {r_me:.0f}): {100 * w_meas / bw:.0f}% of bandwidth and "
+                    f"{100 * f_meas / peak:.0f}% of peak.")
+    return fig
+
+
+# ----- counting a transformer -----------------------------------------------------------------
+
+_PARTS = [("embeddings + head", PALETTE["grey"]), ("attention", ROLE["kv"]),
+          ("dense MLP", ROLE["compute"]), ("routed experts, active", ROLE["cost"]),
+          ("routed experts, idle", "#f2b38f"), ("shared experts", PALETTE["purple"]),
+          ("router + norms", PALETTE["yellow"])]
+
+
+def param_parts(model) -> dict:
+    """Parameters of `model` by part (the parts of :func:`param_breakdown`); they sum to ``total_params``."""
+    m = model
+    dense_layers = m.n_layers - m.n_moe_layers
+    parts = {
+        "embeddings + head": m.embedding_params + m.lm_head_params,
+        "attention": m.n_layers * m.attention_params_per_layer,
+        "dense MLP": dense_layers * m.dense_mlp_params,
+        "routed experts, active": m.n_moe_layers * m.experts_per_token * m.expert_params,
+        "routed experts, idle": m.n_moe_layers * (m.n_experts - m.experts_per_token) * m.expert_params,
+        "shared experts": m.n_moe_layers * m.shared_expert_params,
+        "router + norms": m.n_moe_layers * m.router_params + m.norm_params,
+    }
+    return {k: int(v) for k, v in parts.items()}
+
+
+def param_breakdown(model_list=None):
+    """Stacked horizontal bars: each model's parameters by part, as shares of its total.
+
+    Parts: embeddings + head, attention, dense MLP, routed experts (active and idle), shared
+    experts, router + norms. Shares (not absolute counts) keep 7B and 671B models readable on
+    one axis; the total and active counts are printed beside each bar.
+    """
+    ms = _as_list(model_list, _models.all_models())
+    fig, ax = _new((6.4, 0.36 * len(ms) + 1.9))
+    with house_style():
+        y = np.arange(len(ms))
+        left = np.zeros(len(ms))
+        table = [param_parts(m) for m in ms]
+        for name, col in _PARTS:
+            share = np.array([t[name] / m.total_params for t, m in zip(table, ms, strict=False)])
+            if share.any():
+                ax.barh(y, share * 100, left=left, color=col, label=name, height=0.7)
+            left += share * 100
+        for yi, m in zip(y, ms, strict=False):
+            txt = fmt_count(m.total_params, 3)
+            if m.is_moe:
+                txt += f" ({fmt_count(m.active_params, 2)} active)"
+            ax.text(101, yi, txt, va="center", fontsize=8.5)
+        ax.set_yticks(y, [m.name for m in ms])
+        ax.invert_yaxis()
+        ax.set_xlim(0, 135)
+        ax.set_xticks([0, 25, 50, 75, 100])
+        ax.set_xlabel("share of parameters (%)")
+        ax.grid(axis="y", visible=False)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14 - 0.4 / max(len(ms), 1)), ncol=3, fontsize=8.5)
+        ax.set_title("Where the parameters are (total, and active per token, at right)")
+    idle = [(m, t["routed experts, idle"] / m.total_params) for m, t in zip(ms, table, strict=False) if m.is_moe]
+    alt = (f"Stacked bars of the share of parameters in embeddings, attention, MLPs and experts for "
+           f"{len(ms)} models, totals from {fmt_count(min(m.total_params for m in ms))} to "
+           f"{fmt_count(max(m.total_params for m in ms))}")
+    if idle:
+        m, f = max(idle, key=lambda p: p[1])
+        alt += f"; in {m.name} {f:.0%} of the parameters are experts a token does not use"
+    fig.alt_text = alt + "."
+    fig.llm_numbers = {m.name: t for m, t in zip(ms, table, strict=False)}
+    return fig
+
+
+def kv_per_token(model_list=None, kv_bytes=2):
+    """Bars of KV-cache bytes per token (all layers) for each model, coloured by attention kind
+    (MHA, GQA, MQA, MLA); log axis, since they span two decades."""
+    ms = _as_list(model_list, _models.all_models())
+    vals = np.array([m.kv_bytes_per_token(kv_bytes) for m in ms])
+    fig, ax = _new((6.4, 0.32 * len(ms) + 1.4))
+    with house_style():
+        y = np.arange(len(ms))
+        ax.barh(y, vals, color=[KIND_COLOUR[m.attention_kind] for m in ms], height=0.7)
+        for yi, v in zip(y, vals, strict=False):
+            ax.text(v * 1.05, yi, _b(v), va="center", fontsize=8.5)
+        ax.set_yticks(y, [m.name for m in ms])
+        ax.invert_yaxis()
+        _set_log(ax, x=_b)
+        ax.set_xlim(vals.min() / 2, vals.max() * 6)
+        ax.set_xlabel(f"KV-cache bytes per token, all layers, {kv_bytes:g} B per element (B)")
+        ax.grid(axis="y", visible=False)
+        kinds = [k for k in KIND_COLOUR if any(m.attention_kind == k for m in ms)]
+        ax.legend(handles=[Patch(color=KIND_COLOUR[k], label=k) for k in kinds], loc="lower right",
+                  frameon=True, framealpha=0.9)
+        ax.set_title("KV cache one token adds")
+    lo, hi = int(np.argmin(vals)), int(np.argmax(vals))
+    fig.alt_text = (f"Bars of KV-cache bytes per token for {len(ms)} models coloured by attention kind, from "
+                    f"{_b(vals[lo])} ({ms[lo].name}, {ms[lo].attention_kind}) to {_b(vals[hi])} "
+                    f"({ms[hi].name}, {ms[hi].attention_kind}).")
+    fig.llm_numbers = {m.name: v for m, v in zip(ms, vals, strict=False)}
+    return fig
+
+
+def attention_flops_share(model_list, contexts=None, context=None):
+    """Attention's share of one new token's forward FLOPs against the context it attends to.
+
+    One line per model: ``attention / (2 N_mm + attention)`` from
+    :meth:`~llmmath.models.Model.flops_per_token`, drawn up to the model's longest context.
+    A dot marks where attention equals the matmul FLOPs (share 50%,
+    :func:`llmmath.models.attention_crossover_context`) when the model supports that
+    context; ``context`` draws a vertical line at one context and labels each share there.
+    """
+    from .models import attention_crossover_context
+    from .units import fmt_count, fmt_percent
+
+    model_list = list(model_list)
+    if not model_list:
+        raise ValueError("model_list: give at least one model")
+    contexts = np.geomspace(256, 1_048_576, 200) if contexts is None else np.asarray(contexts, float)
+    fig, ax = _new(figsize=(6.4, 4.2))
+    with house_style():
+        shares_at = []
+        for i, m in enumerate(model_list):
+            color = CYCLE[i % len(CYCLE)]
+            s = contexts[contexts <= (m.max_context or np.inf)]
+            att = m.attention_flops_per_token(s)
+            share = att / (2.0 * m.matmul_params_active + att)
+            ax.plot(s, 100 * share, color=color, label=m.name)
+            x = attention_crossover_context(m)
+            if np.isfinite(x) and x <= s.max():
+                ax.plot([x], [50], "o", color=color, ms=6)
+            if context is not None and context <= (m.max_context or np.inf):
+                a = float(m.attention_flops_per_token(context))
+                shares_at.append((m.name, a / (2.0 * m.matmul_params_active + a)))
+        ax.axhline(50, color=PALETTE["grey"], lw=1, ls="--")
+        ax.text(contexts[0], 51.5, "attention = matmuls", fontsize=9, color=PALETTE["grey"])
+        if context is not None:
+            ax.axvline(context, color=PALETTE["black"], lw=1, ls=":")
+            ax.set_title(f"Attention's share of forward FLOPs; line at {_fmt_tokens_binary(context)} tokens")
+        else:
+            ax.set_title("Attention's share of forward FLOPs per new token")
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(mpl.ticker.FuncFormatter(_fmt_tokens_binary))
+        ax.set_xlabel("context attended to, S (tokens)")
+        ax.set_ylabel("attention share of FLOPs (%)")
+        ax.set_ylim(0, 100)
+        ax.legend(loc="upper left", fontsize=9)
+    crossing = "; ".join(
+        f"{m.name} at {fmt_count(attention_crossover_context(m))} tokens"
+        for m in model_list if np.isfinite(attention_crossover_context(m)))
+    alt = (f"Attention's share of forward FLOPs per token against context for "
+           f"{', '.join(m.name for m in model_list)}; it reaches half (attention equals the "
+           f"matmuls) for {crossing or 'none of them'}.")
+    if shares_at:
+        alt += " At the marked context: " + ", ".join(f"{n} {fmt_percent(v)}" for n, v in shares_at) + "."
+    fig.alt_text = alt
+    return fig
+
+
+def attention_crossover(model_list=None):
+    """Bar chart: the context where attention FLOPs equal the matmul FLOPs, in units of D.
+
+    A shaded band marks 6 D to 7 D, the dense MHA/GQA rule of thumb. Models whose capped
+    (sparse) attention never gets there are listed as 'never'.
+    """
+    from .models import attention_crossover_context
+
+    model_list = list(model_list) if model_list is not None else _models.all_models()
+    vals = np.array([attention_crossover_context(m) / m.d_model for m in model_list])
+    fig, ax = _new(figsize=(6.4, 0.32 * len(model_list) + 1.6))
+    with house_style():
+        y = np.arange(len(model_list))
+        ax.axvspan(6, 7, color=PALETTE["grey"], alpha=0.2, lw=0)
+        finite = np.where(np.isfinite(vals), vals, 0.0)
+        colors = [ROLE["weights"] if m.is_moe else ROLE["compute"] for m in model_list]
+        ax.barh(y, finite, color=colors)
+        for yi, v in zip(y, vals, strict=True):
+            ax.text(v if np.isfinite(v) else 0, yi, f" {v:.1f} D" if np.isfinite(v) else " never (top-k)",
+                    va="center", fontsize=9)
+        ax.set_yticks(y, [m.name for m in model_list])
+        ax.invert_yaxis()
+        ax.grid(axis="y", visible=False)
+        ax.set_xlim(0, np.nanmax(np.where(np.isfinite(vals), vals, np.nan)) * 1.25)
+        ax.set_xlabel("crossover context (multiples of the width D)")
+        ax.set_title("Context where attention FLOPs equal matmul FLOPs")
+        ax.legend(handles=[Patch(color=ROLE["compute"], label="dense"), Patch(color=ROLE["weights"], label="MoE"),
+                           Patch(color=PALETTE["grey"], alpha=0.2, label="6-7 D")],
+                  loc="upper center", bbox_to_anchor=(0.5, -0.09 - 0.6 / len(model_list)), ncol=3,
+                  fontsize=9, frameon=False)
+    fin = [(m.name, v) for m, v in zip(model_list, vals, strict=True) if np.isfinite(v)]
+    lo, hi = min(fin, key=lambda t: t[1]), max(fin, key=lambda t: t[1])
+    fig.alt_text = (f"Bar chart of the context, in multiples of the model width D, at which attention FLOPs "
+                    f"equal the matmul FLOPs for {len(model_list)} models; dense MHA/GQA models sit at 6-7 D, "
+                    f"the range runs from {lo[1]:.1f} D ({lo[0]}) to {hi[1]:.1f} D ({hi[0]}).")
+    return fig
+
+
+# ----- decode and prefill bounds --------------------------------------------------------------
 
 def _decode(model, chip, batch, context, n_chips, weight_bytes, kv_bytes, dtype, overlap):
     from .roofline import decode_step
@@ -773,7 +1292,7 @@ def prefill_time_vs_prompt(model, chip, batch=1, prompts=None, n_chips=1, weight
     return _build(_PrefillVsPrompt, _params(locals()))
 
 
-# ----- chapter 4: batching and cost ----------------------------------------------------------
+# ----- batching and cost ----------------------------------------------------------------------
 
 class _CostVsBatch(_Plot):
     def setup(self):
@@ -985,7 +1504,60 @@ def regime_map(model, chip, n_chips=1, batches=None, contexts=None, weight_bytes
     return _build(_RegimeMap, _params(locals()))
 
 
-# ----- chapter 5: KV cache ---------------------------------------------------------------------
+# What speculative decoding / multi-token prediction buys at each batch (speed per user and
+# cost per token, relative to plain decoding).
+
+def speculative_gain_vs_batch(model, chip, draft_tokens=(1, 3, 7), acceptance=0.8, batches=None,
+                              context=1024, n_chips=1, weight_bytes=2, kv_bytes=2, dtype="bf16"):
+    """Speed-up per user of speculative decoding over plain decoding, against batch.
+
+    For each ``k`` in ``draft_tokens``: tokens per second per user of
+    :func:`llmmath.roofline.speculative_step` (``k`` drafts, each accepted with probability
+    ``acceptance``) divided by that of :func:`llmmath.roofline.decode_step` at the same batch.
+    Drafting itself is free here (an upper bound on the gain). While ``B (k+1)`` is below the
+    critical batch the verify step costs about one memory-bound step, so the gain is the expected
+    tokens per step; once the step turns compute-bound, rejected drafts waste FLOPs and the gain
+    falls below 1 (the same ratio is the cost-per-token saving, since chips and batch are fixed).
+    """
+    from .roofline import decode_step, speculative_step, speculative_tokens_per_step
+
+    ks = [int(k) for k in np.atleast_1d(draft_tokens)]
+    B = np.asarray(batches, float) if batches is not None else np.logspace(0, np.log10(8192), 80)
+    fig, ax = _new((6.4, 4.0))
+    colors = [ROLE["compute"], ROLE["weights"], ROLE["kv"], PALETTE["purple"], PALETTE["sky"]]
+    base = decode_step(model, chip, B, context, n_chips=n_chips, weight_bytes=weight_bytes,
+                       kv_bytes=kv_bytes, dtype=dtype)
+    gains = {}
+    with house_style():
+        for k, col in zip(ks, colors, strict=False):
+            s = speculative_step(model, chip, B, context, k, acceptance, n_chips=n_chips,
+                                 weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dtype)
+            g = (np.asarray(s.tokens) / np.asarray(s.time)) / (B / np.asarray(base.time))
+            gains[k] = g
+            ideal = float(speculative_tokens_per_step(k, acceptance))
+            ax.plot(B, g, color=col, label=f"k = {k} drafts ({ideal:.2f} tokens/step)")
+        ax.axhline(1.0, color=PALETTE["black"], lw=1.0, ls=":")
+        ax.text(0.99, 1.0, "no gain ", transform=ax.get_yaxis_transform(), ha="right", va="bottom",
+                fontsize=9)
+        _set_log(ax, x=_fmt_batch)
+        ax.set_xlim(B.min(), B.max())
+        top = max(float(np.max(g)) for g in gains.values())
+        ax.set_ylim(0, top * 1.25)
+        ax.set_xlabel("batch B (sequences)")
+        ax.set_ylabel("speed per user vs plain decoding (x)")
+        ax.set_title(_title(f"Speculative decoding: {model.name} on {_chips_label(n_chips, chip)}, "
+                            f"acceptance {acceptance:g}"))
+        ax.legend(loc="upper right")
+    k0 = ks[-1]
+    fig.alt_text = (f"Speed-up per user of speculative decoding over plain decoding for {model.name} on "
+                    f"{_chips_label(n_chips, chip)} against batch {B[0]:g} to {B[-1]:g}, acceptance "
+                    f"{acceptance:g}: with k = {k0} drafts the gain is {gains[k0][0]:.2f}x at batch 1 and "
+                    f"{gains[k0][-1]:.2f}x at batch {B[-1]:g}; every curve falls once the verify step "
+                    f"turns compute-bound.")
+    return fig
+
+
+# ----- KV cache -------------------------------------------------------------------------------
 
 class _KvVsContext(_Plot):
     def setup(self):
@@ -1068,283 +1640,9 @@ def kv_vs_context(model_list, chip, batch=1, contexts=None, n_chips=1, kv_bytes=
     return _build(_KvVsContext, _params(locals()))
 
 
-# ----- chapter 2: counting a transformer -------------------------------------------------------
-
-_PARTS = [("embeddings + head", PALETTE["grey"]), ("attention", ROLE["kv"]),
-          ("dense MLP", ROLE["compute"]), ("routed experts, active", ROLE["cost"]),
-          ("routed experts, idle", "#f2b38f"), ("shared experts", PALETTE["purple"]),
-          ("router + norms", PALETTE["yellow"])]
-
-
-def param_parts(model) -> dict:
-    """Parameters of `model` by part (the parts of :func:`param_breakdown`); they sum to ``total_params``."""
-    m = model
-    dense_layers = m.n_layers - m.n_moe_layers
-    parts = {
-        "embeddings + head": m.embedding_params + m.lm_head_params,
-        "attention": m.n_layers * m.attention_params_per_layer,
-        "dense MLP": dense_layers * m.dense_mlp_params,
-        "routed experts, active": m.n_moe_layers * m.experts_per_token * m.expert_params,
-        "routed experts, idle": m.n_moe_layers * (m.n_experts - m.experts_per_token) * m.expert_params,
-        "shared experts": m.n_moe_layers * m.shared_expert_params,
-        "router + norms": m.n_moe_layers * m.router_params + m.norm_params,
-    }
-    return {k: int(v) for k, v in parts.items()}
-
-
-def param_breakdown(model_list=None):
-    """Stacked horizontal bars: each model's parameters by part, as shares of its total.
-
-    Parts: embeddings + head, attention, dense MLP, routed experts (active and idle), shared
-    experts, router + norms. Shares (not absolute counts) keep 7B and 671B models readable on
-    one axis; the total and active counts are printed beside each bar.
-    """
-    ms = _as_list(model_list, _models.all_models())
-    fig, ax = _new((6.4, 0.36 * len(ms) + 1.9))
-    with house_style():
-        y = np.arange(len(ms))
-        left = np.zeros(len(ms))
-        table = [param_parts(m) for m in ms]
-        for name, col in _PARTS:
-            share = np.array([t[name] / m.total_params for t, m in zip(table, ms, strict=False)])
-            if share.any():
-                ax.barh(y, share * 100, left=left, color=col, label=name, height=0.7)
-            left += share * 100
-        for yi, m in zip(y, ms, strict=False):
-            txt = fmt_count(m.total_params, 3)
-            if m.is_moe:
-                txt += f" ({fmt_count(m.active_params, 2)} active)"
-            ax.text(101, yi, txt, va="center", fontsize=8.5)
-        ax.set_yticks(y, [m.name for m in ms])
-        ax.invert_yaxis()
-        ax.set_xlim(0, 135)
-        ax.set_xticks([0, 25, 50, 75, 100])
-        ax.set_xlabel("share of parameters (%)")
-        ax.grid(axis="y", visible=False)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14 - 0.4 / max(len(ms), 1)), ncol=3, fontsize=8.5)
-        ax.set_title("Where the parameters are (total, and active per token, at right)")
-    idle = [(m, t["routed experts, idle"] / m.total_params) for m, t in zip(ms, table, strict=False) if m.is_moe]
-    alt = (f"Stacked bars of the share of parameters in embeddings, attention, MLPs and experts for "
-           f"{len(ms)} models, totals from {fmt_count(min(m.total_params for m in ms))} to "
-           f"{fmt_count(max(m.total_params for m in ms))}")
-    if idle:
-        m, f = max(idle, key=lambda p: p[1])
-        alt += f"; in {m.name} {f:.0%} of the parameters are experts a token does not use"
-    fig.alt_text = alt + "."
-    fig.llm_numbers = {m.name: t for m, t in zip(ms, table, strict=False)}
-    return fig
-
-
-def kv_per_token(model_list=None, kv_bytes=2):
-    """Bars of KV-cache bytes per token (all layers) for each model, coloured by attention kind
-    (MHA, GQA, MQA, MLA); log axis, since they span two decades."""
-    ms = _as_list(model_list, _models.all_models())
-    vals = np.array([m.kv_bytes_per_token(kv_bytes) for m in ms])
-    fig, ax = _new((6.4, 0.32 * len(ms) + 1.4))
-    with house_style():
-        y = np.arange(len(ms))
-        ax.barh(y, vals, color=[KIND_COLOUR[m.attention_kind] for m in ms], height=0.7)
-        for yi, v in zip(y, vals, strict=False):
-            ax.text(v * 1.05, yi, _b(v), va="center", fontsize=8.5)
-        ax.set_yticks(y, [m.name for m in ms])
-        ax.invert_yaxis()
-        _set_log(ax, x=_b)
-        ax.set_xlim(vals.min() / 2, vals.max() * 6)
-        ax.set_xlabel(f"KV-cache bytes per token, all layers, {kv_bytes:g} B per element (B)")
-        ax.grid(axis="y", visible=False)
-        kinds = [k for k in KIND_COLOUR if any(m.attention_kind == k for m in ms)]
-        ax.legend(handles=[Patch(color=KIND_COLOUR[k], label=k) for k in kinds], loc="lower right",
-                  frameon=True, framealpha=0.9)
-        ax.set_title("KV cache one token adds")
-    lo, hi = int(np.argmin(vals)), int(np.argmax(vals))
-    fig.alt_text = (f"Bars of KV-cache bytes per token for {len(ms)} models coloured by attention kind, from "
-                    f"{_b(vals[lo])} ({ms[lo].name}, {ms[lo].attention_kind}) to {_b(vals[hi])} "
-                    f"({ms[hi].name}, {ms[hi].attention_kind}).")
-    fig.llm_numbers = {m.name: v for m, v in zip(ms, vals, strict=False)}
-    return fig
-
-
-# ----- chapter 6-7: mixture of experts and pipelines -----------------------------------------
-
-class _MoeWeights(_Plot):
-    def setup(self):
-        ax = self.ax
-        self.l, = ax.plot([], [], color=ROLE["weights"], lw=2.5, label="weights read per step")
-        ax.legend(loc="upper left")
-        _set_log(ax, x=_fmt_batch, y=_b)
-        ax.set_xlabel("batch B (tokens per step)")
-        ax.set_ylabel("weight bytes read per chip per step (B)")
-
-    def draw(self, model, chip, batches, expert_parallel, weight_bytes, mark_batch):
-        B = _grid(batches, 1, 16384)
-        ep = float(expert_parallel)
-        y = model.weight_params_read(B) * weight_bytes / ep * np.ones_like(B)
-        self.l.set_data(*_mask(B, y))
-        total = model.total_params * weight_bytes / ep
-        ax = self.ax
-        ax.set_xlim(B.min(), B.max())
-        ax.set_ylim(*_loglim(np.concatenate([y, [total]]), pad=1.5))
-        self.hline(total, f"all weights: {_b(total)}", color=ROLE["total"], x=0.99, va="bottom")
-        half = None
-        if model.is_moe:
-            E, k = model.n_experts, model.experts_per_token
-            if k < E:
-                half = math.log(0.5) / math.log1p(-k / E)
-                if B.min() <= half <= B.max():
-                    self.vline(half, f"half the experts\n touched: B = {half:,.0f}", y=0.6)
-        else:
-            self.note("dense model: every weight is read at every batch")
-        t1 = float(model.weight_params_read(1.0)) * weight_bytes / ep / chip.hbm_bandwidth
-        with self.marking():
-            if mark_batch is not None:
-                b = float(mark_batch)
-                v = float(model.weight_params_read(b)) * weight_bytes / ep
-                self.point(b, v, f"B={b:g}: {_b(v)}")
-                self.numbers = {"weights_read": v}
-        ax.set_title(f"{model.name}: weights read per step, {ep:g}-way expert parallel on {chip.name}")
-        self.numbers.update(half_experts_batch=half, all_weights=total)
-        return (f"Log-log plot of the weight bytes each of {ep:g} chips reads per decode step of "
-                f"{model.name} against batch: {_b(y[0])} at batch {B[0]:g} (a {_t(t1)} read on {chip.name}) "
-                f"rising toward all {_b(total)} as the batch touches every expert"
-                + (f", half of them by batch {half:,.0f}." if half else "."))
-
-
-def moe_weights_vs_batch(model, chip, batches=None, expert_parallel=1, weight_bytes=2, mark_batch=None):
-    """Weight bytes read per chip per decode step against batch for an MoE model.
-
-    With ``B`` tokens routed ``k`` of ``E``, ``E (1 - (1 - k/E)^B)`` distinct experts are touched
-    per layer, so the read grows from the shared weights plus k experts toward all weights.
-    Annotates the batch at which half the experts are touched. ``expert_parallel`` divides the
-    bytes over chips.
-    """
-    return _build(_MoeWeights, _params(locals()))
-
-
-class _MemoryPerChip(_Plot):
-    def setup(self):
-        ax = self.ax
-        self.l_w, = ax.plot([], [], "o-", color=ROLE["weights"], label="weights")
-        self.l_kv, = ax.plot([], [], "o-", color=ROLE["kv"], label="KV cache")
-        self.l_t, = ax.plot([], [], "-", color=ROLE["total"], lw=3, alpha=0.55, label="total")
-        ax.legend(loc="upper right")
-        _set_log(ax, x=lambda v: f"{v:g}", y=_b)
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.set_xlabel("pipeline stages P (count)")
-        ax.set_ylabel("HBM per chip (B)")
-
-    def draw(self, model, chip, expert_parallel, stages, micro_batch, context, weight_bytes, kv_bytes,
-             mark_stages):
-        from .parallel import pipeline_memory_per_chip
-
-        ctx, cnote = _context(model, context)
-        P = _grid(stages if stages is not None else 2.0 ** np.arange(0, 7), 1, 64)
-        mem = pipeline_memory_per_chip(model, float(micro_batch), ctx, float(expert_parallel), P,
-                                       weight_bytes=weight_bytes, kv_bytes=kv_bytes)
-        w = np.broadcast_to(mem.weights, P.shape)
-        kv = np.broadcast_to(mem.kv, P.shape)
-        tot = np.broadcast_to(mem.total, P.shape)
-        self.l_w.set_data(*_mask(P, w))
-        self.l_kv.set_data(*_mask(P, kv))
-        self.l_t.set_data(*_mask(P, tot))
-        ax = self.ax
-        ax.set_xlim(P.min() / 1.3, P.max() * 1.3)
-        ax.set_ylim(*_loglim(np.concatenate([w, kv, tot, [chip.hbm_capacity]]), pad=1.5))
-        self.hline(chip.hbm_capacity, f"{chip.name} HBM: {_b(chip.hbm_capacity)}", color=ROLE["capacity"],
-                   x=0.01, ha="left", ls="-")
-        fit = P[tot <= chip.hbm_capacity]
-        pfit = float(fit[0]) if fit.size else None
-        if pfit is not None:
-            self.vline(pfit, f"fits from P = {pfit:g}", color=ROLE["capacity"], y=0.3)
-        elif kv[0] > chip.hbm_capacity:
-            self.note("KV cache alone exceeds a chip: pipelining does not shrink it")
-        with self.marking():
-            if mark_stages is not None:
-                mp = float(mark_stages)
-                mm = pipeline_memory_per_chip(model, float(micro_batch), ctx, float(expert_parallel), mp,
-                                              weight_bytes=weight_bytes, kv_bytes=kv_bytes)
-                self.point(mp, mm.total, f"P={mp:g}: {_b(mm.total)}")
-                self.numbers = {"weights": mm.weights, "kv": mm.kv, "total": mm.total,
-                                "batch_in_flight": mm.batch_in_flight}
-        ax.set_title(_title(f"{model.name}: {float(expert_parallel):g}-way EP x P stages, micro-batch "
-                            f"{float(micro_batch):g}, context {_n(ctx)}", cnote))
-        self.numbers.update(fits_from=pfit)
-        return (f"Log-log plot of HBM per chip against pipeline stages for {model.name} with "
-                f"{float(expert_parallel):g}-way expert parallelism: weights per chip fall from {_b(w[0])} as 1/P "
-                f"while the KV cache per chip stays at {_b(kv[0])}; "
-                + (f"the total fits a {chip.name} from P = {pfit:g}." if pfit else
-                   f"the total never fits a {chip.name} in this range."))
-
-
-def memory_per_chip(model, chip, expert_parallel=8, stages=None, micro_batch=64, context=4096,
-                    weight_bytes=2, kv_bytes=2, mark_stages=None):
-    """HBM per chip (weights, KV cache, total) against pipeline stages P for an EP degree E.
-
-    Keeping P stages busy needs P micro-batches in flight, so per chip
-    ``N_tot b_w / (E P) + b kv(S) / E``: pipelining divides the weights, not the KV cache.
-    Annotates the first P where the total fits the chip. ``stages`` default 1, 2, 4 ... 64.
-    """
-    return _build(_MemoryPerChip, _params(locals()))
-
-
-# ----- chapter 8: training ---------------------------------------------------------------------
-
-class _TrainingTime(_Plot):
-    def setup(self):
-        ax = self.ax
-        self.l, = ax.plot([], [], color=ROLE["compute"], lw=2.5, label="training time (ideal scaling)")
-        ax.legend(loc="upper right")
-        _set_log(ax, x=lambda v: fmt_count(v, 2), y=_fmt_days)
-        ax.set_xlabel("chips n (count)")
-        ax.set_ylabel("training time (days)")
-
-    def draw(self, model, tokens, chip, chips_range, mfu, dtype, mark_chips):
-        from .training import training_flops, training_memory, training_time
-
-        dt, dnote = _dtype(chip, dtype)
-        n = _grid(chips_range, 8, 65536, n=40)
-        days = np.asarray(training_time(model, tokens, chip, n, mfu, dtype=dt)) / 86400.0
-        self.l.set_data(*_mask(n, days))
-        ax = self.ax
-        ax.set_xlim(n.min(), n.max())
-        ax.set_ylim(*_loglim(days, pad=1.5))
-        for d, lab in ((7, "1 week"), (30, "1 month"), (90, "3 months")):
-            if ax.get_ylim()[0] < d < ax.get_ylim()[1]:
-                self.hline(d, lab, color=PALETTE["grey"], x=0.01, ha="left", ls=":")
-        state = training_memory(model)
-        need = math.ceil(state / chip.hbm_capacity)
-        if need > n.min():
-            self.nofit(n.min(), min(need, n.max()), "")
-            self.add(ax.text(0.02, 0.04, f"training state (16 B/param)\nneeds >= {need:,} chips",
-                             transform=ax.transAxes, fontsize=9, color="#444444"))
-        flops = training_flops(model, tokens)
-        with self.marking():
-            if mark_chips is not None:
-                mc = float(mark_chips)
-                d = float(training_time(model, tokens, chip, mc, mfu, dtype=dt)) / 86400.0
-                self.point(mc, d, f"{mc:,.0f} chips: {_fmt_days(d)} days")
-                self.numbers = {"days": d}
-        name = model.name if hasattr(model, "name") else f"{fmt_count(model)}-parameter model"
-        ax.set_title(_title(f"{name}, {fmt_count(tokens)} tokens on {chip.name} at MFU {mfu:.0%}", dnote))
-        self.numbers.update(flops=flops, chips_for_state=need)
-        return (f"Log-log plot of training time in days against chip count for {name} on "
-                f"{fmt_count(tokens)} tokens ({fmt_si(flops, 'FLOP')}) on {chip.name} at {mfu:.0%} MFU: "
-                f"{_fmt_days(days[0])} days on {n[0]:,.0f} chips, {_fmt_days(days[-1])} days on {n[-1]:,.0f}.")
-
-
-def training_time_vs_chips(model, tokens, chip, chips_range=None, mfu=0.4, dtype="bf16", mark_chips=None):
-    """Training time (days) against chip count (log-log): ``6 N_act D / (n C MFU)``.
-
-    Reference lines at a week, a month and three months; greys out chip counts too few to hold
-    the training state (16 B per parameter, activations excluded). ``chips_range`` default 8..65536.
-    """
-    return _build(_TrainingTime, _params(locals()))
-
-
-# --- chapter 5 additions ---------------------------------------------------------------------
-# "KV-cache growth and long context": per sequence, KV-read time over compute time against
-# context, so the critical context S* is where a curve crosses 1, and models whose reads are
-# capped (sliding windows, sparse top-k) show why they cross late or never.
+# Per sequence, KV-read time over compute time against context: the critical context S* is
+# where a curve crosses 1, and models whose reads are capped (sliding windows, sparse top-k)
+# show why they cross late or never.
 
 class _KvBalance(_Plot):
     figsize = (6.4, 4.4)
@@ -1421,29 +1719,7 @@ def kv_balance_vs_context(model_list, chip, contexts=None, kv_bytes=2, dtype="bf
     return _build(_KvBalance, _params(locals()))
 
 
-__all__ += ["kv_balance_vs_context"]
-
-
-# --- chapter 6 additions ---------------------------------------------------------------------
-# Prefill vs decode and what API prices reveal (book/06_prefill_prices.ipynb).
-
-_TIME_TICKS = [(1e-3, "1 ms"), (1e-2, "10 ms"), (0.1, "0.1 s"), (1.0, "1 s"), (10.0, "10 s"),
-               (60.0, "1 min"), (600.0, "10 min"), (3600.0, "1 h"), (86400.0, "1 day"), (7 * 86400.0, "1 week")]
-
-
-def _time_axis(ax, lo, hi, keep=("1 ms", "10 ms", "1 s", "1 min", "1 h", "1 day")):
-    """Log time axis with round human ticks (ms, s, min, h, day) between lo and hi."""
-    ax.set_xscale("log")
-    ticks = [(v, t) for v, t in _TIME_TICKS if lo <= v <= hi and t in keep]
-    ax.set_xticks([v for v, _ in ticks], [t for _, t in ticks])
-    ax.xaxis.set_minor_formatter(NullFormatter())
-
-
-def _usd_round(v, _=None):
-    if v >= 1:
-        return f"${v:,.0f}"
-    return "$" + f"{v:.6f}".rstrip("0")
-
+# ----- prefill against decode, and API prices -------------------------------------------------
 
 class _PrefillDecodePerToken(_Plot):
     def setup(self):
@@ -1631,6 +1907,8 @@ def price_step_vs_context(active_params=100e9, kv_bytes_per_token=1667, ops_per_
     return _build(_PriceStep, _params(locals()))
 
 
+# ----- memory tiers and prompt caching --------------------------------------------------------
+
 class _TierDrain(_Plot):
     figsize = (6.4, 3.9)
 
@@ -1638,7 +1916,7 @@ class _TierDrain(_Plot):
         pass
 
     def draw(self, tiers, lifetimes):
-        from .cost import memory_tiers
+        from .memory import memory_tiers
 
         ts = list(tiers) if tiers is not None else memory_tiers()
         ax = self.ax
@@ -1684,7 +1962,7 @@ class _CacheCost(_Plot):
         self.ax.set_ylabel("USD per million cached tokens")
 
     def draw(self, kv_bytes_per_token, tiers, lifetimes, remat_cost_per_million, marks):
-        from .cost import cache_cost, memory_tiers
+        from .memory import cache_cost, memory_tiers
 
         ts = list(tiers) if tiers is not None else memory_tiers()
         T = _grid(lifetimes, 1e-3, 86400.0 * 7, n=200, integer=False)
@@ -1725,469 +2003,185 @@ def cache_cost_vs_lifetime(kv_bytes_per_token, tiers=None, lifetimes=None, remat
                            marks=(("5 min", 300.0), ("1 h", 3600.0))):
     """Cost of holding a prompt cache for a lifetime and reading it back once, per memory tier.
 
-    Each tier's curve is :func:`llmmath.cost.cache_cost` per million tokens, a roofline in the
+    Each tier's curve is :func:`llmmath.memory.cache_cost` per million tokens, a roofline in the
     lifetime with its knee at the tier's drain time; the thick line is the cheapest tier.
     ``remat_cost_per_million`` draws the cost of recomputing the prompt instead (a prefill).
     """
     return _build(_CacheCost, _params(locals()))
 
 
-__all__ += ["prefill_vs_decode_per_token", "io_cost_ratio_vs_batch", "price_step_vs_context",
-            "tier_drain_times", "cache_cost_vs_lifetime"]
+# ----- mixture of experts and pipelines -------------------------------------------------------
 
-
-# --- chapter 1 additions ---------------------------------------------------------------------
-# Builders for "Hardware in numbers": a matmul of batch B on a chip's roofline, the chips'
-# FLOP/s against bandwidth and capacity against bandwidth (with lines of constant ratio),
-# matmul throughput against batch per dtype, and datasheet vs measured rooflines.
-
-def _ch1_group_labels(xs, ys, names, tol=0.05):
-    """Merge labels of points that sit within `tol` decades of each other (same coordinates)."""
-    groups = []
-    for x, y, name in zip(xs, ys, names, strict=True):
-        for g in groups:
-            if abs(np.log10(g[0] / x)) < tol and abs(np.log10(g[1] / y)) < tol:
-                g[2].append(name)
-                break
-        else:
-            groups.append([x, y, [name]])
-    return groups
-
-
-def _ch1_iso_lines(ax, values, fmt, xlim, color=None):
-    """Diagonal lines y = v x on log-log axes, each labelled inside the plot near its upper end."""
-    color = color or PALETTE["grey"]
-    xs = np.array(xlim)
-    ylo, yhi = ax.get_ylim()
-    for v in values:
-        ax.plot(xs, v * xs, color=color, lw=1.0, ls="--", zorder=1)
-        x_lo, x_hi = max(xlim[0], ylo / v), min(xlim[1], yhi / v)
-        if x_hi <= x_lo:
-            continue
-        x_at = x_lo * (x_hi / x_lo) ** 0.93  # near the upper end of the visible stretch, in log terms
-        ax.annotate(fmt(v), (x_at, v * x_at), xytext=(-3, 3), textcoords="offset points",
-                    ha="right", va="bottom", fontsize=8.5, color=color)
-
-
-def _ch1_place_labels(ax, xs, ys, names, fontsize=8.5):
-    """Label points, trying four offsets per label and keeping the first that overlaps nothing."""
-    fig = ax.figure
-    renderer = fig.canvas.get_renderer()
-    taken = []
-    for x, y in zip(xs, ys, strict=True):  # the markers themselves
-        px, py = ax.transData.transform((x, y))
-        taken.append((px - 8, py - 8, px + 8, py + 8))
-    for other in ax.texts:  # labels already there (lines of constant ratio)
-        bb = other.get_window_extent(renderer)
-        taken.append((bb.x0, bb.y0, bb.x1, bb.y1))
-    offsets = [(6, -3, "left", "top"), (6, 3, "left", "bottom"), (-6, 3, "right", "bottom"),
-               (-6, -3, "right", "top"), (0, -9, "center", "top"), (0, 9, "center", "bottom")]
-    axbox = ax.get_window_extent(renderer)
-    for x, y, name in _ch1_group_labels(xs, ys, names):
-        label = ", ".join(name)
-        best = None
-        for dx, dy, ha, va in offsets:
-            t = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points",
-                            ha=ha, va=va, fontsize=fontsize)
-            bb = t.get_window_extent(renderer)
-            box = (bb.x0, bb.y0, bb.x1, bb.y1)
-            inside = bb.x0 >= axbox.x0 and bb.x1 <= axbox.x1 and bb.y0 >= axbox.y0 and bb.y1 <= axbox.y1
-            clash = any(not (box[2] < o[0] or box[0] > o[2] or box[3] < o[1] or box[1] > o[3])
-                        for o in taken)
-            if inside and not clash:
-                best = (t, box)
-                break
-            if best is None:
-                best = (t, box)  # fall back to the first candidate
-            else:
-                t.remove()
-        t, box = best
-        for other in list(ax.texts):
-            if other is not t and other.get_text() == label and other.xy == t.xy:
-                other.remove()
-        taken.append(box)
-
-
-class _MatmulRoofline(_Plot):
-    figsize = (6.4, 4.2)
-
+class _MoeWeights(_Plot):
     def setup(self):
         ax = self.ax
-        _set_log(ax, x=lambda v: f"{v:g}", y=lambda v: fmt_si(v, "FLOP/s", 2))
-        ax.set_xlabel("arithmetic intensity (FLOP/byte)")
-        ax.set_ylabel("attainable FLOP/s")
+        self.l, = ax.plot([], [], color=ROLE["weights"], lw=2.5, label="weights read per step")
+        ax.legend(loc="upper left")
+        _set_log(ax, x=_fmt_batch, y=_b)
+        ax.set_xlabel("batch B (tokens per step)")
+        ax.set_ylabel("weight bytes read per chip per step (B)")
 
-    def draw(self, chip, batch, k, n, dtype, bytes_per_element, weight_bytes, intensity_range):
-        from .roofline import arithmetic_intensity, attainable_flops
-
-        chip = _chips.get(chip) if isinstance(chip, str) else chip
+    def draw(self, model, chip, batches, expert_parallel, weight_bytes, mark_batch):
+        B = _grid(batches, 1, 16384)
+        ep = float(expert_parallel)
+        y = model.weight_params_read(B) * weight_bytes / ep * np.ones_like(B)
+        self.l.set_data(*_mask(B, y))
+        total = model.total_params * weight_bytes / ep
         ax = self.ax
-        peak, bw = chip.peak(dtype), chip.hbm_bandwidth
-        lo, hi = intensity_range
-        intensity = np.geomspace(lo, hi, 400)
-        ridge = chip.ops_per_byte(dtype)
-        batches = np.geomspace(1, k, 200)
-        trail_i = arithmetic_intensity(batches, k, n, bytes_per_element, weight_bytes)
-        b_i = arithmetic_intensity(batch, k, n, bytes_per_element, weight_bytes)
-        b_f = attainable_flops(chip, b_i, dtype)
-        bound = "compute-bound" if b_i >= ridge else "memory-bound"
-        self.add(ax.plot(trail_i, attainable_flops(chip, trail_i, dtype), color=PALETTE["grey"], lw=6,
-                         alpha=0.3, solid_capstyle="round", label=f"matmul, batch 1 to {k:,.0f}")[0])
-        self.add(ax.plot(intensity, attainable_flops(chip, intensity, dtype), color=ROLE["total"],
-                         lw=2.2, label=f"{chip.name} roof ({dtype})")[0])
-        self.vline(ridge, f"ridge {ridge:.0f} FLOP/byte", color=ROLE["compute"], y=0.5)
-        share = b_f / peak
-        shown_i = f"{b_i:.3g}" if b_i < 100 else f"{b_i:,.0f}"
-        self.point(b_i, b_f, f"batch {batch:,.0f}: {shown_i} FLOP/byte\n{fmt_si(b_f, 'FLOP/s')} = "
-                   f"{100 * share:.0f}% of peak\n{bound}", color=ROLE["cost"],
-                   offset=(12, -50) if b_i < ridge else (-150, -62))
-        if ax.get_legend():
-            ax.get_legend().remove()
-        self.add(ax.legend(loc="upper left"))
-        ax.set_xlim(lo, hi)
-        ax.set_ylim(lo * bw * 0.8, peak * 3)
-        ax.set_title(f"({batch:,.0f} x {k:,.0f}) @ ({k:,.0f} x {n:,.0f}) matmul on {chip.name}")
-        self.numbers = {"intensity": b_i, "attainable": b_f, "share_of_peak": share, "ridge": ridge}
-        return (f"Log-log {dtype} roofline of the {chip.name} (peak {fmt_si(peak, 'FLOP/s')}, ridge "
-                f"{ridge:.0f} FLOP/byte) with a {k:,.0f} x {n:,.0f} weight matmul at batch {batch:,.0f}: "
-                f"{b_i:.3g} FLOP/byte, {fmt_si(b_f, 'FLOP/s')}, {100 * share:.0f}% of peak, {bound}.")
-
-
-def matmul_on_roofline(chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16", bytes_per_element=2,
-                       weight_bytes=None, intensity_range=(0.1, 1e4)):
-    """A chip's roofline with one (batch x k) @ (k x n) weight matmul placed on it.
-
-    The roof is ``attainable_flops(chip, I)``; the dot sits at the matmul's arithmetic intensity
-    (about ``batch`` FLOP/byte in bf16 while ``batch << k, n``) and its attainable FLOP/s, with
-    the share of peak and the regime beside it. The grey band is every batch from 1 to ``k``;
-    the axes are fixed so frames for different batches line up.
-    """
-    return _build(_MatmulRoofline, _params(locals()))
-
-
-def flops_vs_bandwidth(chip_list=None, dtype="bf16", ratios=(100, 300, 1000)):
-    """Each chip's peak FLOP/s against its HBM bandwidth, log-log, with lines of constant ratio.
-
-    A chip on the "300" line does 300 FLOP per byte it reads. Moving up a line means compute
-    grew faster than bandwidth. Chips without ``dtype`` are left out.
-    """
-    chip_list = list(chip_list) if chip_list is not None else _chips.all_chips()
-    shown = [c for c in chip_list if dtype in c.flops]
-    if not shown:
-        raise ValueError(f"dtype: no chip in the list has {dtype!r}")
-    xs = np.array([c.hbm_bandwidth for c in shown])
-    ys = np.array([c.peak(dtype) for c in shown])
-    with house_style():
-        fig = _new_figure((6.4, 4.6))
-        ax = fig.add_subplot()
-        xlim = (xs.min() / 1.6, xs.max() * 1.8)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlim(*xlim)
-        ax.set_ylim(ys.min() / 2.5, ys.max() * 2.5)
-        _ch1_iso_lines(ax, ratios, lambda v: f"{v:g} FLOP/byte", xlim)
-        colors = {"NVIDIA": PALETTE["green"], "AMD": PALETTE["vermillion"], "Google": PALETTE["blue"]}
-        for vendor, col in colors.items():
-            sel = [i for i, c in enumerate(shown) if c.vendor == vendor]
-            if sel:
-                ax.plot(xs[sel], ys[sel], "o", ms=7, color=col, label=vendor, zorder=4)
-        other = [i for i, c in enumerate(shown) if c.vendor not in colors]
-        if other:
-            ax.plot(xs[other], ys[other], "o", ms=7, color=PALETTE["purple"], label="other", zorder=4)
-        ax.set_xlabel("HBM bandwidth (bytes/s)")
-        ax.set_ylabel(f"peak {dtype} FLOP/s (dense)")
-        ax.set_title(f"Compute against bandwidth ({dtype})")
-        ax.legend(loc="upper left")
-        fig.canvas.draw()  # let the constrained layout settle, then freeze it for label placement
-        fig.set_layout_engine("none")
-        _ch1_place_labels(ax, xs, ys, [c.name for c in shown])
-    r = ys / xs
-    lo, hi = int(np.argmin(r)), int(np.argmax(r))
-    fig.alt_text = (f"Log-log scatter of dense {dtype} peak FLOP/s against HBM bandwidth for {len(shown)} chips, "
-                    f"with dashed lines of constant FLOP per byte at {', '.join(f'{v:g}' for v in ratios)}; "
-                    f"ratios from {r[lo]:.0f} ({shown[lo].name}) to {r[hi]:.0f} ({shown[hi].name}).")
-    return fig
-
-
-def capacity_vs_bandwidth(chip_list=None, drains=(0.01, 0.02, 0.04)):
-    """Each chip's HBM capacity against its bandwidth, with lines of constant drain time M / W."""
-    chip_list = list(chip_list) if chip_list is not None else _chips.all_chips()
-    xs = np.array([c.hbm_bandwidth for c in chip_list])
-    ys = np.array([c.hbm_capacity for c in chip_list])
-    with house_style():
-        fig = _new_figure((6.4, 4.6))
-        ax = fig.add_subplot()
-        xlim = (xs.min() / 1.6, xs.max() * 1.8)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlim(*xlim)
-        ax.set_ylim(ys.min() / 2.5, ys.max() * 2.5)
-        _ch1_iso_lines(ax, drains, lambda v: f"drain {v * 1e3:g} ms", xlim)
-        ax.plot(xs, ys, "o", ms=7, color=ROLE["capacity"], zorder=4)
-        ax.set_xlabel("HBM bandwidth (bytes/s)")
-        ax.set_ylabel("HBM capacity (bytes)")
-        ax.set_title("Capacity against bandwidth: the HBM drain time")
-        fig.canvas.draw()  # let the constrained layout settle, then freeze it for label placement
-        fig.set_layout_engine("none")
-        _ch1_place_labels(ax, xs, ys, [c.name for c in chip_list])
-    d = ys / xs
-    lo, hi = int(np.argmin(d)), int(np.argmax(d))
-    fig.alt_text = (f"Log-log scatter of HBM capacity against HBM bandwidth for {len(chip_list)} chips, with "
-                    f"dashed lines of constant drain time; drain times from {fmt_time(d[lo])} "
-                    f"({chip_list[lo].name}) to {fmt_time(d[hi])} ({chip_list[hi].name}).")
-    return fig
-
-
-def matmul_throughput_vs_batch(chip, dtypes=None, k=8192, n=8192, batches=None):
-    """Attainable FLOP/s of a (B x k) @ (k x n) matmul against B, one curve per dtype.
-
-    Each dtype's operands (inputs, weights, outputs) take that dtype's bytes (fp4 0.5, fp8/int8 1,
-    bf16 2), so halving the bytes doubles the intensity at every batch. The knee (marker) is
-    ``matmul_ridge_batch``: where it stays put across dtypes, lower precision doubles the roof
-    without asking for a larger batch.
-    """
-    from .roofline import arithmetic_intensity, attainable_flops, matmul_ridge_batch
-
-    sizes = {"fp4": 0.5, "fp8": 1.0, "int8": 1.0, "bf16": 2.0}
-    dtypes = list(dtypes) if dtypes is not None else [d for d in ("bf16", "fp8", "fp4") if d in chip.flops]
-    batches = np.logspace(0, np.log10(k), 300) if batches is None else np.asarray(batches, float)
-    colors = [ROLE["compute"], ROLE["weights"], ROLE["kv"], PALETTE["purple"]]
-    with house_style():
-        fig = _new_figure((6.4, 4.2))
-        ax = fig.add_subplot()
-        for d, col in zip(dtypes, colors, strict=False):
-            b = sizes[d]
-            f = attainable_flops(chip, arithmetic_intensity(batches, k, n, b), d)
-            ax.loglog(batches, f, color=col, label=f"{d} ({b:g} byte per value)")
-            knee = matmul_ridge_batch(chip, k, n, d, b)
-            if np.isfinite(knee) and knee <= batches.max():
-                ax.plot([knee], [chip.peak(d)], "o", ms=7, color=col)
-                ax.annotate(f"B = {knee:.0f}", (knee, chip.peak(d)), xytext=(6, 5),
-                            textcoords="offset points", fontsize=9, color=col)
-        ax.set_xlabel("batch B (tokens sharing the weights)")
-        ax.set_ylabel("attainable FLOP/s")
-        ax.set_title(f"({k:,.0f} x {n:,.0f}) weight matmul on {chip.name}")
-        ax.legend(loc="lower right")
-    fig.alt_text = (f"Attainable FLOP/s of a {k:,.0f} x {n:,.0f} weight matmul on the {chip.name} against "
-                    f"batch for {', '.join(dtypes)}: parallel lines that reach their roofs at batch "
-                    + ", ".join(f"{matmul_ridge_batch(chip, k, n, d, sizes[d]):.0f}" for d in dtypes) + ".")
-    return fig
-
-
-def roofline_measured(chip, measured, dtype="bf16", intensity_range=(1, 1e4)):
-    """Datasheet roofline of ``chip`` beside the roof that published measurements imply.
-
-    ``measured`` is a dict with ``flops`` (best sustained FLOP/s, with ``flops_label``) and
-    ``bandwidth`` (best sustained bytes/s, with ``bandwidth_label``). The shaded band between the
-    two roofs is what the bound cannot see: the efficiency of real kernels.
-    """
-    from ._check import positive
-
-    peak, bw = chip.peak(dtype), chip.hbm_bandwidth
-    f_meas = positive("measured['flops']", measured["flops"])
-    w_meas = positive("measured['bandwidth']", measured["bandwidth"])
-    i = np.logspace(np.log10(intensity_range[0]), np.log10(intensity_range[1]), 400)
-    roof = np.minimum(peak, i * bw)
-    real = np.minimum(f_meas, i * w_meas)
-    with house_style():
-        fig = _new_figure((6.4, 4.2))
-        ax = fig.add_subplot()
-        ax.loglog(i, roof, color=ROLE["total"], lw=2.2, label=f"datasheet: {fmt_si(peak, 'FLOP/s')}, "
-                  f"{fmt_si(bw, 'B/s')}")
-        ax.loglog(i, real, color=ROLE["cost"], lw=2.0, ls="--",
-                  label=f"measured: {fmt_si(f_meas, 'FLOP/s')}, {fmt_si(w_meas, 'B/s')}")
-        ax.fill_between(i, real, roof, color=ROLE["cost"], alpha=0.12, lw=0)
-        r_ds, r_me = peak / bw, f_meas / w_meas
-        ax.axvline(r_ds, color=ROLE["total"], lw=1, ls=":")
-        ax.axvline(r_me, color=ROLE["cost"], lw=1, ls=":")
-        ax.annotate(f"{100 * w_meas / bw:.0f}% of\nbandwidth", (intensity_range[0] * 3, 3 * w_meas * 0.8),
-                    xytext=(0, -6), textcoords="offset points", fontsize=9, color=ROLE["cost"], va="top")
-        ax.annotate(f"{100 * f_meas / peak:.0f}% of peak", (intensity_range[1] / 1.2, f_meas),
-                    xytext=(0, -6), textcoords="offset points", fontsize=9, color=ROLE["cost"],
-                    ha="right", va="top")
-        ax.annotate(f"ridge {r_ds:.0f}", (r_ds, peak), xytext=(4, 6), textcoords="offset points", fontsize=9)
-        ax.annotate(f"ridge {r_me:.0f}", (r_me, f_meas), xytext=(-6, -60), textcoords="offset points",
-                    fontsize=9, color=ROLE["cost"], ha="right")
-        ax.set_xlim(*intensity_range)
-        ax.set_ylim(intensity_range[0] * bw * 0.5, peak * 2.5)
-        ax.set_xlabel("arithmetic intensity (FLOP/byte)")
-        ax.set_ylabel("FLOP/s")
-        ax.set_title(f"{chip.name}: datasheet roof and measured roof ({dtype})")
-        ax.legend(loc="upper left")
-    fig.alt_text = (f"{chip.name} roofline from the datasheet ({fmt_si(peak, 'FLOP/s')}, {fmt_si(bw, 'B/s')}, "
-                    f"ridge {r_ds:.0f}) and the measured roof ({fmt_si(f_meas, 'FLOP/s')}, "
-                    f"{fmt_si(w_meas, 'B/s')}, ridge {r_me:.0f}): {100 * w_meas / bw:.0f}% of bandwidth and "
-                    f"{100 * f_meas / peak:.0f}% of peak.")
-    return fig
-
-
-__all__ += ["matmul_on_roofline", "flops_vs_bandwidth", "capacity_vs_bandwidth",
-            "matmul_throughput_vs_batch", "roofline_measured"]
-
-
-# --- chapter 4 additions ---------------------------------------------------------------------
-# "Batching trades latency for token cost": what speculative decoding / multi-token prediction
-# buys at each batch (speed per user and cost per token, relative to plain decoding).
-
-def speculative_gain_vs_batch(model, chip, draft_tokens=(1, 3, 7), acceptance=0.8, batches=None,
-                              context=1024, n_chips=1, weight_bytes=2, kv_bytes=2, dtype="bf16"):
-    """Speed-up per user of speculative decoding over plain decoding, against batch.
-
-    For each ``k`` in ``draft_tokens``: tokens per second per user of
-    :func:`llmmath.roofline.speculative_step` (``k`` drafts, each accepted with probability
-    ``acceptance``) divided by that of :func:`llmmath.roofline.decode_step` at the same batch.
-    Drafting itself is free here (an upper bound on the gain). While ``B (k+1)`` is below the
-    critical batch the verify step costs about one memory-bound step, so the gain is the expected
-    tokens per step; once the step turns compute-bound, rejected drafts waste FLOPs and the gain
-    falls below 1 (the same ratio is the cost-per-token saving, since chips and batch are fixed).
-    """
-    from .roofline import decode_step, speculative_step, speculative_tokens_per_step
-
-    ks = [int(k) for k in np.atleast_1d(draft_tokens)]
-    B = np.asarray(batches, float) if batches is not None else np.logspace(0, np.log10(8192), 80)
-    fig, ax = _new((6.4, 4.0))
-    colors = [ROLE["compute"], ROLE["weights"], ROLE["kv"], PALETTE["purple"], PALETTE["sky"]]
-    base = decode_step(model, chip, B, context, n_chips=n_chips, weight_bytes=weight_bytes,
-                       kv_bytes=kv_bytes, dtype=dtype)
-    gains = {}
-    with house_style():
-        for k, col in zip(ks, colors, strict=False):
-            s = speculative_step(model, chip, B, context, k, acceptance, n_chips=n_chips,
-                                 weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dtype)
-            g = (np.asarray(s.tokens) / np.asarray(s.time)) / (B / np.asarray(base.time))
-            gains[k] = g
-            ideal = float(speculative_tokens_per_step(k, acceptance))
-            ax.plot(B, g, color=col, label=f"k = {k} drafts ({ideal:.2f} tokens/step)")
-        ax.axhline(1.0, color=PALETTE["black"], lw=1.0, ls=":")
-        ax.text(0.99, 1.0, "no gain ", transform=ax.get_yaxis_transform(), ha="right", va="bottom",
-                fontsize=9)
-        _set_log(ax, x=_fmt_batch)
         ax.set_xlim(B.min(), B.max())
-        top = max(float(np.max(g)) for g in gains.values())
-        ax.set_ylim(0, top * 1.25)
-        ax.set_xlabel("batch B (sequences)")
-        ax.set_ylabel("speed per user vs plain decoding (x)")
-        ax.set_title(_title(f"Speculative decoding: {model.name} on {_chips_label(n_chips, chip)}, "
-                            f"acceptance {acceptance:g}"))
-        ax.legend(loc="upper right")
-    k0 = ks[-1]
-    fig.alt_text = (f"Speed-up per user of speculative decoding over plain decoding for {model.name} on "
-                    f"{_chips_label(n_chips, chip)} against batch {B[0]:g} to {B[-1]:g}, acceptance "
-                    f"{acceptance:g}: with k = {k0} drafts the gain is {gains[k0][0]:.2f}x at batch 1 and "
-                    f"{gains[k0][-1]:.2f}x at batch {B[-1]:g}; every curve falls once the verify step "
-                    f"turns compute-bound.")
-    return fig
-
-
-__all__ += ["speculative_gain_vs_batch"]
-
-
-# --- chapter 2 additions -----------------------------------------------------------------
-# Builders for "Counting a transformer" (book/02_counting.ipynb).
-
-
-def _fmt_tokens_binary(v, _pos=None):
-    """Tick label for a power-of-two token count: 1k = 1024 tokens, 1M = 1024^2."""
-    if v >= 1024**2:
-        return f"{v / 1024**2:g}M"
-    if v >= 1024:
-        return f"{v / 1024:g}k"
-    return f"{v:g}"
-
-
-def attention_flops_share(model_list, contexts=None, context=None):
-    """Attention's share of one new token's forward FLOPs against the context it attends to.
-
-    One line per model: ``attention / (2 N_mm + attention)`` from
-    :meth:`~llmmath.models.Model.flops_per_token`, drawn up to the model's longest context.
-    A dot marks where attention equals the matmul FLOPs (share 50%,
-    :func:`llmmath.models.attention_crossover_context`) when the model supports that
-    context; ``context`` draws a vertical line at one context and labels each share there.
-    """
-    from .models import attention_crossover_context
-    from .units import fmt_count, fmt_percent
-
-    model_list = list(model_list)
-    if not model_list:
-        raise ValueError("model_list: give at least one model")
-    contexts = np.geomspace(256, 1_048_576, 200) if contexts is None else np.asarray(contexts, float)
-    fig, ax = _new(figsize=(6.4, 4.2))
-    with house_style():
-        shares_at = []
-        for i, m in enumerate(model_list):
-            color = CYCLE[i % len(CYCLE)]
-            s = contexts[contexts <= (m.max_context or np.inf)]
-            att = m.attention_flops_per_token(s)
-            share = att / (2.0 * m.matmul_params_active + att)
-            ax.plot(s, 100 * share, color=color, label=m.name)
-            x = attention_crossover_context(m)
-            if np.isfinite(x) and x <= s.max():
-                ax.plot([x], [50], "o", color=color, ms=6)
-            if context is not None and context <= (m.max_context or np.inf):
-                a = float(m.attention_flops_per_token(context))
-                shares_at.append((m.name, a / (2.0 * m.matmul_params_active + a)))
-        ax.axhline(50, color=PALETTE["grey"], lw=1, ls="--")
-        ax.text(contexts[0], 51.5, "attention = matmuls", fontsize=9, color=PALETTE["grey"])
-        if context is not None:
-            ax.axvline(context, color=PALETTE["black"], lw=1, ls=":")
-            ax.set_title(f"Attention's share of forward FLOPs; line at {_fmt_tokens_binary(context)} tokens")
+        ax.set_ylim(*_loglim(np.concatenate([y, [total]]), pad=1.5))
+        self.hline(total, f"all weights: {_b(total)}", color=ROLE["total"], x=0.99, va="bottom")
+        half = None
+        if model.is_moe:
+            E, k = model.n_experts, model.experts_per_token
+            if k < E:
+                half = math.log(0.5) / math.log1p(-k / E)
+                if B.min() <= half <= B.max():
+                    self.vline(half, f"half the experts\n touched: B = {half:,.0f}", y=0.6)
         else:
-            ax.set_title("Attention's share of forward FLOPs per new token")
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(mpl.ticker.FuncFormatter(_fmt_tokens_binary))
-        ax.set_xlabel("context attended to, S (tokens)")
-        ax.set_ylabel("attention share of FLOPs (%)")
-        ax.set_ylim(0, 100)
-        ax.legend(loc="upper left", fontsize=9)
-    crossing = "; ".join(
-        f"{m.name} at {fmt_count(attention_crossover_context(m))} tokens"
-        for m in model_list if np.isfinite(attention_crossover_context(m)))
-    alt = (f"Attention's share of forward FLOPs per token against context for "
-           f"{', '.join(m.name for m in model_list)}; it reaches half (attention equals the "
-           f"matmuls) for {crossing or 'none of them'}.")
-    if shares_at:
-        alt += " At the marked context: " + ", ".join(f"{n} {fmt_percent(v)}" for n, v in shares_at) + "."
-    fig.alt_text = alt
-    return fig
+            self.note("dense model: every weight is read at every batch")
+        t1 = float(model.weight_params_read(1.0)) * weight_bytes / ep / chip.hbm_bandwidth
+        with self.marking():
+            if mark_batch is not None:
+                b = float(mark_batch)
+                v = float(model.weight_params_read(b)) * weight_bytes / ep
+                self.point(b, v, f"B={b:g}: {_b(v)}")
+                self.numbers = {"weights_read": v}
+        ax.set_title(f"{model.name}: weights read per step, {ep:g}-way expert parallel on {chip.name}")
+        self.numbers.update(half_experts_batch=half, all_weights=total)
+        return (f"Log-log plot of the weight bytes each of {ep:g} chips reads per decode step of "
+                f"{model.name} against batch: {_b(y[0])} at batch {B[0]:g} (a {_t(t1)} read on {chip.name}) "
+                f"rising toward all {_b(total)} as the batch touches every expert"
+                + (f", half of them by batch {half:,.0f}." if half else "."))
 
 
-def attention_crossover(model_list=None):
-    """Bar chart: the context where attention FLOPs equal the matmul FLOPs, in units of D.
+def moe_weights_vs_batch(model, chip, batches=None, expert_parallel=1, weight_bytes=2, mark_batch=None):
+    """Weight bytes read per chip per decode step against batch for an MoE model.
 
-    A shaded band marks 6 D to 7 D, the dense MHA/GQA rule of thumb. Models whose capped
-    (sparse) attention never gets there are listed as 'never'.
+    With ``B`` tokens routed ``k`` of ``E``, ``E (1 - (1 - k/E)^B)`` distinct experts are touched
+    per layer, so the read grows from the shared weights plus k experts toward all weights.
+    Annotates the batch at which half the experts are touched. ``expert_parallel`` divides the
+    bytes over chips.
     """
-    from . import models as _models
-    from .models import attention_crossover_context
+    return _build(_MoeWeights, _params(locals()))
 
-    model_list = list(model_list) if model_list is not None else _models.all_models()
-    vals = np.array([attention_crossover_context(m) / m.d_model for m in model_list])
-    fig, ax = _new(figsize=(6.4, 0.32 * len(model_list) + 1.6))
-    with house_style():
-        y = np.arange(len(model_list))
-        ax.axvspan(6, 7, color=PALETTE["grey"], alpha=0.2, lw=0)
-        finite = np.where(np.isfinite(vals), vals, 0.0)
-        colors = [ROLE["weights"] if m.is_moe else ROLE["compute"] for m in model_list]
-        ax.barh(y, finite, color=colors)
-        for yi, v in zip(y, vals, strict=True):
-            ax.text(v if np.isfinite(v) else 0, yi, f" {v:.1f} D" if np.isfinite(v) else " never (top-k)",
-                    va="center", fontsize=9)
-        ax.set_yticks(y, [m.name for m in model_list])
-        ax.invert_yaxis()
-        ax.grid(axis="y", visible=False)
-        ax.set_xlim(0, np.nanmax(np.where(np.isfinite(vals), vals, np.nan)) * 1.25)
-        ax.set_xlabel("crossover context (multiples of the width D)")
-        ax.set_title("Context where attention FLOPs equal matmul FLOPs")
-        from matplotlib.patches import Patch
-        ax.legend(handles=[Patch(color=ROLE["compute"], label="dense"), Patch(color=ROLE["weights"], label="MoE"),
-                           Patch(color=PALETTE["grey"], alpha=0.2, label="6-7 D")],
-                  loc="upper center", bbox_to_anchor=(0.5, -0.09 - 0.6 / len(model_list)), ncol=3,
-                  fontsize=9, frameon=False)
-    fin = [(m.name, v) for m, v in zip(model_list, vals, strict=True) if np.isfinite(v)]
-    lo, hi = min(fin, key=lambda t: t[1]), max(fin, key=lambda t: t[1])
-    fig.alt_text = (f"Bar chart of the context, in multiples of the model width D, at which attention FLOPs "
-                    f"equal the matmul FLOPs for {len(model_list)} models; dense MHA/GQA models sit at 6-7 D, "
-                    f"the range runs from {lo[1]:.1f} D ({lo[0]}) to {hi[1]:.1f} D ({hi[0]}).")
-    return fig
 
-__all__ += ["attention_flops_share", "attention_crossover"]
+class _MemoryPerChip(_Plot):
+    def setup(self):
+        ax = self.ax
+        self.l_w, = ax.plot([], [], "o-", color=ROLE["weights"], label="weights")
+        self.l_kv, = ax.plot([], [], "o-", color=ROLE["kv"], label="KV cache")
+        self.l_t, = ax.plot([], [], "-", color=ROLE["total"], lw=3, alpha=0.55, label="total")
+        ax.legend(loc="upper right")
+        _set_log(ax, x=lambda v: f"{v:g}", y=_b)
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel("pipeline stages P (count)")
+        ax.set_ylabel("HBM per chip (B)")
+
+    def draw(self, model, chip, expert_parallel, stages, micro_batch, context, weight_bytes, kv_bytes,
+             mark_stages):
+        from .parallel import pipeline_memory_per_chip
+
+        ctx, cnote = _context(model, context)
+        P = _grid(stages if stages is not None else 2.0 ** np.arange(0, 7), 1, 64)
+        mem = pipeline_memory_per_chip(model, float(micro_batch), ctx, float(expert_parallel), P,
+                                       weight_bytes=weight_bytes, kv_bytes=kv_bytes)
+        w = np.broadcast_to(mem.weights, P.shape)
+        kv = np.broadcast_to(mem.kv, P.shape)
+        tot = np.broadcast_to(mem.total, P.shape)
+        self.l_w.set_data(*_mask(P, w))
+        self.l_kv.set_data(*_mask(P, kv))
+        self.l_t.set_data(*_mask(P, tot))
+        ax = self.ax
+        ax.set_xlim(P.min() / 1.3, P.max() * 1.3)
+        ax.set_ylim(*_loglim(np.concatenate([w, kv, tot, [chip.hbm_capacity]]), pad=1.5))
+        self.hline(chip.hbm_capacity, f"{chip.name} HBM: {_b(chip.hbm_capacity)}", color=ROLE["capacity"],
+                   x=0.01, ha="left", ls="-")
+        fit = P[tot <= chip.hbm_capacity]
+        pfit = float(fit[0]) if fit.size else None
+        if pfit is not None:
+            self.vline(pfit, f"fits from P = {pfit:g}", color=ROLE["capacity"], y=0.3)
+        elif kv[0] > chip.hbm_capacity:
+            self.note("KV cache alone exceeds a chip: pipelining does not shrink it")
+        with self.marking():
+            if mark_stages is not None:
+                mp = float(mark_stages)
+                mm = pipeline_memory_per_chip(model, float(micro_batch), ctx, float(expert_parallel), mp,
+                                              weight_bytes=weight_bytes, kv_bytes=kv_bytes)
+                self.point(mp, mm.total, f"P={mp:g}: {_b(mm.total)}")
+                self.numbers = {"weights": mm.weights, "kv": mm.kv, "total": mm.total,
+                                "batch_in_flight": mm.batch_in_flight}
+        ax.set_title(_title(f"{model.name}: {float(expert_parallel):g}-way EP x P stages, micro-batch "
+                            f"{float(micro_batch):g}, context {_n(ctx)}", cnote))
+        self.numbers.update(fits_from=pfit)
+        return (f"Log-log plot of HBM per chip against pipeline stages for {model.name} with "
+                f"{float(expert_parallel):g}-way expert parallelism: weights per chip fall from {_b(w[0])} as 1/P "
+                f"while the KV cache per chip stays at {_b(kv[0])}; "
+                + (f"the total fits a {chip.name} from P = {pfit:g}." if pfit else
+                   f"the total never fits a {chip.name} in this range."))
+
+
+def memory_per_chip(model, chip, expert_parallel=8, stages=None, micro_batch=64, context=4096,
+                    weight_bytes=2, kv_bytes=2, mark_stages=None):
+    """HBM per chip (weights, KV cache, total) against pipeline stages P for an EP degree E.
+
+    Keeping P stages busy needs P micro-batches in flight, so per chip
+    ``N_tot b_w / (E P) + b kv(S) / E``: pipelining divides the weights, not the KV cache.
+    Annotates the first P where the total fits the chip. ``stages`` default 1, 2, 4 ... 64.
+    """
+    return _build(_MemoryPerChip, _params(locals()))
+
+
+# ----- training -------------------------------------------------------------------------------
+
+class _TrainingTime(_Plot):
+    def setup(self):
+        ax = self.ax
+        self.l, = ax.plot([], [], color=ROLE["compute"], lw=2.5, label="training time (ideal scaling)")
+        ax.legend(loc="upper right")
+        _set_log(ax, x=lambda v: fmt_count(v, 2), y=_fmt_days)
+        ax.set_xlabel("chips n (count)")
+        ax.set_ylabel("training time (days)")
+
+    def draw(self, model, tokens, chip, chips_range, mfu, dtype, mark_chips):
+        from .training import training_flops, training_memory, training_time
+
+        dt, dnote = _dtype(chip, dtype)
+        n = _grid(chips_range, 8, 65536, n=40)
+        days = np.asarray(training_time(model, tokens, chip, n, mfu, dtype=dt)) / 86400.0
+        self.l.set_data(*_mask(n, days))
+        ax = self.ax
+        ax.set_xlim(n.min(), n.max())
+        ax.set_ylim(*_loglim(days, pad=1.5))
+        for d, lab in ((7, "1 week"), (30, "1 month"), (90, "3 months")):
+            if ax.get_ylim()[0] < d < ax.get_ylim()[1]:
+                self.hline(d, lab, color=PALETTE["grey"], x=0.01, ha="left", ls=":")
+        state = training_memory(model)
+        need = math.ceil(state / chip.hbm_capacity)
+        if need > n.min():
+            self.nofit(n.min(), min(need, n.max()), "")
+            self.add(ax.text(0.02, 0.04, f"training state (16 B/param)\nneeds >= {need:,} chips",
+                             transform=ax.transAxes, fontsize=9, color="#444444"))
+        flops = training_flops(model, tokens)
+        with self.marking():
+            if mark_chips is not None:
+                mc = float(mark_chips)
+                d = float(training_time(model, tokens, chip, mc, mfu, dtype=dt)) / 86400.0
+                self.point(mc, d, f"{mc:,.0f} chips: {_fmt_days(d)} days")
+                self.numbers = {"days": d}
+        name = model.name if hasattr(model, "name") else f"{fmt_count(model)}-parameter model"
+        ax.set_title(_title(f"{name}, {fmt_count(tokens)} tokens on {chip.name} at MFU {mfu:.0%}", dnote))
+        self.numbers.update(flops=flops, chips_for_state=need)
+        return (f"Log-log plot of training time in days against chip count for {name} on "
+                f"{fmt_count(tokens)} tokens ({fmt_si(flops, 'FLOP')}) on {chip.name} at {mfu:.0%} MFU: "
+                f"{_fmt_days(days[0])} days on {n[0]:,.0f} chips, {_fmt_days(days[-1])} days on {n[-1]:,.0f}.")
+
+
+def training_time_vs_chips(model, tokens, chip, chips_range=None, mfu=0.4, dtype="bf16", mark_chips=None):
+    """Training time (days) against chip count (log-log): ``6 N_act D / (n C MFU)``.
+
+    Reference lines at a week, a month and three months; greys out chip counts too few to hold
+    the training state (16 B per parameter, activations excluded). ``chips_range`` default 8..65536.
+    """
+    return _build(_TrainingTime, _params(locals()))

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._check import choice, fraction, positive
+from ._check import scalar_or_array as _out
 
 __all__ = [
     "Step",
@@ -43,12 +44,6 @@ __all__ = [
 
 OVERLAPS = ("step", "per-op")
 _BOUND_NAMES = np.array(["memory", "compute"])
-
-
-def _out(x):
-    """0-d arrays become Python floats; arrays stay arrays."""
-    arr = np.asarray(x, dtype=float)
-    return float(arr) if arr.ndim == 0 else arr
 
 
 def _bound(compute_time, memory_time):
@@ -209,31 +204,6 @@ def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes
 
 # ----- balance points ------------------------------------------------------------------------
 
-def _kv_read_inverse(model, target):
-    """Smallest context S with per-layer-element reads f(S) >= target, where
-    f(S) = n_global min(S, topk) + n_sliding min(S, window) (caps may be absent).
-    Returns (S, reachable) arrays; S is meaningless where not reachable."""
-    target = np.asarray(target, dtype=float)
-    n_global = model.n_layers - model.n_sliding_layers
-    terms = []
-    if n_global:
-        terms.append((n_global, float(model.sparse_attention_topk) if model.sparse_attention_topk else np.inf))
-    if model.n_sliding_layers:
-        terms.append((model.n_sliding_layers, float(model.sliding_window)))
-    caps = sorted({c for _, c in terms})
-    result = np.full(target.shape, np.nan)
-    start, f_start = 0.0, 0.0
-    for cap in caps:
-        slope = sum(a for a, c in terms if c >= cap)  # terms still growing below `cap`
-        f_end = f_start + slope * (cap - start) if np.isfinite(cap) else np.inf
-        hit = np.isnan(result) & (target <= f_end)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            result = np.where(hit, start + (target - f_start) / slope, result)
-        start, f_start = cap, f_end
-    reachable = ~np.isnan(result)
-    return np.where(reachable, result, 0.0), reachable
-
-
 def critical_context(model, chip, kv_bytes=2, dtype="bf16", attention_flops=False):
     """Context (tokens) beyond which decode is memory-bound at **any** batch.
 
@@ -255,7 +225,7 @@ def critical_context(model, chip, kv_bytes=2, dtype="bf16", attention_flops=Fals
     C, W = chip.peak(dtype), chip.hbm_bandwidth
     elem = model.kv_elements_per_token_per_layer * np.asarray(kv_bytes, dtype=float)
     target = 2.0 * model.matmul_params_active * W / C / elem
-    s, ok = _kv_read_inverse(model, target)
+    s, ok = model.context_for_read_span(target)
     if not np.all(ok):
         raise ValueError(
             f"model {model.name!r}: its KV reads per step are capped (sliding window / sparse top-k) "
@@ -476,7 +446,7 @@ def attainable_flops(chip, intensity, dtype="bf16"):
     return _out(np.minimum(chip.peak(dtype), intensity * chip.hbm_bandwidth))
 
 
-# --- chapter 1 additions ---------------------------------------------------------------------
+# ----- element-wise operations and the matmul knee ------------------------------------------
 
 def elementwise_intensity(flops_per_element=1, inputs=2, outputs=1, bytes_per_element=2):
     """FLOP per byte of an elementwise op over vectors (``z = x + y`` by default).
@@ -521,7 +491,7 @@ def matmul_ridge_batch(chip, k, n, dtype="bf16", bytes_per_element=2, weight_byt
 __all__ += ["elementwise_intensity", "matmul_ridge_batch"]
 
 
-# --- chapter 5 additions ---------------------------------------------------------------------
+# ----- reading the critical context backwards ------------------------------------------------
 
 def implied_kv_bytes_per_token(active_params, chip, critical_context, dtype="bf16"):
     """KV bytes per token (all layers, ``b_kv``) that put the critical context at ``critical_context``.
@@ -540,7 +510,7 @@ def implied_kv_bytes_per_token(active_params, chip, critical_context, dtype="bf1
 __all__ += ["implied_kv_bytes_per_token"]
 
 
-# --- chapter 4 additions ---------------------------------------------------------------------
+# ----- speculative decoding and multi-token prediction ---------------------------------------
 # "Batching trades latency for token cost" (book/04_batching_cost.ipynb): the second lever on
 # speed (speculative decoding / multi-token prediction) and a no-overlap twin of a step bound.
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._check import choice, fraction, positive
+from ._check import scalar_or_array as _out
 
 __all__ = [
     "training_flops",
@@ -34,11 +35,6 @@ __all__ = [
 ]
 
 CHINCHILLA_TOKENS_PER_PARAM = 20.0
-
-
-def _out(x):
-    arr = np.asarray(x, dtype=float)
-    return float(arr) if arr.ndim == 0 else arr
 
 
 def _params(model, which="active_params"):
