@@ -119,6 +119,14 @@ def _finish(kind, overlap, flops, wbytes, kvbytes, n_chips, chip, dtype,
     )
 
 
+def _check_step(n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency):
+    """Validate the arguments every step bound shares (ValueError naming the argument)."""
+    choice("overlap", overlap, OVERLAPS)
+    return (positive("n_chips", n_chips), positive("weight_bytes", weight_bytes),
+            positive("kv_bytes", kv_bytes), fraction("compute_efficiency", compute_efficiency),
+            fraction("memory_efficiency", memory_efficiency))
+
+
 def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes=2,
                 dtype="bf16", overlap="step", compute_efficiency=1.0, memory_efficiency=1.0,
                 attention_flops=False) -> Step:
@@ -144,12 +152,8 @@ def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes
     """
     batch = positive("batch", batch)
     context = positive("context", context, allow_zero=True)
-    n_chips = positive("n_chips", n_chips)
-    weight_bytes = positive("weight_bytes", weight_bytes)
-    kv_bytes = positive("kv_bytes", kv_bytes)
-    choice("overlap", overlap, OVERLAPS)
-    compute_efficiency = fraction("compute_efficiency", compute_efficiency)
-    memory_efficiency = fraction("memory_efficiency", memory_efficiency)
+    n_chips, weight_bytes, kv_bytes, compute_efficiency, memory_efficiency = _check_step(
+        n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency)
     chip.peak(dtype)  # validates dtype early, naming the chip's dtypes
 
     per_token = 2.0 * model.matmul_params_active
@@ -183,12 +187,8 @@ def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes
     batch = positive("batch", batch)
     prompt = positive("prompt", prompt)
     past = positive("past", past, allow_zero=True)
-    n_chips = positive("n_chips", n_chips)
-    weight_bytes = positive("weight_bytes", weight_bytes)
-    kv_bytes = positive("kv_bytes", kv_bytes)
-    choice("overlap", overlap, OVERLAPS)
-    compute_efficiency = fraction("compute_efficiency", compute_efficiency)
-    memory_efficiency = fraction("memory_efficiency", memory_efficiency)
+    n_chips, weight_bytes, kv_bytes, compute_efficiency, memory_efficiency = _check_step(
+        n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency)
     chip.peak(dtype)
 
     tokens = batch * prompt
@@ -551,12 +551,8 @@ def speculative_step(model, chip, batch, context, draft_tokens, acceptance=1.0, 
     """
     batch = positive("batch", batch)
     context = positive("context", context, allow_zero=True)
-    n_chips = positive("n_chips", n_chips)
-    weight_bytes = positive("weight_bytes", weight_bytes)
-    kv_bytes = positive("kv_bytes", kv_bytes)
-    choice("overlap", overlap, OVERLAPS)
-    compute_efficiency = fraction("compute_efficiency", compute_efficiency)
-    memory_efficiency = fraction("memory_efficiency", memory_efficiency)
+    n_chips, weight_bytes, kv_bytes, compute_efficiency, memory_efficiency = _check_step(
+        n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency)
     chip.peak(dtype)
     k = positive("draft_tokens", draft_tokens, allow_zero=True, integer=True)
     per_seq = speculative_tokens_per_step(k, acceptance)
