@@ -3,7 +3,8 @@
 # Installs from Debian's package registry when missing and we are root; never downloads a
 # browser build of its own (Playwright drives /usr/bin/chromium).
 set -u
-if command -v chromium >/dev/null 2>&1; then
+if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+   || command -v google-chrome >/dev/null 2>&1; then
   exit 0
 fi
 if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then

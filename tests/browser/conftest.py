@@ -18,7 +18,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Debian's chromium here; Ubuntu CI runners name it chromium-browser or ship google-chrome.
+CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p),
+                "/usr/bin/chromium")
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
