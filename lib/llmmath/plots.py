@@ -371,6 +371,101 @@ def _fmt_tokens_binary(v, _pos=None):
     return f"{v:g}"
 
 
+# ----- label placement ------------------------------------------------------------------------
+# Labels are placed before the constrained layout runs, so positions are judged in the axes'
+# current pixel frame: the layout later scales the axes a little, not the labels' offsets.
+
+def _renderer(fig):
+    try:
+        return fig.canvas.get_renderer()
+    except Exception:  # pragma: no cover - a canvas without a renderer: keep the first choice
+        return None
+
+
+def _box(artist, renderer):
+    bb = artist.get_window_extent(renderer)
+    return (bb.x0, bb.y0, bb.x1, bb.y1)
+
+
+def _overlap(a, b, pad=1.0):
+    return not (a[2] < b[0] - pad or a[0] > b[2] + pad or a[3] < b[1] - pad or a[1] > b[3] + pad)
+
+
+def _line_hits(box, lines, pad=1.0):
+    """Whether any of `lines` (drawn segments, or markers) passes through the pixel box."""
+    x0, y0, x1, y1 = box[0] - pad, box[1] - pad, box[2] + pad, box[3] + pad
+    for ln in lines:
+        if not ln.get_visible():
+            continue
+        xy = np.asarray(ln.get_xydata(), dtype=float)
+        if xy.size == 0:
+            continue
+        with np.errstate(all="ignore"):
+            p = ln.get_transform().transform(xy)
+        p = p[np.all(np.isfinite(p), axis=1)]
+        if p.size == 0:
+            continue
+        if ln.get_linestyle() in ("None", "", " ", "none") or len(p) == 1:
+            r = 0.5 * ln.get_markersize() * ln.figure.dpi / 72.0
+            pts = p
+            if ((pts[:, 0] >= x0 - r) & (pts[:, 0] <= x1 + r) & (pts[:, 1] >= y0 - r) & (pts[:, 1] <= y1 + r)).any():
+                return True
+            continue
+        t = np.linspace(0.0, 1.0, 25)[:, None, None]
+        seg = p[:-1][None] + t * (p[1:] - p[:-1])[None]
+        if ((seg[..., 0] >= x0) & (seg[..., 0] <= x1) & (seg[..., 1] >= y0) & (seg[..., 1] <= y1)).any():
+            return True
+    return False
+
+
+def _flip_ha(ha):
+    return {"left": "right", "right": "left"}.get(ha, ha)
+
+
+def _point_candidates(offset, ha, va="baseline"):
+    """The requested offset first, then mirrored left-right, up-down, and both."""
+    dx, dy = offset
+    vflip = "top" if dy > 0 else "bottom"
+    dyf = -dy if dy > 0 else max(6.0, -dy - 10.0)
+    return [(dx, dy, ha, va), (-dx, dy, _flip_ha(ha), va), (dx, dyf, ha, vflip), (-dx, dyf, _flip_ha(ha), vflip)]
+
+
+def _place(ax, make, candidates, avoid_lines=True, exclude=()):
+    """Make one label per candidate (``make(candidate) -> Text``) and keep the first that lies
+    inside the axes without touching another label, the legend, or (``avoid_lines``) a line; if
+    none is clean, the first that is inside and clear of labels, else the first. Returns the Text."""
+    renderer = _renderer(ax.figure)
+    if renderer is None:
+        return make(candidates[0])
+    axbox = _box(ax, renderer)
+    skip = set(map(id, exclude))
+    taken = [_box(t, renderer) for t in ax.texts if t.get_visible() and t.get_text() and id(t) not in skip]
+    leg = ax.get_legend()
+    if leg is not None and leg.get_visible():
+        taken.append(_box(leg, renderer))
+    lines = [ln for ln in ax.lines if id(ln) not in skip] if avoid_lines else []
+    best, best_score = None, None
+    for cand in candidates:
+        t = make(cand)
+        box = _box(t, renderer)
+        inside = (box[0] >= axbox[0] - 1 and box[2] <= axbox[2] + 1 and box[1] >= axbox[1] - 1
+                  and box[3] <= axbox[3] + 1)
+        clash = any(_overlap(box, o) for o in taken)
+        hits = _line_hits(box, lines) if (inside and not clash and lines) else True
+        score = (not inside, clash, hits)
+        if score == (False, False, False):
+            if best is not None:
+                best.remove()
+            return t
+        if best_score is None or score < best_score:
+            if best is not None:
+                best.remove()
+            best, best_score = t, score
+        else:
+            t.remove()
+    return best
+
+
 # ----- the builder machinery ------------------------------------------------------------------
 
 class _Plot:
@@ -382,6 +477,8 @@ class _Plot:
     """
 
     figsize = (6.4, 4.0)
+    #: Arguments besides ``mark_*`` that only move the marked artists (fast path in render_rgba).
+    marked: tuple = ()
 
     def __init__(self, fig, ax):
         self.fig, self.ax = fig, ax
@@ -409,7 +506,7 @@ class _Plot:
         """What the figure minus its marked point depends on (cache key for the background)."""
         items = []
         for k, v in sorted(self.params.items()):
-            if not k.startswith("mark_"):
+            if not k.startswith("mark_") and k not in self.marked:
                 items.append((k, repr(v)))
         return (tuple(items), self.fig.dpi, tuple(self.fig.get_size_inches()))
 
@@ -440,30 +537,59 @@ class _Plot:
 
     # annotation helpers (all recreated per draw)
     def vline(self, x, text, color=PALETTE["black"], y=0.97, ha="left", ls=":"):
+        """A vertical reference line; its label goes on the requested side (`ha`) at height `y`
+        unless it would leave the axes or cover another label or a line: then the other side."""
         ax = self.ax
-        self.add(ax.axvline(x, color=color, ls=ls, lw=1.3, zorder=1))
+        line = self.add(ax.axvline(x, color=color, ls=ls, lw=1.3, zorder=1))
         if text:
-            self.add(ax.text(x, y, f" {text}", transform=ax.get_xaxis_transform(), ha=ha, va="top",
-                             fontsize=9.5, color=color,
-                             bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8)))
+            rows = [r.strip() for r in text.split("\n")]
+
+            def make(c):
+                side, yy = c
+                label = "\n".join(f" {r}" if side == "left" else f"{r} " for r in rows)
+                return ax.text(x, yy, label, transform=ax.get_xaxis_transform(), ha=side, va="top",
+                               fontsize=9.5, color=color,
+                               bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8))
+
+            cands = [(ha, y), (_flip_ha(ha), y)]
+            self.add(_place(ax, make, cands, exclude=[line]))
 
     def hline(self, y, text, color=PALETTE["black"], x=0.99, ha="right", va="bottom", ls="--"):
+        """A horizontal reference line; its label goes where asked (`x`, `ha`, `va`) unless it would
+        cover another label or a line: then the other end, then the other side of the line."""
         ax = self.ax
-        self.add(ax.axhline(y, color=color, ls=ls, lw=1.2, zorder=1))
+        line = self.add(ax.axhline(y, color=color, ls=ls, lw=1.2, zorder=1))
         if text:
-            self.add(ax.text(x, y, text, transform=ax.get_yaxis_transform(), ha=ha, va=va,
-                             fontsize=9.5, color=color,
-                             bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8)))
+            def make(c):
+                xx, hh, vv = c
+                return ax.text(xx, y, text, transform=ax.get_yaxis_transform(), ha=hh, va=vv,
+                               fontsize=9.5, color=color,
+                               bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8))
+
+            other = {"top": "bottom", "bottom": "top"}.get(va, va)
+            cands = [(x, ha, va), (1.0 - x, _flip_ha(ha), va), (x, ha, other), (1.0 - x, _flip_ha(ha), other)]
+            self.add(_place(ax, make, cands, exclude=[line]))
+
+    def label(self, x, y, text, candidates, color=PALETTE["black"], fontsize=9.5, box=True, exclude=()):
+        """Annotate (x, y) at the first of `candidates` ((dx, dy, ha, va) offsets in points) that
+        stays inside the axes, off other labels and off the lines (see :func:`_place`)."""
+        ax = self.ax
+        bbox = dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.85) if box else None
+
+        def make(c):
+            dx, dy, ha, va = c
+            return ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
+                               fontsize=fontsize, color=color, zorder=6, bbox=bbox)
+
+        return self.add(_place(ax, make, candidates, exclude=exclude))
 
     def point(self, x, y, text, color=PALETTE["black"], offset=(-8, 10), ha="right"):
         ax = self.ax
-        self.add(ax.plot([x], [y], "o", ms=7, mfc=color, mec="white", mew=1.5, zorder=5)[0])
+        dot = self.add(ax.plot([x], [y], "o", ms=7, mfc=color, mec="white", mew=1.5, zorder=5)[0])
         if self._marking:
             self._mark_text = text
         if text:
-            self.add(ax.annotate(text, (x, y), xytext=offset, textcoords="offset points", ha=ha,
-                                 fontsize=9.5, color=color, zorder=6,
-                                 bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.85)))
+            self.label(x, y, text, _point_candidates(offset, ha), color=color, exclude=[dot])
 
     def note(self, text, loc=(0.02, 0.03), ha="left", va="bottom"):
         self.add(self.ax.text(*loc, text, transform=self.ax.transAxes, ha=ha, va=va, fontsize=9,
@@ -579,8 +705,15 @@ class _Roofline(_Plot):
             y = np.minimum(c.peak(dtype), x * c.hbm_bandwidth)
             self.add(ax.plot(x, y, color=col, label=c.name)[0])
             self.add(ax.plot([ridges[i]], [c.peak(dtype)], "o", color=col, ms=6, mec="white")[0])
-            self.add(ax.annotate(f"{ridges[i]:.0f}", (ridges[i], c.peak(dtype)), xytext=(0, 5),
-                                 textcoords="offset points", ha="center", fontsize=8.5, color=col))
+        ax.set_xlim(x[0], x[-1])
+        peaks = [c.peak(dtype) for c in shown]
+        ax.set_ylim(*_loglim([x[0] * min(c.hbm_bandwidth for c in shown), max(peaks) * 3], pad=1))
+        # ridge labels: above the dot, else beside it, clear of the other chips' labels
+        cands = [(0, 5, "center", "bottom"), (-6, 2, "right", "bottom"), (6, -3, "left", "top"),
+                 (0, -5, "center", "top")]
+        for i in np.argsort(-np.array([c.peak(dtype) for c in shown]), kind="stable"):
+            self.label(ridges[i], shown[i].peak(dtype), f"{ridges[i]:.0f}", cands, color=CYCLE[i % len(CYCLE)],
+                       fontsize=8.5, box=False)
         first = shown[0]
         for label, intensity in ops or []:
             y = min(first.peak(dtype), intensity * first.hbm_bandwidth)
@@ -588,10 +721,7 @@ class _Roofline(_Plot):
         if ax.get_legend():
             ax.get_legend().remove()
         self.add(ax.legend(loc="lower right", title="ridge point (FLOP/byte) marked"))
-        ax.set_xlim(x[0], x[-1])
-        peaks = [c.peak(dtype) for c in shown]
-        ax.set_ylim(*_loglim([x[0] * min(c.hbm_bandwidth for c in shown), max(peaks) * 3], pad=1))
-        ax.set_title(f"Roofline ({dtype}): memory-bound left of the ridge, compute-bound right")
+        ax.set_title(f"Roofline ({dtype})\nmemory-bound left of the ridge, compute-bound right")
         lo, hi = int(np.argmin(ridges)), int(np.argmax(ridges))
         self.numbers = {c.name: r for c, r in zip(shown, ridges, strict=False)}
         alt = (f"Log-log roofline of attainable {dtype} FLOP/s against arithmetic intensity for "
@@ -680,6 +810,7 @@ def _place_labels(ax, xs, ys, names, fontsize=8.5):
 
 class _MatmulRoofline(_Plot):
     figsize = (6.4, 4.2)
+    marked = ("batch",)
 
     def setup(self):
         ax = self.ax
@@ -708,15 +839,36 @@ class _MatmulRoofline(_Plot):
         self.vline(ridge, f"ridge {ridge:.0f} FLOP/byte", color=ROLE["compute"], y=0.5)
         share = b_f / peak
         shown_i = f"{b_i:.3g}" if b_i < 100 else f"{b_i:,.0f}"
-        self.point(b_i, b_f, f"batch {batch:,.0f}: {shown_i} FLOP/byte\n{fmt_si(b_f, 'FLOP/s')} = "
-                   f"{100 * share:.0f}% of peak\n{bound}", color=ROLE["cost"],
-                   offset=(12, -50) if b_i < ridge else (-150, -62))
         if ax.get_legend():
             ax.get_legend().remove()
         self.add(ax.legend(loc="upper left"))
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo * bw * 0.8, peak * 3)
-        ax.set_title(f"({batch:,.0f} x {k:,.0f}) @ ({k:,.0f} x {n:,.0f}) matmul on {chip.name}")
+        title = f"({batch:,.0f} x {k:,.0f}) @ ({k:,.0f} x {n:,.0f}) matmul on {chip.name}"
+        # The title keeps its place in the layout but is drawn by a copy that belongs to the marked
+        # artists, with the dot and its note: a change of `batch` alone then redraws only those.
+        ax.set_title(title)
+        ax.title.set_alpha(0.0)
+        marker = self._marking
+        self._marking = True  # like marking(), without making the note the alt text's "Marked:"
+        try:
+            t = ax.title
+            self.add(ax.text(*t.get_position(), title, transform=t.get_transform(), ha="center", va="baseline",
+                             fontproperties=t.get_fontproperties(), color=t.get_color(), in_layout=False))
+            self.add(ax.plot([b_i], [b_f], "o", ms=7, mfc=ROLE["cost"], mec="white", mew=1.5, zorder=5)[0])
+            # the note sits under the roof, at the bottom, where only the ridge line is ever drawn
+            note = (f"batch {batch:,.0f}: {shown_i} FLOP/byte\n{fmt_si(b_f, 'FLOP/s')} = "
+                    f"{100 * share:.0f}% of peak\n{bound}")
+            rx = math.log(ridge / lo) / math.log(hi / lo)
+
+            def make(c):
+                return ax.text(c[0], 0.04, note, transform=ax.transAxes, ha=c[1], va="bottom", fontsize=9.5,
+                               color=ROLE["cost"], zorder=6,
+                               bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.85))
+
+            self.add(_place(ax, make, [(0.98, "right"), (rx - 0.015, "right"), (rx + 0.015, "left")]))
+        finally:
+            self._marking = marker
         self.numbers = {"intensity": b_i, "attainable": b_f, "share_of_peak": share, "ridge": ridge}
         return (f"Log-log {dtype} roofline of the {chip.name} (peak {fmt_si(peak, 'FLOP/s')}, ridge "
                 f"{ridge:.0f} FLOP/byte) with a {k:,.0f} x {n:,.0f} weight matmul at batch {batch:,.0f}: "
@@ -945,7 +1097,7 @@ def param_breakdown(model_list=None):
         ax.set_xlabel("share of parameters (%)")
         ax.grid(axis="y", visible=False)
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14 - 0.4 / max(len(ms), 1)), ncol=3, fontsize=8.5)
-        ax.set_title("Where the parameters are (total, and active per token, at right)")
+        ax.set_title("Where the parameters are\n(total, and active per token, at right)")
     idle = [(m, t["routed experts, idle"] / m.total_params) for m, t in zip(ms, table, strict=False) if m.is_moe]
     alt = (f"Stacked bars of the share of parameters in embeddings, attention, MLPs and experts for "
            f"{len(ms)} models, totals from {fmt_count(min(m.total_params for m in ms))} to "
@@ -1141,16 +1293,16 @@ class _DecodeVsBatch(_TimeLines):
         floor = float(s.weight_time[0])
         self.hline(floor, f"weight-read floor: {_t(floor)}", color=ROLE["weights"], x=0.01, ha="left",
                    va="top")
-        bstar = _try(critical_batch, model, chip, weight_bytes=weight_bytes, dtype=dt, context=ctx,
-                     kv_bytes=kv_bytes)
-        if bstar is not None and B.min() <= bstar <= B.max():
-            self.vline(bstar, f"critical batch\n B* = {bstar:,.0f}", y=0.6)
         mb, need = _fits(model, chip, ctx, n_chips, weight_bytes, kv_bytes)
         if mb is None or mb < 1:
             self.note(f"does not fit: weights + 1 sequence need {need} x {chip.name}", loc=(0.98, 0.03),
                       ha="right")
         elif mb < B.max():
             self.nofit(max(mb, B.min()), B.max(), f"B > {mb:,}: KV does not fit")
+        bstar = _try(critical_batch, model, chip, weight_bytes=weight_bytes, dtype=dt, context=ctx,
+                     kv_bytes=kv_bytes)
+        if bstar is not None and B.min() <= bstar <= B.max():
+            self.vline(bstar, f"critical batch\n B* = {bstar:,.0f}", y=0.6)
         with self.marking():
             if mark_batch is not None:
                 m = _decode(model, chip, float(mark_batch), ctx, n_chips, weight_bytes, kv_bytes, dt, overlap)
@@ -1200,6 +1352,12 @@ class _DecodeVsContext(_TimeLines):
         ax = self.ax
         ax.set_xlim(S.min(), S.max())
         ax.set_ylim(*_loglim(np.concatenate([np.ravel(y) for y in ys]), pad=1.3))
+        from .roofline import max_context as _maxctx
+
+        mc = _try(_maxctx, model, chip, float(batch), n_chips=n_chips, weight_bytes=weight_bytes,
+                  kv_bytes=kv_bytes)
+        if mc is not None and mc < S.max():
+            self.nofit(max(mc, S.min()), S.max(), "KV does not fit")
         cross = _log_interp(S, s.kv_time, s.weight_time)
         if cross is not None:
             self.vline(cross, f"KV reads = weight reads\n S = {fmt_count(cross, 2)}", color=ROLE["kv"], y=0.6)
@@ -1210,12 +1368,6 @@ class _DecodeVsContext(_TimeLines):
         if sstar is not None and S.min() <= sstar <= S.max():
             self.vline(sstar, f"critical context\n S* = {fmt_count(sstar, 2)}", color=ROLE["capacity"],
                        y=0.97)
-        from .roofline import max_context as _maxctx
-
-        mc = _try(_maxctx, model, chip, float(batch), n_chips=n_chips, weight_bytes=weight_bytes,
-                  kv_bytes=kv_bytes)
-        if mc is not None and mc < S.max():
-            self.nofit(max(mc, S.min()), S.max(), "KV does not fit")
         with self.marking():
             if mark_context is not None:
                 m = _decode(model, chip, float(batch), float(mark_context), n_chips, weight_bytes, kv_bytes, dt,
@@ -1330,11 +1482,8 @@ class _CostVsBatch(_Plot):
         floor = float(max(parts["c"][keep][-1], parts["kv"][keep][-1]))
         self.hline(floor, f"floor {fmt_usd(floor)}/Mtok", color=ROLE["cost"], x=0.01, ha="left", va="top",
                    ls=":")
-        bstar = _try(critical_batch, model, chip, weight_bytes=weight_bytes, dtype=dt, context=ctx,
-                     kv_bytes=kv_bytes)
-        if bstar is not None and B.min() <= bstar <= B.max():
-            self.vline(bstar, f"B* = {bstar:,.0f}", y=0.55)
         best = None
+        limit = None
         if not fits:
             self.note(f"does not fit: needs at least {need} x {chip.name}\n(curve shown faded)")
         else:
@@ -1342,8 +1491,14 @@ class _CostVsBatch(_Plot):
             best = float(parts["t"][i])
             if mb < B.max():
                 self.nofit(max(mb, B.min()), B.max(), f"B > {mb:,}: HBM full")
-                self.point(B[i], best, f"memory limit B={B[i]:,.0f}:\n{fmt_usd(best)}/Mtok",
-                           color=ROLE["capacity"], offset=(-10, -30))
+                limit = i
+        bstar = _try(critical_batch, model, chip, weight_bytes=weight_bytes, dtype=dt, context=ctx,
+                     kv_bytes=kv_bytes)
+        if bstar is not None and B.min() <= bstar <= B.max():
+            self.vline(bstar, f"B* = {bstar:,.0f}", y=0.55)
+        if limit is not None:
+            self.point(B[limit], best, f"memory limit B={B[limit]:,.0f}:\n{fmt_usd(best)}/Mtok",
+                       color=ROLE["capacity"], offset=(-10, -30))
         mark = None
         with self.marking():
             if mark_batch is not None:
@@ -1382,7 +1537,7 @@ class _Frontier(_Plot):
         self.p_fit, = ax.plot([], [], "o", color=ROLE["cost"], ms=6, mec="white", label="fits in HBM", zorder=3)
         self.p_nofit, = ax.plot([], [], "o", mfc="white", mec=PALETTE["grey"], ms=6,
                                 label="does not fit", zorder=3)
-        ax.legend(loc="upper right")
+        ax.legend(loc="upper left")  # slow and dear at once never happens: that corner stays empty
         _set_log(ax, x=lambda v: f"{v:g}", y=_usd_tick)
         ax.set_xlabel("decode speed per user (tokens/s)")
         ax.set_ylabel("cost per million output tokens (USD)")
@@ -1405,9 +1560,10 @@ class _Frontier(_Plot):
         ax.set_xlim(*_loglim(x, pad=1.6))
         ax.set_ylim(*_loglim(y, pad=1.6))
         labelled = [i for i, b in enumerate(B) if math.log(b, 4) % 1 < 1e-9 or i == len(B) - 1]
+        cands = [(-5, 4, "right", "bottom"), (5, 4, "left", "bottom"), (5, -4, "left", "top"),
+                 (-5, -4, "right", "top")]
         for i in labelled:
-            self.add(ax.annotate(f"B={B[i]:g}", (x[i], y[i]), xytext=(5, 4), textcoords="offset points",
-                                 fontsize=8.5, color="#333333"))
+            self.label(x[i], y[i], f"B={B[i]:g}", cands, color="#333333", fontsize=8.5, box=False)
         with self.marking():
             if mark_batch is not None:
                 g = _frontier(model, chip, float(mark_batch), ctx, n_chips=n_chips, weight_bytes=weight_bytes,
@@ -1537,7 +1693,7 @@ def speculative_gain_vs_batch(model, chip, draft_tokens=(1, 3, 7), acceptance=0.
             ideal = float(speculative_tokens_per_step(k, acceptance))
             ax.plot(B, g, color=col, label=f"k = {k} drafts ({ideal:.2f} tokens/step)")
         ax.axhline(1.0, color=PALETTE["black"], lw=1.0, ls=":")
-        ax.text(0.99, 1.0, "no gain ", transform=ax.get_yaxis_transform(), ha="right", va="bottom",
+        ax.text(0.01, 1.0, " no gain", transform=ax.get_yaxis_transform(), ha="left", va="bottom",
                 fontsize=9)
         _set_log(ax, x=_fmt_batch)
         ax.set_xlim(B.min(), B.max())
@@ -1591,15 +1747,15 @@ class _KvVsContext(_Plot):
             line.set_label(f"{m.name} ({m.attention_kind})")
             ys.append(y)
             free = hbm - m.total_params * weight_bytes
-            if free > 0 and (len(ms) == 1 or len(ms) <= 4):
+            if free > 0 and 1 < len(ms) <= 4:  # one model: hline() below draws it, labelled
                 self.add(ax.axhline(free, color=col if len(ms) > 1 else ROLE["capacity"], ls="--", lw=1.2))
-        self.hline(hbm, f"HBM of {_chips_label(n_chips, chip)}: {_b(hbm)}", color=ROLE["capacity"],
-                   x=0.01, ha="left", ls="-")
         ax.set_xlim(S.min(), S.max())
         allv = np.concatenate([np.ravel(y) for y in ys] + [[hbm]])
         ax.set_ylim(*_loglim(allv, pad=1.5))
-        leg = ax.legend(loc="upper left")
+        leg = ax.legend(loc="lower right")  # KV grows with context: the lower right stays empty
         self._dyn.append(leg)
+        self.hline(hbm, f"HBM of {_chips_label(n_chips, chip)}: {_b(hbm)}", color=ROLE["capacity"],
+                   x=0.01, ha="left", ls="-")
         m0 = ms[0]
         free0 = hbm - m0.total_params * weight_bytes
         mc = _try(_maxctx, m0, chip, float(batch), n_chips=n_chips, weight_bytes=weight_bytes,
@@ -1668,7 +1824,7 @@ class _KvBalance(_Plot):
         self.lines = []
         top = max((m.max_context or 1 << 20) for m in ms)
         S = _grid(contexts, 128, top, n=120)
-        ys, stars = [], {}
+        ys, stars, dots = [], {}, []
         for i, m in enumerate(ms):
             col = CYCLE[i % len(CYCLE)]
             Sm = S[S <= m.max_context] if m.max_context else S
@@ -1685,14 +1841,15 @@ class _KvBalance(_Plot):
             star = _try(critical_context, m, chip, kv_bytes=kv_bytes, dtype=dt)
             stars[m.name] = star
             if star is not None and Sm.min() <= star <= Sm.max():
-                self.point(star, 1.0, f"{fmt_count(star, 2)}", color=col,
-                           offset=(-10, 8 + 12 * (i % 3)))
-        self.hline(1.0, "above 1: memory-bound at any batch", color=ROLE["total"], x=0.01,
-                   ha="left", va="bottom")
+                dots.append((star, col))
+        self.add(ax.axhline(1.0, color=ROLE["total"], ls="--", lw=1.2, zorder=1,
+                            label="above 1: memory-bound at any batch"))
         ax.set_xlim(S.min(), S.max())
         ax.set_ylim(*_loglim(np.concatenate([np.ravel(y) for y in ys] + [[1.0]]), pad=1.6))
         leg = ax.legend(loc="upper left", fontsize=8.5)
         self._dyn.append(leg)
+        for star, col in dots:  # S* labels, placed clear of the legend, the curves and each other
+            self.point(star, 1.0, f"{fmt_count(star, 2)}", color=col, offset=(-6, 6))
         ax.set_title(_title(f"KV reads vs compute per sequence, {chip.name}",
                             f"{dt} compute, {kv_bytes:g} B per KV element", dnote))
         self.numbers = {"critical_context": stars}
@@ -1772,10 +1929,9 @@ class _PrefillDecodePerToken(_Plot):
         """The marked prompt length: one point on the prefill line, one on the decode line."""
         for yv, txt, col, dy in ((per_in, f"prefill: {_t(per_in)}/token ({a.bound}-bound)", ROLE["compute"], -14),
                                  (per_out, f"decode: {_t(per_out)}/token ({b.bound}-bound)", ROLE["weights"], 10)):
-            self.add(ax.plot([mp], [yv], "o", ms=7, mfc=col, mec="white", mew=1.5, zorder=5)[0])
-            self.add(ax.annotate(txt, (mp, yv), xytext=(6 if left else -6, dy), textcoords="offset points",
-                                 ha="left" if left else "right", fontsize=9.5, color=col, zorder=6,
-                                 bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.85)))
+            dot = self.add(ax.plot([mp], [yv], "o", ms=7, mfc=col, mec="white", mew=1.5, zorder=5)[0])
+            self.label(mp, yv, txt, _point_candidates((6 if left else -6, dy), "left" if left else "right"),
+                       color=col, exclude=[dot])
 
 
 def prefill_vs_decode_per_token(model, chip, prompts=None, decode_batch=64, n_chips=1, weight_bytes=2,
@@ -1819,13 +1975,13 @@ class _IoRatioVsBatch(_Plot):
                          transform=ax.get_yaxis_transform(), ha="left", va="center", fontsize=9.5))
         self.hline(1.0, "1x: decode as cheap as prefill", color=ROLE["total"], x=0.02, ha="left", va="top",
                    ls=":")
+        if mb is not None and mb < B.max():
+            self.nofit(max(mb, B.min()), B.max(), "KV does not fit")
         bstar = _try(critical_batch, model, chip, weight_bytes=weight_bytes, dtype=dt, context=float(context),
                      kv_bytes=kv_bytes)
         if bstar is not None and B.min() <= bstar <= B.max():
             self.vline(bstar, f"B* = {bstar:,.0f}", y=0.97)
         inside = B[(ratio >= lo) & (ratio <= hi)]
-        if mb is not None and mb < B.max():
-            self.nofit(max(mb, B.min()), B.max(), "KV does not fit")
         self.numbers = {"critical_batch": bstar, "max_batch": mb,
                         "band_batches": (float(inside.min()), float(inside.max())) if inside.size else None,
                         "ratio_at_1": float(ratio[0])}
@@ -1977,16 +2133,17 @@ class _CacheCost(_Plot):
         self.add(ax.plot(T, env, color=ROLE["total"], lw=4, alpha=0.25, label="cheapest tier")[0])
         allv = np.concatenate(ys)
         if remat_cost_per_million is not None:
-            self.hline(remat_cost_per_million, f"recompute (prefill): {fmt_usd(remat_cost_per_million)}/M",
-                       color=ROLE["cost"], x=0.99, ha="right", va="bottom", ls="-")
             allv = np.concatenate([allv, [remat_cost_per_million]])
-        for name, v in marks:
-            self.vline(v, name, color=PALETTE["grey"], y=0.97, ls="--")
         ax.set_xlim(T.min(), T.max())
         _time_axis(ax, T.min(), T.max())
         lo = max(float(np.min(env)) / 3, 1e-9)
         ax.set_ylim(lo, float(allv.max()) * 3)
         self.add(ax.legend(loc="upper left", fontsize=9, ncol=1))
+        for name, v in marks:
+            self.vline(v, name, color=PALETTE["grey"], y=0.97, ls="--")
+        if remat_cost_per_million is not None:
+            self.hline(remat_cost_per_million, f"recompute (prefill): {fmt_usd(remat_cost_per_million)}/M",
+                       color=ROLE["cost"], x=0.99, ha="right", va="bottom", ls="-")
         ax.set_title(f"Holding a prompt cache at {kv_bytes_per_token:,.0f} B of KV per token")
         best = {n: ts[int(np.argmin([1e6 * float(cache_cost(kv_bytes_per_token, v, t)) for t in ts]))].name
                 for n, v in marks}
