@@ -13,18 +13,17 @@ import math
 import numpy as np
 import pytest
 
-from llmmath import chips, cost, models
-from llmmath.cost import (
+from llmmath import chips, cost, memory, models, prices
+from llmmath.cost import chunked_prefill_tokens, input_output_cost
+from llmmath.memory import (
     MemoryTier,
     cache_cost,
     cache_hold_cost,
     cheapest_tier,
-    chunked_prefill_tokens,
-    input_output_cost,
-    kv_bytes_from_price_step,
     memory_tiers,
     tier_crossover,
 )
+from llmmath.prices import kv_bytes_from_price_step
 from llmmath.roofline import critical_batch, critical_context, decode_step, min_chips, prefill_step
 from llmmath.units import hour, minute
 
@@ -154,7 +153,7 @@ def test_hbm_drain_time_is_tens_of_ms(c):
 @pytest.mark.parametrize("c", [c for c in CHIPS if c.price_per_hour], ids=lambda c: c.name)
 def test_hbm_never_cheapest(c):
     hbm = MemoryTier.from_chip(c)
-    assert tier_crossover(hbm, cost.MEMORY_TIERS["DRAM"]) == 0.0
+    assert tier_crossover(hbm, memory.MEMORY_TIERS["DRAM"]) == 0.0
     T = np.logspace(-3, 6, 50)
     assert not np.any(cheapest_tier(T, [hbm] + memory_tiers()[1:]) == "HBM")
 
@@ -164,7 +163,7 @@ def test_cheapest_tier_by_lifetime():
     assert cheapest_tier(5 * minute) == "flash"
     assert cheapest_tier(24 * hour) == "disk"
     # the flash/disk boundary falls near an hour (the episode's 1-hour cache), within a factor of 3
-    t = tier_crossover(cost.MEMORY_TIERS["flash"], cost.MEMORY_TIERS["disk"])
+    t = tier_crossover(memory.MEMORY_TIERS["flash"], memory.MEMORY_TIERS["disk"])
     assert hour / 3 <= t <= 3 * hour
 
 
@@ -187,7 +186,7 @@ def test_flash_cache_beats_recompute():
         P = min(4096, m.max_context)
         kw = _kw(m, c, context=P)
         remat = cost.cost_per_token(prefill_step(m, c, 1, P, **kw))
-        store = cache_cost(m.kv_bytes_per_token(kw["kv_bytes"]), 5 * minute, cost.MEMORY_TIERS["flash"])
+        store = cache_cost(m.kv_bytes_per_token(kw["kv_bytes"]), 5 * minute, memory.MEMORY_TIERS["flash"])
         ratios.append(remat / store)
     ratios = np.array(ratios)
     assert np.all(ratios > 2), ratios.min()
@@ -195,7 +194,7 @@ def test_flash_cache_beats_recompute():
 
 
 # Claim: the API price sheets quoted charge 5-6x for output and 0.1x for cached input.
-@pytest.mark.parametrize("p", cost.PRICE_SHEETS, ids=lambda p: p.model)
+@pytest.mark.parametrize("p", prices.PRICE_SHEETS, ids=lambda p: p.model)
 def test_price_sheets(p):
     assert 5.0 <= p.output_to_input <= 6.0
     assert p.cached_to_input == pytest.approx(0.1)

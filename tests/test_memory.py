@@ -8,7 +8,7 @@ or against a toy tier whose numbers are easy to follow.
 import numpy as np
 import pytest
 
-from llmmath import chips, cost, memory, models, prices
+from llmmath import chips, models
 from llmmath.chips import Chip
 from llmmath.memory import (
     MEMORY_TIERS,
@@ -235,15 +235,3 @@ def test_price_sheets_catalogue():
         assert p.source and p.date
         assert 3 <= p.output_to_input <= 6
         assert p.cached_to_input == pytest.approx(0.1)
-
-
-# ----- the names stay importable from llmmath.cost ---------------------------------------------
-
-@pytest.mark.parametrize("name", memory.__all__)
-def test_memory_names_reexported_from_cost(name):
-    assert getattr(cost, name) is getattr(memory, name)
-
-
-@pytest.mark.parametrize("name", prices.__all__)
-def test_price_names_reexported_from_cost(name):
-    assert getattr(cost, name) is getattr(prices, name)

@@ -22,22 +22,6 @@ import numpy as np
 
 from ._check import positive
 from ._check import scalar_or_array as _out
-
-# Memory tiers and prompt caching live in memory.py, API price sheets in prices.py; their names
-# stay importable from here (`from llmmath.cost import cache_cost`), where the book first used them.
-from .memory import (  # noqa: F401
-    MEMORY_TIERS,
-    MemoryTier,
-    amortised_price_per_hour,
-    cache_cost,
-    cache_fetch_time,
-    cache_hold_cost,
-    cheapest_tier,
-    kv_transfer_time,
-    memory_tiers,
-    tier_crossover,
-)
-from .prices import PRICE_SHEETS, PriceSheet, kv_bytes_from_price_step  # noqa: F401
 from .roofline import Step, critical_batch, decode_step, prefill_step
 
 __all__ = [
