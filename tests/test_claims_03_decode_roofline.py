@@ -33,7 +33,7 @@ def _dtypes(chip):
 
 
 def _dt(chip):
-    return "bf16" if "bf16" in chip.flops else next(iter(chip.flops))
+    return chip.resolve_dtype("bf16")[0]
 
 
 def _contexts(model):

@@ -21,6 +21,10 @@ from dataclasses import dataclass, field
 
 from ._check import choice, lookup, positive
 
+#: The order in which a chip's number formats stand in for one it does not list
+#: (:meth:`Chip.resolve_dtype`): the widest format first.
+DTYPE_PREFERENCE = ("bf16", "fp8", "int8", "fp4")
+
 
 @dataclass(frozen=True)
 class Chip:
@@ -63,6 +67,18 @@ class Chip:
         """Dense peak FLOP/s at `dtype`; ValueError naming the dtypes this chip has."""
         choice(f"dtype (for chip {self.name!r})", dtype, list(self.flops))
         return float(self.flops[dtype])
+
+    def resolve_dtype(self, dtype: str = "bf16") -> tuple[str, str]:
+        """The number format this chip runs for a request of ``dtype``, and a note saying why.
+
+        ``(dtype, "")`` when the chip lists ``dtype``; otherwise its widest listed format (in the
+        order of :data:`DTYPE_PREFERENCE`) and a note for a figure title or a readout, for
+        example ``"TPU v4 lists no fp8: bf16 peak"``. The one rule plots, explorers and tests use.
+        """
+        if dtype in self.flops:
+            return dtype, ""
+        used = next((d for d in DTYPE_PREFERENCE if d in self.flops), next(iter(self.flops)))
+        return used, f"{self.name} lists no {dtype}: {used} peak"
 
     def ops_per_byte(self, dtype: str = "bf16") -> float:
         """Ridge point of the roofline: peak FLOP/s / HBM bytes/s (FLOP per byte)."""

@@ -22,9 +22,11 @@ import numpy as np
 
 from ._check import positive
 from ._check import scalar_or_array as _out
-from .roofline import Step, critical_batch, decode_step, prefill_step
+from .roofline import Step, critical_batch, decode_step, fits_in_memory, prefill_step
 
 __all__ = [
+    "ASSUMED_PRICE_PER_CHIP_HOUR",
+    "chip_hour_price",
     "tokens_per_second",
     "tokens_per_second_per_chip",
     "chip_seconds_per_token",
@@ -42,6 +44,25 @@ __all__ = [
 
 
 # ----- throughput and cost per token -----------------------------------------------------------
+
+#: USD per chip-hour assumed where neither the caller nor the catalogue gives a price (figures
+#: and explorers flag it in their titles; the cost functions themselves never assume one).
+ASSUMED_PRICE_PER_CHIP_HOUR = 2.0
+
+
+def chip_hour_price(chip, price_per_chip_hour=None) -> tuple[float, str]:
+    """USD per chip-hour to charge for ``chip``, and a note when it is an assumption.
+
+    The caller's ``price_per_chip_hour`` if given, else the catalogue's ``chip.price_per_hour``,
+    else :data:`ASSUMED_PRICE_PER_CHIP_HOUR` with a note such as ``"assumed $2/chip-h"``.
+    The one rule figures and explorers use.
+    """
+    if price_per_chip_hour is not None:
+        return float(positive("price_per_chip_hour", price_per_chip_hour)), ""
+    if chip.price_per_hour is not None:
+        return float(chip.price_per_hour), ""
+    return ASSUMED_PRICE_PER_CHIP_HOUR, f"assumed ${ASSUMED_PRICE_PER_CHIP_HOUR:g}/chip-h"
+
 
 def _price_per_second(step_or_chip, price_per_chip_hour):
     if price_per_chip_hour is not None:
@@ -118,8 +139,8 @@ def latency_cost_frontier(model, chip, batches, context, n_chips=1, weight_bytes
     step = decode_step(model, chip, batches, context, n_chips=n_chips, weight_bytes=weight_bytes,
                        kv_bytes=kv_bytes, dtype=dtype, overlap=overlap,
                        compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency)
-    held = model.total_params * weight_bytes + batches * model.kv_cache_bytes(context, kv_bytes)
-    fits = held <= np.asarray(n_chips) * chip.hbm_capacity * memory_fraction
+    fits = fits_in_memory(model, chip, batches, context, n_chips=n_chips, weight_bytes=weight_bytes,
+                          kv_bytes=kv_bytes, memory_fraction=memory_fraction)
     t = np.asarray(step.time)
     return Frontier(
         batch=np.asarray(step.batch), step_time=t,

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._check import lookup, positive
+from .units import fmt_count
 
 
 @dataclass(frozen=True)
@@ -258,6 +259,17 @@ class Model:
                 f"{name}: got {np.max(context):g} tokens; {self.name} supports at most {self.max_context}"
             )
         return context
+
+    def cap_context(self, context) -> tuple[float, str]:
+        """``context`` capped at the model's window, and a note saying so (``""`` if not capped).
+
+        The one rule plots and explorers use when a reader asks for more context than the
+        model supports; the bounds themselves refuse such a context with a ValueError.
+        """
+        context = float(positive("context", context, allow_zero=True))
+        if self.max_context is not None and context > self.max_context:
+            return float(self.max_context), f"context capped at {fmt_count(self.max_context)}"
+        return context, ""
 
     @property
     def kv_elements_per_token_per_layer(self) -> int:

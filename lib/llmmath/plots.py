@@ -37,6 +37,8 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from . import chips as _chips
 from . import models as _models
+from .cost import ASSUMED_PRICE_PER_CHIP_HOUR as DEFAULT_PRICE_PER_HOUR
+from .cost import chip_hour_price
 from .units import (
     fmt_bytes,
     fmt_count,
@@ -121,8 +123,6 @@ STYLE = {
 
 #: Price used for cost figures when neither the caller nor the chip gives one (USD per chip-hour).
 #: Figures that use it say "assumed" in their title.
-DEFAULT_PRICE_PER_HOUR = 2.0
-_DTYPE_PREFERENCE = ("bf16", "fp8", "int8", "fp4")
 _OFFSCREEN = contextvars.ContextVar("llmmath_plots_offscreen", default=False)
 
 
@@ -260,29 +260,15 @@ def _mask(x, *ys):
 
 
 def _dtype(chip, dtype):
-    """`dtype` if the chip has it, else its widest listed format; and a note for the title."""
-    if dtype in chip.flops:
-        return dtype, ""
-    for d in _DTYPE_PREFERENCE:
-        if d in chip.flops:
-            return d, f"{chip.name} lists no {dtype}: {d} peak"
-    d = next(iter(chip.flops))
-    return d, f"{chip.name} lists no {dtype}: {d} peak"
+    return chip.resolve_dtype(dtype)
 
 
 def _context(model, context):
-    """Context capped at the model's maximum; and a note for the title."""
-    if model.max_context is not None and context > model.max_context:
-        return float(model.max_context), f"context capped at {fmt_count(model.max_context)}"
-    return float(context), ""
+    return model.cap_context(context)
 
 
 def _price(chip, price_per_hour):
-    if price_per_hour is not None:
-        return float(price_per_hour), ""
-    if chip.price_per_hour is not None:
-        return float(chip.price_per_hour), ""
-    return DEFAULT_PRICE_PER_HOUR, f"assumed ${DEFAULT_PRICE_PER_HOUR:g}/chip-h"
+    return chip_hour_price(chip, price_per_hour)
 
 
 def _try(fn, *args, **kwargs):

@@ -29,6 +29,8 @@ from ._check import scalar_or_array as _out
 
 __all__ = [
     "Step",
+    "memory_held",
+    "fits_in_memory",
     "decode_step",
     "prefill_step",
     "critical_batch",
@@ -316,6 +318,32 @@ def critical_batch(model, chip, weight_bytes=2, dtype="bf16", context=0, kv_byte
 
 # ----- memory capacity -----------------------------------------------------------------------
 
+def memory_held(model, batch, context, weight_bytes=2, kv_bytes=2):
+    """Bytes a replica holds: every weight (all experts) plus ``batch`` KV caches of ``context`` tokens.
+
+    ``N_tot b_w + B kv_held(S)`` (sliding-window layers cap at their window).
+    """
+    batch = positive("batch", batch, allow_zero=True)
+    weight_bytes = positive("weight_bytes", weight_bytes)
+    kv_bytes = positive("kv_bytes", kv_bytes)
+    return _out(model.total_params * np.asarray(weight_bytes, dtype=float)
+                + batch * model.kv_cache_bytes(context, kv_bytes))
+
+
+def fits_in_memory(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes=2,
+                   memory_fraction=1.0):
+    """Whether :func:`memory_held` fits in ``n_chips`` chips' HBM x ``memory_fraction``.
+
+    The one "fits in HBM" rule: figures, explorers, :func:`~llmmath.cost.latency_cost_frontier`
+    and :func:`min_chips` use it. A bool for scalar inputs, a bool array for arrays.
+    """
+    n_chips = positive("n_chips", n_chips)
+    memory_fraction = fraction("memory_fraction", memory_fraction)
+    held = memory_held(model, batch, context, weight_bytes=weight_bytes, kv_bytes=kv_bytes)
+    ok = np.asarray(held) <= np.asarray(n_chips) * chip.hbm_capacity * memory_fraction
+    return bool(ok) if ok.ndim == 0 else ok
+
+
 def _weights_fit(model, chip, n_chips, weight_bytes, memory_fraction):
     budget = n_chips * chip.hbm_capacity * memory_fraction
     weights = model.total_params * weight_bytes
@@ -396,12 +424,8 @@ def min_chips(model, chip, batch=0, context=0, weight_bytes=2, kv_bytes=2, memor
 
     ``n_min = ceil((N_tot b_w + B kv_held(S)) / (M f))``.
     """
-    batch = positive("batch", batch, allow_zero=True)
-    context = positive("context", context, allow_zero=True)
-    weight_bytes = positive("weight_bytes", weight_bytes)
-    kv_bytes = positive("kv_bytes", kv_bytes)
     memory_fraction = fraction("memory_fraction", memory_fraction)
-    need = model.total_params * weight_bytes + batch * model.kv_cache_bytes(context, kv_bytes)
+    need = memory_held(model, batch, context, weight_bytes=weight_bytes, kv_bytes=kv_bytes)
     n = np.maximum(np.ceil(need / (chip.hbm_capacity * memory_fraction) * (1 - 1e-12)), 1)
     return int(n) if np.ndim(n) == 0 else n.astype(np.int64)
 
