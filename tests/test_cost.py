@@ -16,7 +16,6 @@ from llmmath.cost import (
     latency_cost_frontier,
     tokens_per_second,
     tokens_per_second_per_chip,
-    weight_amortising_batch,
 )
 from llmmath.models import Model
 from llmmath.roofline import critical_batch, decode_step, max_batch, prefill_step
@@ -94,8 +93,6 @@ def test_input_output_cost_output_dearer():
     assert r.input_per_million == pytest.approx(cost_per_million_tokens(r.prefill))
 
 
-def test_weight_amortising_batch_is_critical_batch():
-    assert weight_amortising_batch(DSV3, H100) == critical_batch(DSV3, H100)
 
 
 @settings(max_examples=200, deadline=None)

@@ -442,9 +442,9 @@ def test_unknown_model_raises_with_close_matches():
         models.get("no such model")
 
 
-def test_register_rejects_duplicates():
-    with pytest.raises(ValueError, match="name"):
-        models.register(models.get("PaLM-8B"))
+def test_catalogue_index_rejects_duplicate_names():
+    with pytest.raises(ValueError, match="PaLM-8B.*twice"):
+        models._index([models.get("PaLM-8B"), models.get("PaLM-8B")])
 
 
 @pytest.mark.parametrize("name", models.names())

@@ -3,6 +3,57 @@
 Every formula, catalogue entry, figure and explorer the book uses lives here, in SI units
 (seconds, bytes, FLOP, FLOP/s, bytes/s, USD). Convert to human units only for display
 (see :mod:`llmmath.units`).
+
+The reader's API::
+
+    import llmmath as lm
+    h100, llama = lm.chip("H100-SXM"), lm.model("Llama-3-70B")
+    step = lm.decode_step(llama, h100, batch=64, context=4096, n_chips=8)
+    lm.critical_batch(llama, h100), lm.critical_context(llama, h100), lm.max_batch(llama, h100, 8192, 8)
+
+The modules stay reachable as attributes: ``lm.roofline``, ``lm.cost``, ``lm.plots``,
+``lm.widgets`` (the plotting and widget modules load on first use: they import matplotlib and
+ipywidgets, which a calculation does not need).
 """
 
+import importlib
+
+from . import chips, cost, memory, models, parallel, prices, roofline, training, units
+from .chips import Chip
+from .cost import cost_per_million_tokens, cost_per_token, tokens_per_second
+from .models import Model
+from .roofline import (
+    critical_batch,
+    critical_context,
+    decode_step,
+    fits_in_memory,
+    max_batch,
+    max_context,
+    memory_held,
+    min_chips,
+    prefill_step,
+)
+from .training import mfu, training_flops, training_time
+
 __version__ = "0.1.0"
+
+chip = chips.get
+model = models.get
+
+__all__ = [
+    "Chip", "Model", "chip", "model",
+    "decode_step", "prefill_step", "critical_batch", "critical_context", "max_batch",
+    "max_context", "min_chips", "memory_held", "fits_in_memory",
+    "tokens_per_second", "cost_per_token", "cost_per_million_tokens",
+    "training_flops", "training_time", "mfu",
+    "chips", "models", "roofline", "cost", "memory", "prices", "parallel", "training", "units",
+    "plots", "widgets", "frames", "exercises", "book",
+]
+
+_LAZY = ("plots", "widgets", "frames", "exercises", "book")
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'llmmath' has no attribute {name!r}")

@@ -1,67 +1,168 @@
 """Argument checks shared by every module (clear errors instead of silent nonsense), and the
-shape of their results (a Python float for scalar inputs, an array for array inputs)."""
+shape of their results (a Python float for scalar inputs, an array for array inputs).
+
+One rule for every public function: numbers are real numbers (``int``, ``float``, numpy
+scalars) or arrays of them, never strings, booleans or ``None`` (a ``TypeError``); they are
+finite and in range (a ``ValueError``); counts that must be whole are whole. Every message
+names the argument, the value and what is allowed. Python scalars take a fast path with no
+numpy call, so a scalar bound costs microseconds.
+"""
 
 from __future__ import annotations
 
 import difflib
+import math
+import re
 from collections.abc import Mapping
 
 import numpy as np
 
+#: More chips than any machine built or announced: a count past this is a typo, not a plan.
+MAX_CHIPS = 10_000_000
 
-def positive(name: str, value, *, allow_zero: bool = False, integer: bool = False):
-    """Return `value` as a float (or a float array) after checking it is finite and > 0 (>= 0)."""
-    if value is None:
-        raise ValueError(f"{name}: got None; expected a positive number")
-    arr = np.asarray(value, dtype=float)
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name}: got {value!r}; expected a finite number")
-    bad = arr < 0 if allow_zero else arr <= 0
-    if np.any(bad):
-        first = arr[bad].flat[0] if arr.ndim else float(arr)
-        allowed = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name}: got {first:g}; allowed values are {allowed}")
-    if integer and np.any(arr != np.round(arr)):
-        raise ValueError(f"{name}: got {value!r}; expected a whole number")
+_SCALARS = (int, float)
+
+
+def number(name: str, value):
+    """``value`` as a float (scalar) or a float array; TypeError for anything but real numbers."""
+    t = type(value)
+    if t is float or t is int:
+        return float(value)
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: got {value!r}; expected a number, not a boolean")
+    if isinstance(value, (np.integer, np.floating)):
+        return float(value)
+    if value is None or isinstance(value, (str, bytes, complex, Mapping)):
+        raise TypeError(f"{name}: got {value!r}; expected a real number or an array of them")
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as exc:  # ragged lists and the like
+        raise TypeError(f"{name}: got {value!r}; expected a real number or an array of them") from exc
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name}: got {value!r} (dtype {arr.dtype}); expected real numbers "
+                        "(int or float), not strings, booleans or objects")
+    arr = arr.astype(float, copy=False)
     return float(arr) if arr.ndim == 0 else arr
+
+
+def positive(name: str, value, *, allow_zero: bool = False, integer: bool = False,
+             maximum: float | None = None):
+    """``value`` as a float (or float array) after checking it is finite and > 0 (>= 0).
+
+    ``integer=True`` asks for whole numbers; ``maximum`` is an inclusive upper limit.
+    """
+    v = number(name, value)
+    allowed = ">= 0" if allow_zero else "> 0"
+    if type(v) is float:  # fast path: plain Python arithmetic, no numpy reductions
+        if not math.isfinite(v):
+            raise ValueError(f"{name}: got {value!r}; expected a finite number {allowed}")
+        if v < 0 or (v == 0 and not allow_zero):
+            raise ValueError(f"{name}: got {v:g}; allowed values are {allowed}")
+        if integer and not v.is_integer():
+            raise ValueError(f"{name}: got {v:g}; expected a whole number")
+        if maximum is not None and v > maximum:
+            raise ValueError(f"{name}: got {v:g}; allowed values are at most {maximum:g}")
+        return v
+    if not np.all(np.isfinite(v)):
+        first = v[~np.isfinite(v)].flat[0]
+        raise ValueError(f"{name}: got an array holding {first!r}; expected finite numbers {allowed}")
+    bad = v < 0 if allow_zero else v <= 0
+    if np.any(bad):
+        raise ValueError(f"{name}: got {v[bad].flat[0]:g}; allowed values are {allowed}")
+    if integer and np.any(v != np.round(v)):
+        raise ValueError(f"{name}: got {v[v != np.round(v)].flat[0]:g}; expected whole numbers")
+    if maximum is not None and np.any(v > maximum):
+        raise ValueError(f"{name}: got {np.max(v):g}; allowed values are at most {maximum:g}")
+    return v
+
+
+def n_chips(value, name: str = "n_chips"):
+    """A whole number of chips, 1 to :data:`MAX_CHIPS`."""
+    return positive(name, value, integer=True, maximum=MAX_CHIPS)
 
 
 def scalar_or_array(x):
     """``x`` as floats: a 0-d result becomes a Python float, an array stays an array."""
+    if type(x) is float:
+        return x
     arr = np.asarray(x, dtype=float)
     return float(arr) if arr.ndim == 0 else arr
 
 
 def fraction(name: str, value):
     """A number in (0, 1]: efficiencies and utilisations."""
-    arr = np.asarray(value, dtype=float)
-    if not np.all(np.isfinite(arr)) or np.any(arr <= 0) or np.any(arr > 1):
-        raise ValueError(f"{name}: got {value!r}; allowed values are in (0, 1]")
-    return float(arr) if arr.ndim == 0 else arr
+    v = number(name, value)
+    if type(v) is float:
+        if not (0 < v <= 1):  # also refuses NaN
+            raise ValueError(f"{name}: got {value!r}; allowed values are in (0, 1]")
+        return v
+    if not np.all((v > 0) & (v <= 1)):
+        first = v[~((v > 0) & (v <= 1))].flat[0]
+        raise ValueError(f"{name}: got an array holding {first!r}; allowed values are in (0, 1]")
+    return v
 
 
 def choice(name: str, value, allowed):
     """`value` must be one of `allowed`."""
     allowed = list(allowed)
-    if value not in allowed:
+    try:
+        ok = value in allowed
+    except TypeError:  # unhashable or incomparable values
+        ok = False
+    if not ok:
         close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=3, cutoff=0.4)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         raise ValueError(f"{name}: got {value!r}; allowed values are {allowed}{hint}")
     return value
 
 
+def _norm(s: str) -> str:
+    return "".join(ch for ch in s.lower() if ch.isalnum())
+
+
+def _tokens(s: str) -> list[str]:
+    return [t for t in re.split(r"[^0-9a-z]+", s.lower()) if t]
+
+
+def close_matches(name: str, candidates, n: int = 5, newest_first=None) -> list[str]:
+    """Catalogue names ranked the way a person types them.
+
+    First names that start with what was typed ("A100" -> "A100-SXM-80GB"), then names that
+    contain every typed word ("llama 70b" -> "Llama-3-70B"), then names containing the typed
+    text anywhere, then spelling neighbours (difflib). Within a group, ``newest_first`` (a
+    name -> year mapping) puts the newest first: "llama 70b" means Llama 3 before LLaMA 2.
+    """
+    q, words = _norm(name), _tokens(name)
+    ranked: list[str] = []
+    year = newest_first or {}
+
+    def add(group, by_year=True):
+        if by_year:
+            group = sorted(group, key=lambda c: -(year.get(c) or 0))  # stable: ties keep order
+        ranked.extend(c for c in group if c not in ranked)
+
+    if q:
+        add(c for c in candidates if _norm(c).startswith(q))
+        if words:
+            add(c for c in candidates if all(w in _norm(c) for w in words)
+                and _norm(c).startswith(words[0]))
+            add(c for c in candidates if all(w in _norm(c) for w in words))
+        add(c for c in candidates if q in _norm(c))
+    add(difflib.get_close_matches(name, list(candidates), n=n, cutoff=0.3), by_year=False)
+    return ranked[:n]
+
+
 def lookup(kind: str, name: str, catalogue: Mapping):
     """Catalogue lookup by name, case- and punctuation-insensitive; KeyError lists close matches."""
+    if not isinstance(name, str):
+        raise TypeError(f"name: got {name!r}; expected a {kind} name (a string), for example "
+                        f"{next(iter(catalogue))!r}")
     if name in catalogue:
         return catalogue[name]
-
-    def norm(s: str) -> str:
-        return "".join(ch for ch in s.lower() if ch.isalnum())
-
-    by_norm = {norm(k): k for k in catalogue}
-    if norm(name) in by_norm:
-        return catalogue[by_norm[norm(name)]]
-    close = difflib.get_close_matches(name, list(catalogue), n=4, cutoff=0.3)
-    close += [k for k in catalogue if norm(name) and norm(name) in norm(k) and k not in close]
-    hint = f"close matches: {', '.join(close[:5])}" if close else "no close match"
+    by_norm = {_norm(k): k for k in catalogue}
+    if _norm(name) in by_norm:
+        return catalogue[by_norm[_norm(name)]]
+    years = {k: getattr(v, "year", None) for k, v in catalogue.items()}
+    close = close_matches(name, list(catalogue), newest_first=years)
+    hint = f"close matches: {', '.join(close)}" if close else "no close match"
     raise KeyError(f"unknown {kind} {name!r}; {hint}. All {kind}s: {', '.join(catalogue)}")

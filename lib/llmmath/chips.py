@@ -97,15 +97,14 @@ class Chip:
         return self.price_per_hour / 3600.0
 
 
-CATALOGUE: dict[str, Chip] = {}
-
-
-def register(chip: Chip) -> Chip:
-    """Add a chip to the catalogue (used by the catalogue module; names must be unique)."""
-    if chip.name in CATALOGUE:
-        raise ValueError(f"name: chip {chip.name!r} is already in the catalogue")
-    CATALOGUE[chip.name] = chip
-    return chip
+def _index(entries) -> dict[str, Chip]:
+    """Catalogue entries by name; names must be unique."""
+    index: dict[str, Chip] = {}
+    for entry in entries:
+        if entry.name in index:
+            raise ValueError(f"name: chip {entry.name!r} appears twice in the catalogue")
+        index[entry.name] = entry
+    return index
 
 
 def get(name: str) -> Chip:
@@ -123,4 +122,7 @@ def all_chips() -> list[Chip]:
     return list(CATALOGUE.values())
 
 
-from . import _chip_catalogue  # noqa: E402,F401  (fills CATALOGUE)
+from ._chip_catalogue import CHIPS  # noqa: E402  (plain data; imports Chip from here)
+
+#: The catalogue, name -> entry, built from the plain tuple in ``_chip_catalogue``.
+CATALOGUE: dict[str, Chip] = _index(CHIPS)

@@ -22,7 +22,7 @@ import numpy as np
 
 from ._check import positive
 from ._check import scalar_or_array as _out
-from .roofline import Step, critical_batch, decode_step, fits_in_memory, prefill_step
+from .roofline import Step, decode_step, fits_in_memory, prefill_step
 
 __all__ = [
     "ASSUMED_PRICE_PER_CHIP_HOUR",
@@ -34,7 +34,6 @@ __all__ = [
     "cost_per_million_tokens",
     "Frontier",
     "latency_cost_frontier",
-    "weight_amortising_batch",
     "FastMode",
     "fast_mode",
     "InputOutputCost",
@@ -150,12 +149,6 @@ def latency_cost_frontier(model, chip, batches, context, n_chips=1, weight_bytes
         bound=np.atleast_1d(step.bound),
         fits=np.broadcast_to(fits, t.shape).copy(),
     )
-
-
-def weight_amortising_batch(model, chip, weight_bytes=2, dtype="bf16", context=0, kv_bytes=2):
-    """Alias of :func:`llmmath.roofline.critical_batch`: the batch where weight reads stop dominating."""
-    return critical_batch(model, chip, weight_bytes=weight_bytes, dtype=dtype, context=context,
-                          kv_bytes=kv_bytes)
 
 
 @dataclass(frozen=True)

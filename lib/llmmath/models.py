@@ -489,15 +489,14 @@ def attention_crossover_context(model: Model) -> float:
 
 # ----- the catalogue --------------------------------------------------------------------------
 
-CATALOGUE: dict[str, Model] = {}
-
-
-def register(model: Model) -> Model:
-    """Add a model to the catalogue (used by the catalogue module; names must be unique)."""
-    if model.name in CATALOGUE:
-        raise ValueError(f"name: model {model.name!r} is already in the catalogue")
-    CATALOGUE[model.name] = model
-    return model
+def _index(entries) -> dict[str, Model]:
+    """Catalogue entries by name; names must be unique."""
+    index: dict[str, Model] = {}
+    for entry in entries:
+        if entry.name in index:
+            raise ValueError(f"name: model {entry.name!r} appears twice in the catalogue")
+        index[entry.name] = entry
+    return index
 
 
 def get(name: str) -> Model:
@@ -513,4 +512,7 @@ def all_models() -> list[Model]:
     return list(CATALOGUE.values())
 
 
-from . import _model_catalogue  # noqa: E402,F401  (fills CATALOGUE)
+from ._model_catalogue import MODELS  # noqa: E402  (plain data; imports Model from here)
+
+#: The catalogue, name -> entry, built from the plain tuple in ``_model_catalogue``.
+CATALOGUE: dict[str, Model] = _index(MODELS)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._check import choice, positive
+from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
 
 __all__ = [
@@ -89,7 +90,7 @@ def expert_parallel_comm_time(model, tokens, n_chips, bandwidth, activation_byte
     Uniform routing is assumed; a hot expert makes it slower. Zero for a dense model.
     """
     tokens = positive("tokens", tokens)
-    n_chips = positive("n_chips", n_chips)
+    n_chips = n_chips_check(n_chips)
     activation_bytes = positive("activation_bytes", activation_bytes)
     if not model.is_moe:
         return _out(0.0 * tokens * n_chips)
@@ -166,7 +167,7 @@ def ffn_comm_time(layout, tokens, d_model, d_ff, n_chips, bandwidth, activation_
     T = positive("tokens", tokens)
     E = positive("d_model", d_model)
     F = positive("d_ff", d_ff)
-    n = positive("n_chips", n_chips)
+    n = n_chips_check(n_chips)
     bw = positive("bandwidth", bandwidth)
     ba = positive("activation_bytes", activation_bytes)
     bw_w = positive("weight_bytes", weight_bytes)

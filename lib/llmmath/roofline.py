@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._check import choice, fraction, positive
+from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
 
 __all__ = [
@@ -124,7 +125,7 @@ def _finish(kind, overlap, flops, wbytes, kvbytes, n_chips, chip, dtype,
 def _check_step(n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency):
     """Validate the arguments every step bound shares (ValueError naming the argument)."""
     choice("overlap", overlap, OVERLAPS)
-    return (positive("n_chips", n_chips), positive("weight_bytes", weight_bytes),
+    return (n_chips_check(n_chips), positive("weight_bytes", weight_bytes),
             positive("kv_bytes", kv_bytes), fraction("compute_efficiency", compute_efficiency),
             fraction("memory_efficiency", memory_efficiency))
 
@@ -337,7 +338,7 @@ def fits_in_memory(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_by
     The one "fits in HBM" rule: figures, explorers, :func:`~llmmath.cost.latency_cost_frontier`
     and :func:`min_chips` use it. A bool for scalar inputs, a bool array for arrays.
     """
-    n_chips = positive("n_chips", n_chips)
+    n_chips = n_chips_check(n_chips)
     memory_fraction = fraction("memory_fraction", memory_fraction)
     held = memory_held(model, batch, context, weight_bytes=weight_bytes, kv_bytes=kv_bytes)
     ok = np.asarray(held) <= np.asarray(n_chips) * chip.hbm_capacity * memory_fraction
@@ -366,7 +367,7 @@ def max_batch(model, chip, context, n_chips=1, weight_bytes=2, kv_bytes=2, memor
     Raises ValueError naming the minimum chip count when the weights alone do not fit.
     """
     context = positive("context", context)
-    n_chips = positive("n_chips", n_chips)
+    n_chips = n_chips_check(n_chips)
     weight_bytes = positive("weight_bytes", weight_bytes)
     kv_bytes = positive("kv_bytes", kv_bytes)
     memory_fraction = fraction("memory_fraction", memory_fraction)
@@ -391,7 +392,7 @@ def max_context(model, chip, batch, n_chips=1, weight_bytes=2, kv_bytes=2, memor
     model's ``max_context``.
     """
     batch = positive("batch", batch)
-    n_chips = positive("n_chips", n_chips)
+    n_chips = n_chips_check(n_chips)
     weight_bytes = positive("weight_bytes", weight_bytes)
     kv_bytes = positive("kv_bytes", kv_bytes)
     kv_replicas = positive("kv_replicas", kv_replicas)

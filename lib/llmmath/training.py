@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._check import choice, fraction, positive
+from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
 
 __all__ = [
@@ -60,7 +61,7 @@ def training_time(model, tokens, chip, n_chips, mfu, dtype="bf16"):
     ``mfu`` is model FLOPs utilisation, which already excludes recomputation, so the time does
     not depend on whether activations are recomputed (a run that recomputes reaches a lower MFU).
     """
-    n_chips = positive("n_chips", n_chips)
+    n_chips = n_chips_check(n_chips)
     mfu = fraction("mfu", mfu)
     return _out(training_flops(model, tokens) / (n_chips * chip.peak(dtype) * mfu))
 
@@ -74,7 +75,7 @@ def mfu(model, tokens, time, chip, n_chips=1, dtype="bf16", flops_per_param=6):
     """
     tokens = positive("tokens", tokens)
     time = positive("time", time)
-    n_chips = positive("n_chips", n_chips)
+    n_chips = n_chips_check(n_chips)
     flops_per_param = positive("flops_per_param", flops_per_param)
     return _out(flops_per_param * _params(model) * tokens / (n_chips * chip.peak(dtype) * time))
 
