@@ -18,7 +18,7 @@ from llmmath.cost import (
     tokens_per_second_per_chip,
 )
 from llmmath.models import Model
-from llmmath.roofline import critical_batch, decode_step, max_batch, prefill_step
+from llmmath.roofline import decode_step, max_batch, prefill_step
 
 H100 = chips.get("H100-SXM")
 LLAMA = models.get("Llama-3-70B")
