@@ -119,7 +119,7 @@ def test_cost_curve_stops_at_the_memory_limit():
     assert cost.get_xdata().max() <= mb
     texts = " ".join(_texts(fig))
     assert f"B > {mb:,}" in texts and "floor $" in texts
-    assert fig.llm_numbers["max_batch"] == mb
+    assert fig.numbers["max_batch"] == mb
 
 
 def test_cost_without_a_price_says_assumed():
@@ -131,7 +131,7 @@ def test_cost_without_a_price_says_assumed():
 def test_crossover_context_is_annotated():
     with plots.offscreen():
         fig = plots.decode_time_vs_context(LLAMA, H100, batch=64, n_chips=8)
-    assert fig.llm_numbers["crossover_context"] is not None
+    assert fig.numbers["crossover_context"] is not None
     assert "KV reads = weight reads" in " ".join(_texts(fig))
 
 
@@ -140,11 +140,11 @@ def test_update_in_place_keeps_one_figure_and_lines():
         fig = plots.decode_time_vs_batch(LLAMA, H100, n_chips=8, mark_batch=8)
     lines = list(fig.axes[0].get_lines())[:4]
     y0 = lines[3].get_ydata().copy()
-    same = fig.llm_update(context=65536.0 if False else 8192, mark_batch=64)
+    same = fig.update(context=65536.0 if False else 8192, mark_batch=64)
     assert same is fig and list(fig.axes[0].get_lines())[:4] == lines
     assert not np.allclose(lines[3].get_ydata(), y0)
     with pytest.raises(TypeError):
-        fig.llm_update(no_such_argument=1)
+        fig.update(no_such_argument=1)
 
 
 def test_mark_only_update_reuses_the_background():
@@ -152,13 +152,13 @@ def test_mark_only_update_reuses_the_background():
         fig = plots.cost_vs_batch(LLAMA, H100, n_chips=8, mark_batch=8)
     fig.set_dpi(50)
     a = plots.render_rgba(fig).copy()
-    bg = fig.llm_plot._bg
-    b = plots.render_rgba(fig.llm_update(mark_batch=256)).copy()
-    assert fig.llm_plot._bg is bg, "a mark-only change must not redraw the background"
+    bg = fig.drawing._bg
+    b = plots.render_rgba(fig.update(mark_batch=256)).copy()
+    assert fig.drawing._bg is bg, "a mark-only change must not redraw the background"
     assert (a != b).any()
-    fig.llm_update(context=1024)
+    fig.update(context=1024)
     plots.render_rgba(fig)
-    assert fig.llm_plot._bg is not bg
+    assert fig.drawing._bg is not bg
 
 
 def test_roofline_and_bars():
