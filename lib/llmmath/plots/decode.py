@@ -12,6 +12,7 @@ from ..roofline import (
     critical_batch,
     critical_context,
     decode_step,
+    fits_in_memory,
     max_batch,
     min_chips,
     speculative_step,
@@ -198,8 +199,9 @@ def regime_map(p, model, chip, n_chips=1, batches=None, contexts=None, weight_by
     S = grid(contexts, 128, model.max_context or 1 << 20, n=70, integer=False)
     s = _decode(model, chip, B[None, :], S[:, None], n_chips, weight_bytes, kv_bytes, dt, "step")
     cat = np.where(np.asarray(s.compute_time) >= np.asarray(s.memory_time), 1.0, 0.0)
-    held = model.total_params * weight_bytes + B[None, :] * model.kv_cache_bytes(S[:, None], kv_bytes)
-    cat = np.where(held > float(n_chips) * chip.hbm_capacity, 2.0, cat)
+    fits = fits_in_memory(model, chip, B[None, :], S[:, None], n_chips=n_chips,
+                          weight_bytes=weight_bytes, kv_bytes=kv_bytes)
+    cat = np.where(fits, cat, 2.0)
     ax = p.ax
     cmap = mpl.colors.ListedColormap(["#f5d08a", "#a6d3f0", NOFIT])
     p.add(ax.pcolormesh(B, S, cat, cmap=cmap, vmin=-0.5, vmax=2.5, shading="nearest",

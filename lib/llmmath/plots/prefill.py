@@ -7,7 +7,7 @@ import math
 import numpy as np
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from ..cost import input_output_cost
+from ..cost import input_output_cost, kv_to_compute_ratio, price_step_context
 from ..memory import cache_cost, memory_tiers
 from ..roofline import critical_batch, decode_step, prefill_step
 from ..units import fmt_count, fmt_usd
@@ -217,7 +217,7 @@ def price_step_vs_context(p, active_params=100e9, kv_bytes_per_token=1667, ops_p
     comp = np.ones_like(S, dtype=float)
     # per sequence and step, at a batch large enough to amortise the weights:
     # KV read time / compute time = S b_kv W^-1 / (2 N_act C^-1) = S b_kv R / (2 N_act)
-    kv = S * kv_bytes_per_token * ops_per_byte / (2.0 * active_params)
+    kv = np.asarray(kv_to_compute_ratio(S, active_params, kv_bytes_per_token, ops_per_byte))
     tot = np.maximum(comp, kv)
     price = np.where(S >= price_step, price_ratio, 1.0)
     for line, yy in ((p.l_c, comp), (p.l_kv, kv), (p.l_t, tot), (p.l_p, price)):
@@ -228,7 +228,7 @@ def price_step_vs_context(p, active_params=100e9, kv_bytes_per_token=1667, ops_p
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlim(S.min(), S.max())
     ax.set_ylim(0.05, max(4.0, float(tot.max()) * 1.2))
-    cross = 2.0 * active_params / (kv_bytes_per_token * ops_per_byte)
+    cross = float(price_step_context(active_params, kv_bytes_per_token, ops_per_byte))
     if S.min() <= cross <= S.max():
         p.vline(cross, f"KV = compute\n S = {fmt_count(cross, 2)}", color=ROLE["kv"], y=0.97)
     ax.legend(loc="lower right", fontsize=9)
