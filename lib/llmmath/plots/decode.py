@@ -9,6 +9,7 @@ import numpy as np
 from matplotlib.patches import Patch
 
 from ..roofline import (
+    batch_sweep,
     critical_batch,
     critical_context,
     decode_step,
@@ -83,22 +84,23 @@ def decode_time_vs_batch(p, model, chip, batches=None, context=4096, n_chips=1, 
     dt, dnote = chip.resolve_dtype(dtype)
     ctx, cnote = model.cap_context(context)
     B = grid(batches, 1, 4096)
-    s = _decode(model, chip, B, ctx, n_chips, weight_bytes, kv_bytes, dt, overlap)
+    sweep = batch_sweep(model, chip, B, ctx, n_chips=n_chips, weight_bytes=weight_bytes,
+                        kv_bytes=kv_bytes, dtype=dt, overlap=overlap)
+    s = sweep.step
     ys = _set_time_lines(p, B, s)
     ax = p.ax
     ax.set_xlim(B.min(), B.max())
     ax.set_ylim(*loglim(np.concatenate([np.ravel(y) for y in ys]), pad=1.3))
-    floor = float(s.weight_time[0])
+    floor = sweep.floor
     p.hline(floor, f"weight-read floor: {fmt_t(floor)}", color=ROLE["weights"], x=0.01, ha="left",
                va="top")
-    mb, need = _fits(model, chip, ctx, n_chips, weight_bytes, kv_bytes)
+    mb, need = sweep.max_batch, sweep.min_chips
     if mb is None or mb < 1:
         p.note(f"does not fit: weights + 1 sequence need {need} x {chip.name}", loc=(0.98, 0.03),
                   ha="right")
     elif mb < B.max():
         p.nofit(max(mb, B.min()), B.max(), f"B > {mb:,}: KV does not fit")
-    bstar = try_value(critical_batch, model, chip, weight_bytes=weight_bytes, dtype=dt, context=ctx,
-                 kv_bytes=kv_bytes)
+    bstar = sweep.critical_batch
     if bstar is not None and B.min() <= bstar <= B.max():
         p.vline(bstar, f"critical batch\n B* = {bstar:,.0f}", y=0.6)
     with p.marking():
@@ -109,11 +111,7 @@ def decode_time_vs_batch(p, model, chip, batches=None, context=4096, n_chips=1, 
     ax.set_title(with_notes(f"{model.name} on {chips_label(n_chips, chip)}, context {fmt_n(ctx)}",
                         dnote, cnote))
     p.numbers.update(critical_batch=bstar, floor=floor, max_batch=mb)
-    bs = f"the critical batch B* is about {bstar:,.0f}" if bstar else "decode stays memory-bound at every batch"
-    return (f"Log-log plot of the decode step time lower bound of {model.name} on "
-            f"{chips_label(n_chips, chip)} at {fmt_n(ctx)} tokens of context against batch "
-            f"{B[0]:g} to {B[-1]:g}: compute, weight-read and KV-read times; weight reads set a floor "
-            f"of {fmt_t(floor)}, {bs}, and at batch {B[-1]:g} the step takes {fmt_t(s.time[-1])}.")
+    return f"Log-log plot of {sweep.describe()}."
 
 
 def _decode_time_vs_context_setup(p):

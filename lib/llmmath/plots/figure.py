@@ -55,6 +55,9 @@ class BookFigure(Figure):
         self.builder = ""
         self.drawing: Drawing | None = None
 
+    def __repr__(self):  # the notebooks' text outputs read "<Figure size ...>", as for any figure
+        return super().__repr__().replace(type(self).__name__, "Figure", 1)
+
     def update(self, props=None, /, **changes):
         if props is not None:  # matplotlib's Artist.update(dict)
             return super().update(props)
@@ -130,6 +133,11 @@ class Drawing:
             raise TypeError(f"{self.name}: unknown argument(s) {sorted(unknown)}; "
                             f"allowed: {sorted(self.params)}")
         self.params.update(changes)
+        # a chip or model by name or object
+        if isinstance(self.params.get("chip"), str):
+            self.params["chip"] = _chips.get(self.params["chip"])
+        if isinstance(self.params.get("model"), str):
+            self.params["model"] = _models.get(self.params["model"])
         self._mark_text = None
         with house_style():
             marks = {id(a) for a in self._mark_artists}
