@@ -1,9 +1,9 @@
 """Figure builders with one house style. Every chapter figure comes from here.
 
 Each builder takes the model, chip and workload as arguments (a chip or model by name or
-object) and returns a :class:`~llmmath.plots.figure.BookFigure`, so a reader can rebuild any
+object) and returns a :class:`BookFigure`, so a reader can rebuild any
 figure for their own hardware; given ``ax=`` it draws into that Axes instead. The house style
-(:mod:`~llmmath.plots.style`) is applied by the builders themselves: readable on a phone, a
+(``llmmath.plots.style``) is applied by the builders themselves: readable on a phone, a
 colour-blind-safe palette (Okabe and Ito 2008) with one colour per role, an opaque white
 background that stays legible in the site's dark mode, labelled axes with units, log axes where
 a quantity spans decades, and annotations on the point the text talks about.
