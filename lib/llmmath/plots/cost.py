@@ -121,6 +121,9 @@ def latency_cost_frontier(p, model, chip, batches=None, context=4096, n_chips=1,
                           weight_bytes=2, kv_bytes=2, dtype="bf16", overlap="step", mark_batch=None):
     """Tokens/s per user (x) against $/Mtok (y) as the batch grows; points labelled with batch.
 
+    The figure of :func:`llmmath.cost.latency_cost_frontier` (same name, same arguments and
+    ``price_per_chip_hour``): that function returns the sweep, this one draws it.
+
     Points whose weights and KV caches do not fit are drawn hollow. ``batches`` default 1, 2, 4 ... 4096.
     """
     dt, dnote = chip.resolve_dtype(dtype)
