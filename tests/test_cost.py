@@ -106,3 +106,13 @@ def test_cost_per_token_never_rises_with_batch(m, b1, b2, s, overlap):
     c_lo = cost_per_token(decode_step(m, H100, lo, s, overlap=overlap))
     c_hi = cost_per_token(decode_step(m, H100, hi, s, overlap=overlap))
     assert c_hi <= c_lo * (1 + 1e-9)
+
+
+def test_price_step_context_by_hand():
+    from llmmath.cost import kv_to_compute_ratio, price_step_context
+
+    # 2 x 100e9 / (1667 B x 600 FLOP/byte) = 2e11 / 1.0002e6 = 199,960 tokens
+    s = price_step_context(100e9, 1667, 600)
+    assert abs(s - 199_960.0) < 1.0
+    assert abs(kv_to_compute_ratio(199_960.0, 100e9, 1667, 600) - 1.0) < 1e-6  # 199,960 is rounded
+    assert abs(kv_to_compute_ratio(2 * s, 100e9, 1667, 600) - 2.0) < 1e-12

@@ -128,7 +128,7 @@ def test_moving_the_marked_point_changes_the_frame(name, mark):
     lo, hi = MARK_VALUES[mark]
     fig = getattr(plots, name)(models.get("Llama-3-70B"), chips.get("H100-SXM"), **{mark: lo})
     first = plots.render_rgba(fig).copy()
-    fig.llm_update(**{mark: hi})
+    fig.update(**{mark: hi})
     second = plots.render_rgba(fig).copy()
     matplotlib.pyplot.close(fig)
     assert (first != second).any(), f"{name}: moving {mark} from {lo} to {hi} did not change the figure"

@@ -119,7 +119,7 @@ def test_cost_curve_stops_at_the_memory_limit():
     assert cost.get_xdata().max() <= mb
     texts = " ".join(_texts(fig))
     assert f"B > {mb:,}" in texts and "floor $" in texts
-    assert fig.llm_numbers["max_batch"] == mb
+    assert fig.numbers["max_batch"] == mb
 
 
 def test_cost_without_a_price_says_assumed():
@@ -131,7 +131,7 @@ def test_cost_without_a_price_says_assumed():
 def test_crossover_context_is_annotated():
     with plots.offscreen():
         fig = plots.decode_time_vs_context(LLAMA, H100, batch=64, n_chips=8)
-    assert fig.llm_numbers["crossover_context"] is not None
+    assert fig.numbers["crossover_context"] is not None
     assert "KV reads = weight reads" in " ".join(_texts(fig))
 
 
@@ -140,11 +140,11 @@ def test_update_in_place_keeps_one_figure_and_lines():
         fig = plots.decode_time_vs_batch(LLAMA, H100, n_chips=8, mark_batch=8)
     lines = list(fig.axes[0].get_lines())[:4]
     y0 = lines[3].get_ydata().copy()
-    same = fig.llm_update(context=65536.0 if False else 8192, mark_batch=64)
+    same = fig.update(context=65536.0 if False else 8192, mark_batch=64)
     assert same is fig and list(fig.axes[0].get_lines())[:4] == lines
     assert not np.allclose(lines[3].get_ydata(), y0)
     with pytest.raises(TypeError):
-        fig.llm_update(no_such_argument=1)
+        fig.update(no_such_argument=1)
 
 
 def test_mark_only_update_reuses_the_background():
@@ -152,13 +152,13 @@ def test_mark_only_update_reuses_the_background():
         fig = plots.cost_vs_batch(LLAMA, H100, n_chips=8, mark_batch=8)
     fig.set_dpi(50)
     a = plots.render_rgba(fig).copy()
-    bg = fig.llm_plot._bg
-    b = plots.render_rgba(fig.llm_update(mark_batch=256)).copy()
-    assert fig.llm_plot._bg is bg, "a mark-only change must not redraw the background"
+    bg = fig.drawing._bg
+    b = plots.render_rgba(fig.update(mark_batch=256)).copy()
+    assert fig.drawing._bg is bg, "a mark-only change must not redraw the background"
     assert (a != b).any()
-    fig.llm_update(context=1024)
+    fig.update(context=1024)
     plots.render_rgba(fig)
-    assert fig.llm_plot._bg is not bg
+    assert fig.drawing._bg is not bg
 
 
 def test_roofline_and_bars():
@@ -184,3 +184,36 @@ def test_unknown_dtype_falls_back_and_says_so():
     with plots.offscreen():
         fig = plots.decode_time_vs_batch(LLAMA, chips.get("Rubin"), n_chips=4)
     assert "fp4" in fig.axes[0].get_title()
+
+
+def test_decode_alt_text_states_the_figures_numbers():
+    """The alt text's floor, B* and end point are the drawn floor line, knee line and bound."""
+    from llmmath.roofline import batch_sweep
+    from llmmath.units import fmt_time
+
+    with plots.offscreen():
+        fig = plots.decode_time_vs_batch(LLAMA, H100, context=1024, n_chips=8)
+    ax = fig.axes[0]
+    drawn_floor = [ln.get_ydata()[0] for ln in ax.get_lines() if ln.get_linestyle() == "--"][0]
+    knee = [ln.get_xdata()[0] for ln in ax.get_lines() if ln.get_linestyle() == ":"][0]
+    bound = [ln for ln in ax.get_lines() if ln.get_label() == "step bound"][0]
+    assert f"floor of {fmt_time(drawn_floor, 2)}" in fig.alt_text
+    assert f"B* is about {knee:,.0f}" in fig.alt_text
+    assert f"takes {fmt_time(bound.get_ydata()[-1], 2)}" in fig.alt_text
+    assert fig.numbers["floor"] == drawn_floor and fig.numbers["critical_batch"] == knee
+    # the floor is the weights' read time at batch 1: N_tot b_w / (n W), to within the LM head's
+    # share (the embedding table is not read per token), here 70.55e9 x 2 / (8 x 3.35e12) = 5.26 ms
+    assert 0.97 * 5.265e-3 < drawn_floor <= 5.265e-3
+    sweep = batch_sweep(LLAMA, H100, [1, 64, 4096], 1024, n_chips=8)
+    assert sweep.describe() in plots.decode_time_vs_batch(LLAMA, H100, batches=[1, 64, 4096],
+                                                          context=1024, n_chips=8).alt_text
+
+
+def test_builders_draw_into_a_given_axes():
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2)
+    assert plots.decode_time_vs_batch("Llama-3-70B", "H100-SXM", n_chips=8, ax=a) is a
+    assert a.get_title().startswith("Llama-3-70B on 8x H100-SXM")
+    out = plots.kv_vs_context([LLAMA], H100, ax=b)
+    assert out is b and b.get_lines()

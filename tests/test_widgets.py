@@ -36,7 +36,7 @@ def test_decode_numbers_match_the_library():
     from llmmath.roofline import decode_step
     from llmmath.units import fmt_time
 
-    e = widgets.decode_explorer("Llama-3-70B", "H100-SXM", batch=64, context=4096, chips=8)
+    e = widgets.decode_explorer("Llama-3-70B", "H100-SXM", batch=64, context=4096, n_chips=8)
     s = decode_step(models.get("Llama-3-70B"), chips.get("H100-SXM"), 64, 4096, n_chips=8)
     assert fmt_time(s.time) in e.numbers.value
     assert s.bound in e.numbers.value

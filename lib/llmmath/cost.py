@@ -246,3 +246,18 @@ def chunked_prefill_tokens(model, chip, batch, context, n_chips=1, weight_bytes=
                     kv_bytes=kv_bytes, dtype=dtype)
     return _out(np.maximum(np.asarray(s.time) / np.asarray(s.compute_time) - 1.0, 0.0)
                 * np.asarray(s.batch))
+
+
+# ----- the long-context price step read as a roofline crossover (chapter 6) ------------------
+
+def kv_to_compute_ratio(context, active_params, kv_bytes_per_token, ops_per_byte):
+    """Per sequence at a batch that amortises the weights: KV-read time over compute time per
+    output token, ``S b_kv W^-1 / (2 N_act C^-1) = S b_kv R / (2 N_act)`` (``R = C / W``)."""
+    context = np.asarray(context, dtype=float)
+    return _out(context * kv_bytes_per_token * ops_per_byte / (2.0 * active_params))
+
+
+def price_step_context(active_params, kv_bytes_per_token, ops_per_byte):
+    """Context where :func:`kv_to_compute_ratio` reaches 1: ``S = 2 N_act / (R b_kv)``; beyond
+    it cost per output token grows with context (where a long-context price step belongs)."""
+    return _out(2.0 * active_params / (kv_bytes_per_token * ops_per_byte))

@@ -148,7 +148,7 @@ def slider(builder, param: str, values, label=None, *, name: str | None = None, 
       fits, ValueError if even 100 dpi does not (use fewer frames).
 
     The builder is one of :mod:`llmmath.plots`; its figure is built once and updated in place
-    per frame (``fig.llm_update``), so frames cost a redraw each, not a rebuild.
+    per frame (``fig.update``), so frames cost a redraw each, not a rebuild.
     """
     values = list(values)
     if len(values) < 2:
@@ -161,13 +161,13 @@ def slider(builder, param: str, values, label=None, *, name: str | None = None, 
     bname = getattr(builder, "__name__", str(builder))
     with plots.offscreen():
         fig = builder(**{**builder_kwargs, param: values[0]})
-        updatable = hasattr(fig, "llm_update")
+        updatable = isinstance(fig, plots.BookFigure) and fig.drawing is not None
         for dpi in _DPIS:
             fig.set_dpi(dpi)
             images, alts, size = [], [], None
             for v in values:
                 if updatable:
-                    fig.llm_update(**{param: v})
+                    fig.update(**{param: v})
                 else:
                     fig = builder(**{**builder_kwargs, param: v})
                     fig.set_dpi(dpi)

@@ -5,7 +5,7 @@ PNG, so the saved notebook state shows the figure and nbval needs no ignore tag)
 panel with the numbers the figure plots (step time, bound, tokens/s, $/Mtok ...).
 
 An update (one slider move) recomputes with the library and updates the figure's artists in
-place (``fig.llm_update``): one figure is kept for the life of the explorer. Moving the
+place (``fig.update``): one figure is kept for the life of the explorer. Moving the
 explorer's main slider only moves the marked point, which is redrawn over a cached background
 (:func:`llmmath.plots.render_rgba`), so it costs milliseconds; other controls redraw the figure.
 ``explorer.update(**values)`` sets several controls at once and returns after one redraw
@@ -27,6 +27,8 @@ from PIL import Image
 from . import chips as _chips
 from . import models as _models
 from . import plots
+from .cost import chip_hour_price
+from .plots.figure import try_value
 from .units import (
     fmt_bandwidth,
     fmt_bytes,
@@ -198,14 +200,14 @@ def _sel(description, options, value, fmt=None):
 
 def _precision(chip, label):
     wb, kvb, dt = PRECISIONS[label]
-    dt_used, _ = plots._dtype(chip, dt)
+    dt_used, _ = chip.resolve_dtype(dt)
     return wb, kvb, dt_used
 
 
 def _fit_rows(model, chip, n, wb, kvb, ctx, batch):
     from .roofline import max_batch, min_chips
 
-    mb = plots._try(max_batch, model, chip, max(ctx, 1), n_chips=n, weight_bytes=wb, kv_bytes=kvb)
+    mb = try_value(max_batch, model, chip, max(ctx, 1), n_chips=n, weight_bytes=wb, kv_bytes=kvb)
     need = min_chips(model, chip, batch=batch, context=ctx, weight_bytes=wb, kv_bytes=kvb)
     fits = mb is not None and mb >= batch
     return [("max batch that fits", f"{mb:,}" if mb is not None else "weights do not fit"),
@@ -215,7 +217,7 @@ def _fit_rows(model, chip, n, wb, kvb, ctx, batch):
 # ----- explorers --------------------------------------------------------------------------------
 
 def decode_explorer(model="Llama-3-70B", chip="H100-SXM", batch=64, context=4096,
-                    precision="bf16 weights, bf16 KV", chips=8):
+                    precision="bf16 weights, bf16 KV", n_chips=8):
     """Decode step bound vs batch; pick model, chip, precision, chips; move batch and context."""
     from .cost import cost_per_million_tokens
     from .roofline import decode_step
@@ -223,7 +225,7 @@ def decode_explorer(model="Llama-3-70B", chip="H100-SXM", batch=64, context=4096
     controls = {
         "model": _model_picker(model), "chip": _chip_picker(chip),
         "precision": W.Dropdown(options=list(PRECISIONS), value=precision, description="precision"),
-        "chips": W.Dropdown(options=CHIP_COUNTS, value=chips, description="chips"),
+        "n_chips": W.Dropdown(options=CHIP_COUNTS, value=n_chips, description="chips"),
         "batch": _sel("batch", BATCHES, batch), "context": _sel("context", CONTEXTS, context),
     }
     state = {}
@@ -231,17 +233,17 @@ def decode_explorer(model="Llama-3-70B", chip="H100-SXM", batch=64, context=4096
     def compute(v):
         m, c = _models.get(v["model"]), _chips.get(v["chip"])
         wb, kvb, dt = _precision(c, v["precision"])
-        ctx, _ = plots._context(m, v["context"])
-        kw = dict(model=m, chip=c, context=ctx, n_chips=v["chips"], weight_bytes=wb, kv_bytes=kvb, dtype=dt,
+        ctx, _ = m.cap_context(v["context"])
+        kw = dict(model=m, chip=c, context=ctx, n_chips=v["n_chips"], weight_bytes=wb, kv_bytes=kvb, dtype=dt,
                   mark_batch=v["batch"])
         if "fig" not in state:
             state["fig"] = _figure(plots.decode_time_vs_batch, **kw)
         else:
-            state["fig"].llm_update(**kw)
-        s = decode_step(m, c, v["batch"], ctx, n_chips=v["chips"], weight_bytes=wb, kv_bytes=kvb, dtype=dt)
-        price, _ = plots._price(c, None)
+            state["fig"].update(**kw)
+        s = decode_step(m, c, v["batch"], ctx, n_chips=v["n_chips"], weight_bytes=wb, kv_bytes=kvb, dtype=dt)
+        price, _ = chip_hour_price(c)
         cost = cost_per_million_tokens(s, price)
-        bstar = state["fig"].llm_numbers.get("critical_batch")
+        bstar = state["fig"].numbers.get("critical_batch")
         rows = [("step time (lower bound)", fmt_time(s.time)), ("bound", s.bound),
                 ("tokens/s (replica)", fmt_count(v["batch"] / s.time)),
                 ("tokens/s per user", f"{1 / s.time:,.1f}"),
@@ -249,23 +251,23 @@ def decode_explorer(model="Llama-3-70B", chip="H100-SXM", batch=64, context=4096
                 ("compute / weights / KV", " / ".join(fmt_time(x) for x in (s.compute_time, s.weight_time,
                                                                             s.kv_time))),
                 ("critical batch B*", _or_dash(bstar, lambda x: f"{x:,.0f}"))]
-        rows += _fit_rows(m, c, v["chips"], wb, kvb, ctx, v["batch"])
+        rows += _fit_rows(m, c, v["n_chips"], wb, kvb, ctx, v["batch"])
         return state["fig"], _table(rows)
 
     return Explorer("decode_explorer", controls, compute, main="batch")
 
 
-def batching_explorer(model="Llama-3-70B", chip="H100-SXM", batch=64, context=4096, chips=8,
-                      price_per_hour=None, view="cost vs batch"):
+def batching_explorer(model="Llama-3-70B", chip="H100-SXM", batch=64, context=4096, n_chips=8,
+                      price_per_chip_hour=None, view="cost vs batch"):
     """Cost per million tokens vs batch, or the latency-cost frontier; set the chip-hour price."""
     from .cost import cost_per_million_tokens
     from .roofline import decode_step
 
     c0 = _chips.get(chip)
-    p0 = price_per_hour if price_per_hour is not None else (c0.price_per_hour or plots.DEFAULT_PRICE_PER_HOUR)
+    p0, _ = chip_hour_price(c0, price_per_chip_hour)
     controls = {
         "model": _model_picker(model), "chip": _chip_picker(chip),
-        "chips": W.Dropdown(options=CHIP_COUNTS, value=chips, description="chips"),
+        "n_chips": W.Dropdown(options=CHIP_COUNTS, value=n_chips, description="chips"),
         "price": W.FloatSlider(value=p0, min=0.25, max=10.0, step=0.25, description="$/chip-h",
                                continuous_update=True, readout_format=".2f"),
         "view": W.ToggleButtons(options=["cost vs batch", "latency vs cost"], value=view),
@@ -275,38 +277,38 @@ def batching_explorer(model="Llama-3-70B", chip="H100-SXM", batch=64, context=40
 
     def compute(v):
         m, c = _models.get(v["model"]), _chips.get(v["chip"])
-        ctx, _ = plots._context(m, v["context"])
-        kw = dict(model=m, chip=c, context=ctx, n_chips=v["chips"], price_per_hour=v["price"],
+        ctx, _ = m.cap_context(v["context"])
+        kw = dict(model=m, chip=c, context=ctx, n_chips=v["n_chips"], price_per_chip_hour=v["price"],
                   mark_batch=v["batch"])
         key = v["view"]
         builder = plots.cost_vs_batch if key == "cost vs batch" else plots.latency_cost_frontier
         if key not in state:
             state[key] = _figure(builder, **kw)
         else:
-            state[key].llm_update(**kw)
-        dt, _ = plots._dtype(c, "bf16")
-        s = decode_step(m, c, v["batch"], ctx, n_chips=v["chips"], dtype=dt)
+            state[key].update(**kw)
+        dt, _ = c.resolve_dtype("bf16")
+        s = decode_step(m, c, v["batch"], ctx, n_chips=v["n_chips"], dtype=dt)
         cost = cost_per_million_tokens(s, v["price"])
-        nums = state[key].llm_numbers
+        nums = state[key].numbers
         rows = [("step time (lower bound)", fmt_time(s.time)), ("bound", s.bound),
                 ("tokens/s per user", f"{1 / s.time:,.1f}"),
                 ("tokens/s (replica)", fmt_count(v["batch"] / s.time)),
                 ("$/Mtok (lower bound)", fmt_usd(cost))]
         if "floor" in nums:
             rows.append(("cost floor", _or_dash(nums.get("floor"), fmt_usd)))
-        rows += _fit_rows(m, c, v["chips"], 2, 2, ctx, v["batch"])
+        rows += _fit_rows(m, c, v["n_chips"], 2, 2, ctx, v["batch"])
         return state[key], _table(rows)
 
     return Explorer("batching_explorer", controls, compute, main="batch")
 
 
-def kv_explorer(model="Llama-3-70B", chip="H100-SXM", context=8192, batch=16, chips=8, kv_bytes=2):
+def kv_explorer(model="Llama-3-70B", chip="H100-SXM", context=8192, batch=16, n_chips=8, kv_bytes=2):
     """KV-cache memory vs context for a model (its attention variant), batch and chip memory."""
     from .roofline import max_batch, max_context
 
     controls = {
         "model": _model_picker(model), "chip": _chip_picker(chip),
-        "chips": W.Dropdown(options=CHIP_COUNTS, value=chips, description="chips"),
+        "n_chips": W.Dropdown(options=CHIP_COUNTS, value=n_chips, description="chips"),
         "kv_bytes": W.Dropdown(options=[("bf16 (2 B)", 2), ("fp8 (1 B)", 1), ("int4 (0.5 B)", 0.5)],
                                value=kv_bytes, description="KV element"),
         "batch": _sel("batch", BATCHES, batch), "context": _sel("context", CONTEXTS, context),
@@ -316,20 +318,20 @@ def kv_explorer(model="Llama-3-70B", chip="H100-SXM", context=8192, batch=16, ch
     def compute(v):
         m, c = _models.get(v["model"]), _chips.get(v["chip"])
         ctx = min(v["context"], m.max_context or v["context"])
-        kw = dict(model_list=[m], chip=c, batch=v["batch"], n_chips=v["chips"], kv_bytes=v["kv_bytes"],
+        kw = dict(model_list=[m], chip=c, batch=v["batch"], n_chips=v["n_chips"], kv_bytes=v["kv_bytes"],
                   mark_context=ctx)
         if "fig" not in state:
             state["fig"] = _figure(plots.kv_vs_context, **kw)
         else:
-            state["fig"].llm_update(**kw)
+            state["fig"].update(**kw)
         per_tok = m.kv_bytes_per_token(v["kv_bytes"])
         total = v["batch"] * m.kv_cache_bytes(ctx, v["kv_bytes"])
-        mb = plots._try(max_batch, m, c, ctx, n_chips=v["chips"], kv_bytes=v["kv_bytes"])
-        mc = plots._try(max_context, m, c, v["batch"], n_chips=v["chips"], kv_bytes=v["kv_bytes"])
+        mb = try_value(max_batch, m, c, ctx, n_chips=v["n_chips"], kv_bytes=v["kv_bytes"])
+        mc = try_value(max_context, m, c, v["batch"], n_chips=v["n_chips"], kv_bytes=v["kv_bytes"])
         rows = [("attention", m.attention_kind), ("KV per token", fmt_bytes(per_tok)),
                 (f"KV at {ctx:,} tokens x {v['batch']:,}", fmt_bytes(total)),
                 ("weights", fmt_bytes(m.total_params * 2)),
-                ("HBM", fmt_bytes(v["chips"] * c.hbm_capacity)),
+                ("HBM", fmt_bytes(v["n_chips"] * c.hbm_capacity)),
                 ("max batch at this context", _or_dash(mb, lambda x: f"{x:,}")),
                 ("max context at this batch", _or_dash(mc, lambda x: f"{x:,}"))]
         return state["fig"], _table(rows)
@@ -337,14 +339,14 @@ def kv_explorer(model="Llama-3-70B", chip="H100-SXM", context=8192, batch=16, ch
     return Explorer("kv_explorer", controls, compute, main="context")
 
 
-def prefill_explorer(model="Llama-3-70B", chip="H100-SXM", prompt=2048, batch=1, chips=8):
+def prefill_explorer(model="Llama-3-70B", chip="H100-SXM", prompt=2048, batch=1, n_chips=8):
     """Prefill bound vs prompt length: when it turns compute-bound; time to first token."""
     from .cost import cost_per_million_tokens
     from .roofline import prefill_step
 
     controls = {
         "model": _model_picker(model), "chip": _chip_picker(chip),
-        "chips": W.Dropdown(options=CHIP_COUNTS, value=chips, description="chips"),
+        "n_chips": W.Dropdown(options=CHIP_COUNTS, value=n_chips, description="chips"),
         "batch": _sel("batch", [1, 2, 4, 8, 16, 32, 64], batch),
         "prompt": _sel("prompt", [16, 64, 256, 1024, 2048, 4096, 8192, 32768, 131072], prompt),
     }
@@ -352,20 +354,20 @@ def prefill_explorer(model="Llama-3-70B", chip="H100-SXM", prompt=2048, batch=1,
 
     def compute(v):
         m, c = _models.get(v["model"]), _chips.get(v["chip"])
-        dt, _ = plots._dtype(c, "bf16")
+        dt, _ = c.resolve_dtype("bf16")
         p = min(v["prompt"], m.max_context or v["prompt"])
-        kw = dict(model=m, chip=c, batch=v["batch"], n_chips=v["chips"], dtype=dt, mark_prompt=p)
+        kw = dict(model=m, chip=c, batch=v["batch"], n_chips=v["n_chips"], dtype=dt, mark_prompt=p)
         if "fig" not in state:
             state["fig"] = _figure(plots.prefill_time_vs_prompt, **kw)
         else:
-            state["fig"].llm_update(**kw)
-        s = prefill_step(m, c, v["batch"], p, n_chips=v["chips"], dtype=dt)
-        price, _ = plots._price(c, None)
+            state["fig"].update(**kw)
+        s = prefill_step(m, c, v["batch"], p, n_chips=v["n_chips"], dtype=dt)
+        price, _ = chip_hour_price(c)
         rows = [("prefill time (lower bound)", fmt_time(s.time)), ("bound", s.bound),
                 ("time to first token", fmt_time(s.time)),
                 ("prompt tokens/s", fmt_count(s.tokens / s.time)),
                 (f"$/M input tokens at {fmt_usd(price)}/chip-h", fmt_usd(cost_per_million_tokens(s, price))),
-                ("compute-bound from P", _or_dash(state["fig"].llm_numbers.get("crossover_prompt"),
+                ("compute-bound from P", _or_dash(state["fig"].numbers.get("crossover_prompt"),
                                                   lambda x: f"{x:,.0f}"))]
         return state["fig"], _table(rows)
 
@@ -391,8 +393,8 @@ def moe_explorer(model="DeepSeek-V3", chip="GB200", batch=64, expert_parallel=72
         if "fig" not in state:
             state["fig"] = _figure(plots.moe_weights_vs_batch, **kw)
         else:
-            state["fig"].llm_update(**kw)
-        dt, _ = plots._dtype(c, "bf16")
+            state["fig"].update(**kw)
+        dt, _ = c.resolve_dtype("bf16")
         s = decode_step(m, c, b, 0, n_chips=ep, dtype=dt)
         if m.is_moe:
             E, k = m.n_experts, m.experts_per_token
@@ -404,7 +406,7 @@ def moe_explorer(model="DeepSeek-V3", chip="GB200", batch=64, expert_parallel=72
         comm = expert_parallel_comm_time(m, b, ep, bw) if bw else None
         per_chip = m.total_params * 2 / ep
         rows = [("experts touched per layer", touched_s),
-                ("weights read per chip", fmt_bytes(state["fig"].llm_numbers.get("weights_read", 0))),
+                ("weights read per chip", fmt_bytes(state["fig"].numbers.get("weights_read", 0))),
                 ("weights stored per chip", fmt_bytes(per_chip)),
                 ("fits (weights only)", "yes" if per_chip <= c.hbm_capacity else "no"),
                 ("step time (lower bound)", fmt_time(s.time)), ("bound", s.bound),
@@ -434,8 +436,8 @@ def pipeline_explorer(model="DeepSeek-V3", chip="H100-SXM", stages=4, expert_par
         if "fig" not in state:
             state["fig"] = _figure(plots.memory_per_chip, **kw)
         else:
-            state["fig"].llm_update(**kw)
-        n = state["fig"].llm_numbers
+            state["fig"].update(**kw)
+        n = state["fig"].numbers
         rows = [("weights per chip", fmt_bytes(n["weights"])), ("KV per chip", fmt_bytes(n["kv"])),
                 ("total per chip", fmt_bytes(n["total"])), ("chip HBM", fmt_bytes(c.hbm_capacity)),
                 ("fits", "yes" if n["total"] <= c.hbm_capacity else "no"),
@@ -447,7 +449,7 @@ def pipeline_explorer(model="DeepSeek-V3", chip="H100-SXM", stages=4, expert_par
     return Explorer("pipeline_explorer", controls, compute, main="stages")
 
 
-def training_explorer(model="Llama-3-70B", tokens=15e12, chip="H100-SXM", chips=4096, mfu=0.4):
+def training_explorer(model="Llama-3-70B", tokens=15e12, chip="H100-SXM", n_chips=4096, mfu=0.4):
     """Training time vs chip count at a given MFU: 6 N D / (n C MFU)."""
     from .training import training_flops, training_memory, training_time
 
@@ -457,29 +459,29 @@ def training_explorer(model="Llama-3-70B", tokens=15e12, chip="H100-SXM", chips=
                        fmt=lambda t: fmt_count(t)),
         "mfu": W.FloatSlider(value=mfu, min=0.1, max=0.7, step=0.05, description="MFU",
                              readout_format=".2f"),
-        "chips": _sel("chips", [64, 256, 1024, 2048, 4096, 8192, 16384, 32768, 65536], chips),
+        "n_chips": _sel("chips", [64, 256, 1024, 2048, 4096, 8192, 16384, 32768, 65536], n_chips),
     }
     state = {}
 
     def compute(v):
         m, c = _models.get(v["model"]), _chips.get(v["chip"])
-        dt, _ = plots._dtype(c, "bf16")
-        kw = dict(model=m, tokens=v["tokens"], chip=c, mfu=v["mfu"], dtype=dt, mark_chips=v["chips"])
+        dt, _ = c.resolve_dtype("bf16")
+        kw = dict(model=m, tokens=v["tokens"], chip=c, mfu=v["mfu"], dtype=dt, mark_chips=v["n_chips"])
         if "fig" not in state:
             state["fig"] = _figure(plots.training_time_vs_chips, **kw)
         else:
-            state["fig"].llm_update(**kw)
-        t = training_time(m, v["tokens"], c, v["chips"], v["mfu"], dtype=dt)
-        price, _ = plots._price(c, None)
-        chip_h = v["chips"] * t / 3600
+            state["fig"].update(**kw)
+        t = training_time(m, v["tokens"], c, v["n_chips"], v["mfu"], dtype=dt)
+        price, _ = chip_hour_price(c)
+        chip_h = v["n_chips"] * t / 3600
         rows = [("training FLOPs (6ND)", fmt_si(training_flops(m, v["tokens"]), "FLOP")),
                 ("wall-clock time", fmt_time(t)), ("chip-hours", fmt_count(chip_h)),
                 (f"cost at {fmt_usd(price)}/chip-h", fmt_usd(chip_h * price)),
                 ("training state (16 B/param)", fmt_bytes(training_memory(m))),
-                ("state per chip", fmt_bytes(training_memory(m) / v["chips"]))]
+                ("state per chip", fmt_bytes(training_memory(m) / v["n_chips"]))]
         return state["fig"], _table(rows)
 
-    return Explorer("training_explorer", controls, compute, main="chips")
+    return Explorer("training_explorer", controls, compute, main="n_chips")
 
 
 def matmul_roofline_explorer(chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16"):
@@ -489,7 +491,7 @@ def matmul_roofline_explorer(chip="H100-SXM", batch=64, k=8192, n=8192, dtype="b
     c0 = _chips.get(chip)
     controls = {
         "chip": _chip_picker(c0.name),
-        "dtype": W.Dropdown(options=list(c0.flops), value=plots._dtype(c0, dtype)[0], description="dtype"),
+        "dtype": W.Dropdown(options=list(c0.flops), value=c0.resolve_dtype(dtype)[0], description="dtype"),
         "batch": _sel("batch", [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192], batch),
     }
     state = {}
@@ -500,14 +502,14 @@ def matmul_roofline_explorer(chip="H100-SXM", batch=64, k=8192, n=8192, dtype="b
         if list(controls["dtype"].options) != names:  # another chip: offer its formats
             controls["dtype"].unobserve_all("value")
             controls["dtype"].options = names
-            controls["dtype"].value = plots._dtype(c, v["dtype"])[0]
+            controls["dtype"].value = c.resolve_dtype(v["dtype"])[0]
             controls["dtype"].observe(state["explorer"]._on_change, names="value")
         dt = controls["dtype"].value
         kw = dict(chip=c, batch=v["batch"], k=k, n=n, dtype=dt)
         if "fig" not in state:
             state["fig"] = _figure(plots.matmul_on_roofline, **kw)
         else:
-            state["fig"].llm_update(**kw)
+            state["fig"].update(**kw)
         i = arithmetic_intensity(v["batch"], k, n)
         f = attainable_flops(c, i, dt)
         flops = 2.0 * v["batch"] * k * n
@@ -531,6 +533,6 @@ EXPLORERS = {
     "prefill_explorer": (prefill_explorer, "prompt", [16, 64, 256, 1024, 2048, 4096, 8192]),
     "moe_explorer": (moe_explorer, "batch", BATCHES),
     "pipeline_explorer": (pipeline_explorer, "stages", [1, 2, 4, 8, 16, 32, 64]),
-    "training_explorer": (training_explorer, "chips", [64, 256, 1024, 2048, 4096, 8192, 16384]),
+    "training_explorer": (training_explorer, "n_chips", [64, 256, 1024, 2048, 4096, 8192, 16384]),
     "matmul_roofline_explorer": (matmul_roofline_explorer, "batch", [1, 4, 16, 64, 256, 1024, 4096]),
 }

@@ -1,0 +1,161 @@
+"""Figures: cost."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..cost import chip_hour_price, cost_per_million_tokens
+from ..cost import latency_cost_frontier as _frontier
+from ..roofline import critical_batch
+from ..units import fmt_usd
+from .decode import _decode, _fits
+from .figure import builder, grid, mask, try_value
+from .labels import (
+    chips_label,
+    fmt_batch,
+    fmt_n,
+    fmt_usd_tick,
+    loglim,
+    set_log,
+    with_notes,
+)
+from .style import PALETTE, ROLE
+
+
+def _cost_vs_batch_setup(p):
+    ax = p.ax
+    p.l_w, = ax.plot([], [], color=ROLE["weights"], lw=1.5, ls="--", label="weights / B")
+    p.l_c, = ax.plot([], [], color=ROLE["compute"], lw=1.5, ls="--", label="compute")
+    p.l_kv, = ax.plot([], [], color=ROLE["kv"], lw=1.5, ls="--", label="KV reads")
+    p.l_tot, = ax.plot([], [], color=ROLE["cost"], lw=2.8, label="cost (lower bound)", zorder=3)
+    ax.legend(loc="upper right")
+    set_log(ax, x=fmt_batch, y=fmt_usd_tick)
+    ax.set_xlabel("batch B (sequences)")
+    ax.set_ylabel("cost per million output tokens (USD)")
+
+
+@builder(setup=_cost_vs_batch_setup)
+def cost_vs_batch(p, model, chip, price_per_chip_hour=None, batches=None, context=4096, n_chips=1, weight_bytes=2,
+                  kv_bytes=2, dtype="bf16", overlap="step", mark_batch=None):
+    """USD per million output tokens against batch (log-log) and its parts.
+
+    The weight-read share is a hyperbola ``n t_w p / B``; compute and KV reads are flat floors
+    per token. Annotates the floor, the critical batch B* and the memory limit ``max_batch``,
+    where the curve stops. ``price_per_chip_hour`` defaults to the chip's rental price (or
+    ``DEFAULT_PRICE_PER_HOUR``, flagged in the title).
+    """
+    dt, dnote = chip.resolve_dtype(dtype)
+    ctx, cnote = model.cap_context(context)
+    price, pnote = chip_hour_price(chip, price_per_chip_hour)
+    B = grid(batches, 1, 4096)
+    s = _decode(model, chip, B, ctx, n_chips, weight_bytes, kv_bytes, dt, overlap)
+    cost = np.asarray(cost_per_million_tokens(s, price))
+    per_second = cost / np.asarray(s.time)  # USD/Mtok per second of step: splits cost into parts
+    parts = {"w": per_second * s.weight_time, "c": per_second * s.compute_time,
+             "kv": per_second * s.kv_time, "t": cost}
+    mb, need = _fits(model, chip, ctx, n_chips, weight_bytes, kv_bytes)
+    ok = B <= (mb if mb is not None else 0)
+    fits = bool(ok.any())
+    keep = ok if fits else np.ones_like(ok)
+    for line, key in ((p.l_w, "w"), (p.l_c, "c"), (p.l_kv, "kv"), (p.l_tot, "t")):
+        line.set_data(*mask(B[keep], parts[key][keep]))
+    p.l_tot.set_alpha(1.0 if fits else 0.35)
+    ax = p.ax
+    ax.set_xlim(B.min(), B.max())
+    ax.set_ylim(*loglim(np.concatenate([parts[q][keep] for q in parts]), pad=1.4))
+    floor = float(max(parts["c"][keep][-1], parts["kv"][keep][-1]))
+    p.hline(floor, f"floor {fmt_usd(floor)}/Mtok", color=ROLE["cost"], x=0.01, ha="left", va="top",
+               ls=":")
+    best = None
+    limit = None
+    if not fits:
+        p.note(f"does not fit: needs at least {need} x {chip.name}\n(curve shown faded)")
+    else:
+        i = int(np.nonzero(ok)[0][-1])
+        best = float(parts["t"][i])
+        if mb < B.max():
+            p.nofit(max(mb, B.min()), B.max(), f"B > {mb:,}: HBM full")
+            limit = i
+    bstar = try_value(critical_batch, model, chip, weight_bytes=weight_bytes, dtype=dt, context=ctx,
+                 kv_bytes=kv_bytes)
+    if bstar is not None and B.min() <= bstar <= B.max():
+        p.vline(bstar, f"B* = {bstar:,.0f}", y=0.55)
+    if limit is not None:
+        p.point(B[limit], best, f"memory limit B={B[limit]:,.0f}:\n{fmt_usd(best)}/Mtok",
+                   color=ROLE["capacity"], offset=(-10, -30))
+    mark = None
+    with p.marking():
+        if mark_batch is not None:
+            m = _decode(model, chip, float(mark_batch), ctx, n_chips, weight_bytes, kv_bytes, dt, overlap)
+            mark = float(cost_per_million_tokens(m, price))
+            p.point(float(mark_batch), mark, f"B={float(mark_batch):g}: {fmt_usd(mark)}/Mtok",
+                       offset=(8, 8), ha="left")
+            p.numbers = {"step_time": m.time, "bound": m.bound, "cost_per_million": mark,
+                            "tokens_per_second": float(mark_batch) / m.time}
+    ax.set_title(with_notes(f"{model.name} on {chips_label(n_chips, chip)} at "
+                        f"{fmt_usd(price)}/chip-hour, context {fmt_n(ctx)}", dnote, cnote, pnote))
+    p.numbers.update(floor=floor, critical_batch=bstar, max_batch=mb, cost_at_max_batch=best)
+    tail = (f"the cheapest batch that fits ({mb:,}) costs {fmt_usd(best)}" if best is not None
+            else f"the model does not fit on {chips_label(n_chips, chip)}")
+    return (f"Log-log plot of the lower-bound cost per million output tokens of {model.name} on "
+            f"{chips_label(n_chips, chip)} against batch: the weight-read share falls as 1/B toward a "
+            f"floor of {fmt_usd(floor)} set by compute and KV reads; {tail}.")
+
+
+def _latency_cost_frontier_setup(p):
+    ax = p.ax
+    p.l, = ax.plot([], [], "-", color=ROLE["cost"], lw=1.8, zorder=2)
+    p.p_fit, = ax.plot([], [], "o", color=ROLE["cost"], ms=6, mec="white", label="fits in HBM", zorder=3)
+    p.p_nofit, = ax.plot([], [], "o", mfc="white", mec=PALETTE["grey"], ms=6,
+                            label="does not fit", zorder=3)
+    ax.legend(loc="upper left")  # slow and dear at once never happens: that corner stays empty
+    set_log(ax, x=lambda v: f"{v:g}", y=fmt_usd_tick)
+    ax.set_xlabel("decode speed per user (tokens/s)")
+    ax.set_ylabel("cost per million output tokens (USD)")
+
+
+@builder(setup=_latency_cost_frontier_setup)
+def latency_cost_frontier(p, model, chip, batches=None, context=4096, n_chips=1, price_per_chip_hour=None,
+                          weight_bytes=2, kv_bytes=2, dtype="bf16", overlap="step", mark_batch=None):
+    """Tokens/s per user (x) against $/Mtok (y) as the batch grows; points labelled with batch.
+
+    The figure of :func:`llmmath.cost.latency_cost_frontier` (same name, same arguments and
+    ``price_per_chip_hour``): that function returns the sweep, this one draws it.
+
+    Points whose weights and KV caches do not fit are drawn hollow. ``batches`` default 1, 2, 4 ... 4096.
+    """
+    dt, dnote = chip.resolve_dtype(dtype)
+    ctx, cnote = model.cap_context(context)
+    price, pnote = chip_hour_price(chip, price_per_chip_hour)
+    B = grid(batches if batches is not None else 2.0 ** np.arange(13), 1, 4096)
+    f = _frontier(model, chip, B, ctx, n_chips=n_chips, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
+                  dtype=dt, price_per_chip_hour=price, overlap=overlap)
+    x, y = f.tokens_per_second_per_user, f.cost_per_million_tokens
+    p.l.set_data(*mask(x, y))
+    p.p_fit.set_data(*mask(x[f.fits], y[f.fits]))
+    p.p_nofit.set_data(*mask(x[~f.fits], y[~f.fits]))
+    ax = p.ax
+    ax.set_xlim(*loglim(x, pad=1.6))
+    ax.set_ylim(*loglim(y, pad=1.6))
+    labelled = [i for i, b in enumerate(B) if math.log(b, 4) % 1 < 1e-9 or i == len(B) - 1]
+    cands = [(-5, 4, "right", "bottom"), (5, 4, "left", "bottom"), (5, -4, "left", "top"),
+             (-5, -4, "right", "top")]
+    for i in labelled:
+        p.label(x[i], y[i], f"B={B[i]:g}", cands, color="#333333", fontsize=8.5, box=False)
+    with p.marking():
+        if mark_batch is not None:
+            g = _frontier(model, chip, float(mark_batch), ctx, n_chips=n_chips, weight_bytes=weight_bytes,
+                          kv_bytes=kv_bytes, dtype=dt, price_per_chip_hour=price, overlap=overlap)
+            p.point(float(g.tokens_per_second_per_user[0]), float(g.cost_per_million_tokens[0]),
+                       f"B={float(mark_batch):g}", offset=(-12, -16))
+            p.numbers = {"step_time": float(g.step_time[0]), "bound": str(g.bound[0]),
+                            "cost_per_million": float(g.cost_per_million_tokens[0]),
+                            "tokens_per_second": float(g.tokens_per_second[0])}
+    ax.set_title(with_notes(f"Latency vs cost: {model.name} on {chips_label(n_chips, chip)}, "
+                        f"context {fmt_n(ctx)}", dnote, cnote, pnote))
+    return (f"Log-log plot of cost per million output tokens against decode speed per user for "
+            f"{model.name} on {chips_label(n_chips, chip)}, batch {B[0]:g} to {B[-1]:g}: from "
+            f"{x[0]:.0f} tokens/s at {fmt_usd(y[0])}/Mtok (batch {B[0]:g}) to {x[-1]:.3g} tokens/s at "
+            f"{fmt_usd(y[-1])}/Mtok (batch {B[-1]:g}).")

@@ -1,0 +1,157 @@
+"""The house style: palette, fonts, opaque backgrounds, and one colour map for every figure.
+
+Every builder takes its colours from here: a colour per role (:data:`ROLE`: compute, weights,
+KV, memory, bound, cost, capacity ...), per attention kind, and per chip or model in a list
+(:func:`series_colour`), so the same quantity looks the same in every chapter. Figures are drawn
+on an opaque white background (``STYLE``), which stays legible in the site's dark mode.
+
+:data:`PHONE` holds the rcParams a phone rendition overrides (bigger text, thicker lines);
+``house_style(phone=True)`` applies them on top of :data:`STYLE`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from contextlib import contextmanager
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+__all__ = ["PALETTE", "CYCLE", "ROLE", "KIND_COLOUR", "VENDOR_COLOUR", "NOFIT", "STYLE", "PHONE",
+           "series_colour", "house_style", "offscreen", "is_offscreen", "setup_notebook"]
+
+# Okabe-Ito, colour-blind safe; black last for reference lines.
+PALETTE = {
+    "blue": "#0072B2",
+    "orange": "#E69F00",
+    "green": "#009E73",
+    "vermillion": "#D55E00",
+    "sky": "#56B4E9",
+    "purple": "#CC79A7",
+    "yellow": "#F0E442",
+    "black": "#000000",
+    "grey": "#7F7F7F",
+}
+#: Colours of the chips or models of one figure, in list order.
+CYCLE = [PALETTE[k] for k in ("blue", "orange", "green", "vermillion", "purple", "sky", "yellow",
+                              "black")]
+#: Roles, so every figure colours the same quantity the same way.
+ROLE = {
+    "compute": PALETTE["blue"],
+    "weights": PALETTE["orange"],
+    "kv": PALETTE["green"],
+    "memory": PALETTE["orange"],  # weights + KV, drawn with the weights' colour
+    "total": PALETTE["black"],
+    "bound": PALETTE["black"],  # the step bound: the max of the parts
+    "cost": PALETTE["vermillion"],
+    "capacity": PALETTE["purple"],
+    "reference": PALETTE["grey"],
+    "idle": "#f2b38f",  # routed experts a token does not use (a light vermillion)
+    "router": PALETTE["yellow"],
+}
+#: Attention kinds (KV-cache figures).
+KIND_COLOUR = {"MHA": PALETTE["vermillion"], "GQA": PALETTE["blue"], "MQA": PALETTE["green"],
+               "MLA": PALETTE["purple"]}
+#: Chip vendors (scatter plots of the catalogue); others get ``PALETTE["purple"]``.
+VENDOR_COLOUR = {"NVIDIA": PALETTE["green"], "AMD": PALETTE["vermillion"], "Google": PALETTE["blue"]}
+NOFIT = "#d9d9d9"  # grey for "does not fit in memory"
+
+
+def series_colour(i: int) -> str:
+    """Colour of the ``i``-th chip or model of a figure (the same order in every figure)."""
+    return CYCLE[i % len(CYCLE)]
+
+
+STYLE = {
+    "figure.figsize": (6.4, 4.0),
+    "figure.dpi": 100,
+    "savefig.dpi": 200,
+    "figure.facecolor": "white",
+    "savefig.facecolor": "white",
+    "axes.facecolor": "white",
+    "savefig.transparent": False,
+    "font.size": 11,
+    "axes.titlesize": 11.5,
+    "axes.labelsize": 11,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "legend.fontsize": 9.5,
+    "legend.frameon": False,
+    "lines.linewidth": 2.0,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "grid.linewidth": 0.6,
+    "axes.prop_cycle": mpl.cycler(color=CYCLE),
+    "figure.constrained_layout.use": True,
+    "svg.hashsalt": "roofline-book",  # deterministic ids if anyone saves SVG
+}
+#: What a phone rendition changes on top of :data:`STYLE` (the hook for narrow screens).
+PHONE = {
+    "font.size": 13,
+    "axes.titlesize": 13,
+    "axes.labelsize": 13,
+    "xtick.labelsize": 12,
+    "ytick.labelsize": 12,
+    "legend.fontsize": 11,
+    "lines.linewidth": 2.6,
+}
+
+_OFFSCREEN = contextvars.ContextVar("llmmath_plots_offscreen", default=False)
+
+
+@contextmanager
+def house_style(phone: bool = False):
+    """Apply the book's rcParams inside a ``with`` block (``phone=True``: the phone rendition)."""
+    with mpl.rc_context({**STYLE, **PHONE} if phone else STYLE):
+        yield
+
+
+@contextmanager
+def offscreen():
+    """Inside this block builders make figures outside pyplot (not shown by the notebook's
+    inline backend, never leaked): what explorers and kernel-free frames use."""
+    token = _OFFSCREEN.set(True)
+    try:
+        yield
+    finally:
+        _OFFSCREEN.reset(token)
+
+
+def is_offscreen() -> bool:
+    """Whether builders are inside :func:`offscreen`."""
+    return _OFFSCREEN.get()
+
+
+def setup_notebook():
+    """Call once at the top of a chapter: sharp (2x) PNG figures with the house style.
+
+    Inside a Jupyter kernel it also selects the inline backend, so figures show (and nbval
+    sees them) even where MPLBACKEND=Agg is set in the environment.
+    """
+    mpl.rcParams.update(STYLE)
+    try:  # only inside IPython
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None and getattr(shell, "kernel", None) is not None:
+            shell.run_line_magic("matplotlib", "inline")
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+        set_matplotlib_formats("retina")
+    except Exception:  # pragma: no cover - outside a kernel nothing to configure
+        pass
+
+
+def new_figure(figsize, figure_class):
+    """A house-style figure of ``figure_class``: in pyplot, or (inside :func:`offscreen`) on its
+    own Agg canvas."""
+    with house_style():
+        if _OFFSCREEN.get():
+            fig = figure_class(figsize=figsize)
+            FigureCanvasAgg(fig)
+        else:
+            fig = plt.figure(figsize=figsize, FigureClass=figure_class)
+    return fig
