@@ -59,3 +59,29 @@ def test_chip_seconds_per_token_counts_chips():
     # token; chip-seconds per token = 4 x 3.754 ms = 15.02 ms (1% for the parameter count).
     step = roofline.decode_step(models.get("Llama-3-8B"), toy(), 1, 128, n_chips=4)
     assert cost.chip_seconds_per_token(step) == pytest.approx(15.02e-3, rel=0.01)
+
+
+def test_prefill_reads_cached_past_kv():
+    # 100 new tokens after 1000 cached ones (Llama-3-8B, bf16 KV, 131,072 B/token): the step
+    # writes 100 tokens' KV and reads the 1000 cached ones: 1100 x 131,072 = 144,179,200 B.
+    step = roofline.prefill_step(models.get("Llama-3-8B"), toy(), 1, 100, past=1000)
+    assert step.kv_bytes_read == pytest.approx(1100 * 131_072, rel=1e-9)
+
+
+def test_expected_experts_touched_by_two_tokens():
+    # Mixtral-8x7B (E = 8, k = 2, 32 MoE layers, expert = 3 x 4096 x 14336 = 176,160,768):
+    # two tokens touch 8 (1 - (1 - 2/8)^2) = 3.5 experts per layer on average, one token 2.
+    # The second token adds 32 x 1.5 x 176,160,768 expert weights plus one 4096-wide
+    # embedding row: 8,455,720,960 parameters.
+    m = models.get("Mixtral-8x7B")
+    extra = m.weight_params_read(2) - m.weight_params_read(1)
+    assert extra == pytest.approx(8_455_720_960, rel=1e-9)
+
+
+def test_mla_attention_params_per_layer_deepseek_v3():
+    # DeepSeek-V3 config.json: D = 7168, 128 heads, q_lora 1536, kv_lora 512, nope 128,
+    # rope 64, v 128. Q: 7168 x 1536 + 1536 (norm) + 1536 x 128 x 192 = 48,760,320;
+    # KV down: 7168 x 576 + 512 (norm) = 4,129,280; KV up (keys and values):
+    # 512 x 128 x (128 + 128) = 16,777,216; output: 128 x 128 x 7168 = 117,440,512.
+    m = models.get("DeepSeek-V3")
+    assert m.attention_params_per_layer == 187_107_328
