@@ -38,7 +38,7 @@ build-check: book
 
 browser: $(STAMP)
 	bash scripts/ensure_chromium.sh
-	$(BIN)/python -m pytest tests/browser -m browser
+	LLMMATH_REQUIRE_BROWSER=1 $(BIN)/python -m pytest tests/browser -m browser
 
 test: $(STAMP)
 	@start=$$(date +%s); \

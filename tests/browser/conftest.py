@@ -2,13 +2,15 @@
 
 The suite needs `_build/html` (run `make book` first; `make test` does) and `/usr/bin/chromium`
 (installed by scripts/ensure_chromium.sh from Debian's registry). Where Chromium cannot be had,
-every test skips with a message that says so; it never passes silently.
+every test that needs it skips with a message that says so, except when the environment sets
+``LLMMATH_REQUIRE_BROWSER=1`` (``make browser`` and so ``make test`` do): then it fails.
 """
 
 from __future__ import annotations
 
 import functools
 import http.server
+import os
 import shutil
 import threading
 from pathlib import Path
@@ -19,8 +21,16 @@ ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
 # Debian's chromium here; Ubuntu CI runners name it chromium-browser or ship google-chrome.
-CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p),
+# LLMMATH_CHROMIUM overrides (point it at a missing path to check the no-browser failure).
+CHROMIUM = os.environ.get("LLMMATH_CHROMIUM") or next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p),
                 "/usr/bin/chromium")
+
+
+def _no_browser(message):
+    """Skip, or fail where the caller demands a browser (LLMMATH_REQUIRE_BROWSER=1)."""
+    if os.environ.get("LLMMATH_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"{message} (LLMMATH_REQUIRE_BROWSER=1: a browser is required)")
+    pytest.skip(message)
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -43,17 +53,20 @@ def site_url():
 @pytest.fixture(scope="session")
 def browser():
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"Chromium not found at {CHROMIUM}: install Debian's chromium "
+        _no_browser(f"Chromium not found at {CHROMIUM}: install Debian's chromium "
                     "(scripts/ensure_chromium.sh) to run the browser suite")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError as exc:  # pragma: no cover - requirements.txt pins playwright
-        pytest.skip(f"playwright is not importable ({exc}); pip install -r requirements.txt")
+        _no_browser(f"playwright is not importable ({exc}); pip install -r requirements.txt")
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        ])
+        try:
+            b = p.chromium.launch(executable_path=CHROMIUM, args=[
+                "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            ])
+        except Exception as exc:  # a binary that cannot start is no browser either
+            _no_browser(f"Chromium at {CHROMIUM} did not start: {exc}")
         yield b
         b.close()
 
