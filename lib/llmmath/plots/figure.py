@@ -40,7 +40,7 @@ class BookFigure(Figure):
       it for ``alt``; paste it into a figure directive).
     - ``numbers``: the key numbers the figure shows (critical batch, floor, marked point ...),
       computed by the same calls as the drawing, for explorers' panels and tests.
-    - ``builder``: the builder's name; ``drawing``: its :class:`Drawing`.
+    - ``builder``: the builder's name; ``drawing``: its ``Drawing`` (the redraw state).
     - ``update(**changes)``: redraw in place with some of the builder's arguments changed;
       returns the figure. (``update(props_dict)`` is matplotlib's ``Artist.update``.)
     """
