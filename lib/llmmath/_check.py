@@ -152,6 +152,16 @@ def close_matches(name: str, candidates, n: int = 5, newest_first=None) -> list[
     return ranked[:n]
 
 
+def index_by_name(kind: str, entries) -> dict:
+    """Catalogue entries (chips or models) by name; a name that appears twice is an error."""
+    index: dict = {}
+    for entry in entries:
+        if entry.name in index:
+            raise ValueError(f"name: {kind} {entry.name!r} appears twice in the catalogue")
+        index[entry.name] = entry
+    return index
+
+
 def lookup(kind: str, name: str, catalogue: Mapping):
     """Catalogue lookup by name, case- and punctuation-insensitive; KeyError lists close matches."""
     if not isinstance(name, str):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ._check import choice, lookup, positive
+from ._check import choice, index_by_name, lookup, positive
 
 #: The order in which a chip's number formats stand in for one it does not list
 #: (:meth:`Chip.resolve_dtype`): the widest format first.
@@ -98,13 +98,7 @@ class Chip:
 
 
 def _index(entries) -> dict[str, Chip]:
-    """Catalogue entries by name; names must be unique."""
-    index: dict[str, Chip] = {}
-    for entry in entries:
-        if entry.name in index:
-            raise ValueError(f"name: chip {entry.name!r} appears twice in the catalogue")
-        index[entry.name] = entry
-    return index
+    return index_by_name("chip", entries)
 
 
 def get(name: str) -> Chip:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._check import lookup, positive
+from ._check import index_by_name, lookup, positive
 from .units import fmt_count
 
 
@@ -490,13 +490,7 @@ def attention_crossover_context(model: Model) -> float:
 # ----- the catalogue --------------------------------------------------------------------------
 
 def _index(entries) -> dict[str, Model]:
-    """Catalogue entries by name; names must be unique."""
-    index: dict[str, Model] = {}
-    for entry in entries:
-        if entry.name in index:
-            raise ValueError(f"name: model {entry.name!r} appears twice in the catalogue")
-        index[entry.name] = entry
-    return index
+    return index_by_name("model", entries)
 
 
 def get(name: str) -> Model:
