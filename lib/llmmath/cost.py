@@ -222,6 +222,7 @@ def input_output_cost(model, chip, prompt, batch, context, n_chips=1, weight_byt
     ``context`` tokens (:func:`~llmmath.roofline.decode_step`). Prefill is compute-bound and
     decode memory-bound, so output costs several times input: the ratio API prices show.
     """
+    prefill_batch = positive("prefill_batch", prefill_batch)
     pre = prefill_step(model, chip, prefill_batch, prompt, n_chips=n_chips, weight_bytes=weight_bytes,
                        kv_bytes=kv_bytes, dtype=dtype, compute_efficiency=compute_efficiency,
                        memory_efficiency=memory_efficiency)

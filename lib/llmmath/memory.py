@@ -206,4 +206,5 @@ def kv_transfer_time(model, prompt, bandwidth, kv_bytes=2):
     ``kv_held(P) / bandwidth``: the price of disaggregating prefill and decode onto different
     chips. ``bandwidth`` in bytes/s (e.g. a chip's ``scale_out_bandwidth`` times the chips sending).
     """
+    kv_bytes = positive("kv_bytes", kv_bytes)
     return _out(model.kv_cache_bytes(positive("prompt", prompt), kv_bytes) / positive("bandwidth", bandwidth))

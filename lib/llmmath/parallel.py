@@ -74,6 +74,7 @@ def tensor_parallel_comm_time(model, tokens, n_chips, bandwidth, activation_byte
     (one all-reduce per layer for a parallel attention/MLP block, as in PaLM):
     ``T = L x n_ar x 2 (T D b_a)/bw x (n-1)/n``. For decode, ``tokens`` is the batch.
     """
+    n_chips = n_chips_check(n_chips)
     tokens = positive("tokens", tokens)
     activation_bytes = positive("activation_bytes", activation_bytes)
     per_layer = 1 if model.parallel_block else 2
@@ -120,6 +121,7 @@ def pipeline_memory_per_chip(model, micro_batch, context, expert_parallel, pipel
     E = positive("expert_parallel", expert_parallel)
     P = positive("pipeline_stages", pipeline_stages)
     weight_bytes = positive("weight_bytes", weight_bytes)
+    kv_bytes = positive("kv_bytes", kv_bytes)
     w = model.total_params * weight_bytes / (E * P)
     kv = micro_batch * model.kv_cache_bytes(context, kv_bytes) / E
     return PipelineMemory(_out(w), _out(kv), _out(w + kv), _out(P * micro_batch))
