@@ -13,8 +13,16 @@ import pytest
 from conftest import SHOTS, book_pages
 from test_site import DESKTOP, PHONE, PageVisit
 
-pytestmark = [pytest.mark.browser, pytest.mark.skip(
-    reason="issue 18 page fixes (book.css, explorer cells) not merged yet: remove this skip with them")]
+pytestmark = pytest.mark.browser
+
+# Problems of kinds issue 18 has not fixed yet, by the first word of the message. They are not
+# asserted until fixed: take a kind out of this set when its fix lands (the check then bites).
+PENDING = {
+    "table",  # the catalogue table spills past the column; full-width cells need a rule
+    "display", "inline",  # math scroll boxes: the shadow is on the container, check in all pages
+    "control", "saved",  # saved live explorers in the static page (remove-output tags, ch2 twin)
+    "prev/next", "search",  # theme furniture at phone / desktop width
+}
 
 PAGES = book_pages()
 WIDTHS = {"phone": PHONE, "desktop": DESKTOP}
@@ -160,7 +168,9 @@ def test_layout(browser, site_url, rel, label):
         if label == "desktop":
             n_search = page.evaluate(SEARCH_BOXES)
             if n_search != 1:
-                problems.append(f"{n_search} search boxes or buttons on the page, not one")
+                problems.append(f"search: {n_search} search boxes or buttons on the page, not one")
+        problems = [p for p in problems if p.split()[0].rstrip(":") not in PENDING
+                    and not (p[0].isdigit() and p.split()[1] in PENDING)]
         assert not problems, f"{rel} at {WIDTHS[label]['width']} px:\n  " + "\n  ".join(problems)
     finally:
         visit.close()
