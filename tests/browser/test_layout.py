@@ -21,7 +21,7 @@ PENDING = {
     "table",  # the catalogue table spills past the column; full-width cells need a rule
     "display", "inline",  # math scroll boxes: the shadow is on the container, check in all pages
     "control", "saved",  # saved live explorers in the static page (remove-output tags, ch2 twin)
-    "prev/next", "search",  # theme furniture at phone / desktop width
+    "prev/next",  # theme furniture at phone width
 }
 
 PAGES = book_pages()

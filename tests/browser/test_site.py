@@ -14,6 +14,12 @@ from urllib.parse import urldefrag, urljoin, urlparse
 import pytest
 from conftest import HTML, SHOTS, book_pages
 
+try:
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+except ImportError:  # pragma: no cover - requirements.txt pins playwright; conftest reports it
+    PlaywrightError = PlaywrightTimeout = Exception
+
 pytestmark = pytest.mark.browser
 
 PAGES = book_pages()
@@ -38,10 +44,25 @@ class PageVisit:
         self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
         self.page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.url} ({r.status})"))
         self.page.goto(url, wait_until="load")
-        # MathJax and the widget manager finish after `load`.
-        self.page.wait_for_function(
-            "() => document.querySelectorAll('.math').length === 0 || "
-            "document.querySelectorAll('mjx-container').length > 0", timeout=15000)
+        # The root index.html redirects (meta refresh): measure the page it lands on, not the
+        # page in the middle of navigating (which read as raw TeX or a missing body).
+        try:
+            redirects = self.page.evaluate(
+                "() => !!document.querySelector('meta[http-equiv=\"refresh\" i]')")
+        except PlaywrightError:  # the redirect is already under way
+            redirects = True
+        if redirects:
+            if self.page.url == url:
+                self.page.wait_for_url(lambda u: u != url, timeout=15000)
+            self.page.wait_for_load_state("load")
+        # MathJax and the widget manager finish after `load`: wait until every formula is
+        # typeset (the test then asserts it, so a timeout here is reported there).
+        try:
+            self.page.wait_for_function(
+                "() => document.querySelectorAll('mjx-container').length >= "
+                "document.querySelectorAll('.math').length", timeout=15000)
+        except PlaywrightTimeout:
+            pass
         self.page.wait_for_function(
             "() => document.querySelectorAll('script[type=\"application/vnd.jupyter.widget-view+json\"]').length === 0 || "
             "document.querySelectorAll('.jupyter-widgets, .widget-box, .widget-inline-hbox').length > 0",
