@@ -18,7 +18,7 @@ from .labels import (
     place_labels,
     set_log,
 )
-from .style import CYCLE, PALETTE, ROLE, house_style, new_figure
+from .style import CYCLE, PALETTE, ROLE, VENDOR_COLOUR, house_style, new_figure
 
 
 def chip_balance(chip_list=None, dtype: str = "bf16"):
@@ -173,6 +173,18 @@ def matmul_on_roofline(p, chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16
             f"{b_i:.3g} FLOP/byte, {fmt_si(b_f, 'FLOP/s')}, {100 * share:.0f}% of peak, {bound}.")
 
 
+def _chip_scatter_axes(xs, ys):
+    """A log-log figure framing one point per chip, with room for the labels: (fig, ax, xlim)."""
+    fig = new_figure((6.4, 4.6), BookFigure)
+    ax = fig.add_subplot()
+    xlim = (xs.min() / 1.6, xs.max() * 1.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(*xlim)
+    ax.set_ylim(ys.min() / 2.5, ys.max() * 2.5)
+    return fig, ax, xlim
+
+
 def flops_vs_bandwidth(chip_list=None, dtype="bf16", ratios=(100, 300, 1000)):
     """Each chip's peak FLOP/s against its HBM bandwidth, log-log, with lines of constant ratio.
 
@@ -186,20 +198,13 @@ def flops_vs_bandwidth(chip_list=None, dtype="bf16", ratios=(100, 300, 1000)):
     xs = np.array([c.hbm_bandwidth for c in shown])
     ys = np.array([c.peak(dtype) for c in shown])
     with house_style():
-        fig = new_figure((6.4, 4.6), BookFigure)
-        ax = fig.add_subplot()
-        xlim = (xs.min() / 1.6, xs.max() * 1.8)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlim(*xlim)
-        ax.set_ylim(ys.min() / 2.5, ys.max() * 2.5)
+        fig, ax, xlim = _chip_scatter_axes(xs, ys)
         iso_lines(ax, ratios, lambda v: f"{v:g} FLOP/byte", xlim)
-        colors = {"NVIDIA": PALETTE["green"], "AMD": PALETTE["vermillion"], "Google": PALETTE["blue"]}
-        for vendor, col in colors.items():
+        for vendor, col in VENDOR_COLOUR.items():
             sel = [i for i, c in enumerate(shown) if c.vendor == vendor]
             if sel:
                 ax.plot(xs[sel], ys[sel], "o", ms=7, color=col, label=vendor, zorder=4)
-        other = [i for i, c in enumerate(shown) if c.vendor not in colors]
+        other = [i for i, c in enumerate(shown) if c.vendor not in VENDOR_COLOUR]
         if other:
             ax.plot(xs[other], ys[other], "o", ms=7, color=PALETTE["purple"], label="other", zorder=4)
         ax.set_xlabel("HBM bandwidth (bytes/s)")
@@ -223,13 +228,7 @@ def capacity_vs_bandwidth(chip_list=None, drains=(0.01, 0.02, 0.04)):
     xs = np.array([c.hbm_bandwidth for c in chip_list])
     ys = np.array([c.hbm_capacity for c in chip_list])
     with house_style():
-        fig = new_figure((6.4, 4.6), BookFigure)
-        ax = fig.add_subplot()
-        xlim = (xs.min() / 1.6, xs.max() * 1.8)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlim(*xlim)
-        ax.set_ylim(ys.min() / 2.5, ys.max() * 2.5)
+        fig, ax, xlim = _chip_scatter_axes(xs, ys)
         iso_lines(ax, drains, lambda v: f"drain {v * 1e3:g} ms", xlim)
         ax.plot(xs, ys, "o", ms=7, color=ROLE["capacity"], zorder=4)
         ax.set_xlabel("HBM bandwidth (bytes/s)")
