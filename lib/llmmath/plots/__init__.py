@@ -28,7 +28,6 @@ figure family: ``hardware``, ``counting``, ``decode``, ``cost``, ``kv``, ``prefi
 
 from __future__ import annotations
 
-from ..cost import ASSUMED_PRICE_PER_CHIP_HOUR as DEFAULT_PRICE_PER_HOUR
 from .cost import cost_vs_batch, latency_cost_frontier
 from .counting import (
                        attention_crossover,
@@ -82,7 +81,7 @@ from .training import training_time_vs_chips
 __all__ = [
     # house style and figures
     "PALETTE", "CYCLE", "ROLE", "KIND_COLOUR", "NOFIT", "STYLE", "PHONE", "series_colour",
-    "house_style", "setup_notebook", "offscreen", "DEFAULT_PRICE_PER_HOUR", "label_si",
+    "house_style", "setup_notebook", "offscreen", "label_si",
     "render_rgba", "BookFigure",
     # chips and the roofline
     "chip_balance", "roofline", "matmul_on_roofline", "flops_vs_bandwidth", "capacity_vs_bandwidth",

@@ -44,7 +44,7 @@ def cost_vs_batch(p, model, chip, price_per_chip_hour=None, batches=None, contex
     The weight-read share is a hyperbola ``n t_w p / B``; compute and KV reads are flat floors
     per token. Annotates the floor, the critical batch B* and the memory limit ``max_batch``,
     where the curve stops. ``price_per_chip_hour`` defaults to the chip's rental price (or
-    ``DEFAULT_PRICE_PER_HOUR``, flagged in the title).
+    ``cost.ASSUMED_PRICE_PER_CHIP_HOUR``, flagged in the title).
     """
     dt, dnote = chip.resolve_dtype(dtype)
     ctx, cnote = model.cap_context(context)
