@@ -208,8 +208,10 @@ def test_sliding_window_caps_gpt_oss():
 def test_sparse_attention_reads_top_k():
     v32, v3 = models.get("DeepSeek-V3.2"), models.get("DeepSeek-V3")
     s = 100_000
-    assert v32.kv_cache_bytes(s) == v3.kv_cache_bytes(s) == s * 70_272
-    assert v32.kv_read_bytes(s) == 2048 * 70_272 < v32.kv_cache_bytes(s)
+    assert v3.kv_cache_bytes(s) == s * 70_272  # 61 layers x 576 latent elements x 2 B
+    # the indexer's own key cache: 61 layers x (128 fp8 values + a 4 B fp32 scale)
+    assert v32.kv_cache_bytes(s) == s * (70_272 + 61 * 132)
+    assert v32.kv_read_bytes(s) == 2048 * 70_272 + s * 61 * 132 < v32.kv_cache_bytes(s)
     assert v32.kv_read_bytes(1000) == v32.kv_cache_bytes(1000)  # below top-k: all of it
     assert v3.kv_read_bytes(s) == v3.kv_cache_bytes(s)
 
@@ -324,7 +326,34 @@ def test_attention_flops_window_and_topk():
     assert v32.attention_flops_per_token(100_000) == v32.attention_flops_per_token(2048)
 
 
-@pytest.mark.parametrize("name", ["Llama-3-8B", "gpt-oss-120b", "DeepSeek-V3.2"])
+def test_mla_prefill_uses_the_unabsorbed_form():
+    # Prefill expands the latent into per-head K and V once per token and attends with ordinary
+    # heads: 2 x 128 heads x (192 + 128) = 81,920 FLOP per pair per layer, not the absorbed
+    # decode form's 2 x 128 x (2 x 512 + 64) = 278,528.
+    v3 = models.get("DeepSeek-V3")
+    assert v3.prefill_attention_flops(1000) == pytest.approx(61 * 1000 * 1001 / 2 * 81_920)
+    assert v3.attention_flops_per_token(1000) == pytest.approx(61 * 1000 * 278_528)
+    # after 5000 cached tokens, 7 new ones: attending to the 5000 latents absorbed
+    # (7 x 5000 pairs x 278,528) is cheaper than expanding them (5000 x 2 x 512 x 128 x 256)
+    past_pairs, expand = 7 * 5000 * (278_528 - 81_920), 5000 * 2 * 512 * 128 * 256
+    new = (5007 * 5008 - 5000 * 5001) / 2 * 81_920
+    assert v3.prefill_attention_flops(7, 5000) == pytest.approx(61 * (new + min(past_pairs, expand)))
+    # 2,000 new ones: expanding is cheaper
+    past_pairs, expand = 2000 * 5000 * (278_528 - 81_920), 5000 * 2 * 512 * 128 * 256
+    new = (7000 * 7001 - 5000 * 5001) / 2 * 81_920
+    assert past_pairs > expand
+    assert v3.prefill_attention_flops(2000, 5000) == pytest.approx(61 * (new + expand))
+
+
+def test_indexer_flops_score_every_cached_token():
+    v32 = models.get("DeepSeek-V3.2")
+    # 64 heads x 128 wide dot products, then a weighted sum over the 64 heads: 2 x 64 x 129
+    assert v32.indexer_flops_per_token(10_000) == pytest.approx(61 * 10_000 * 2 * 64 * 129)
+    assert v32.prefill_indexer_flops(100) == pytest.approx(61 * 100 * 101 / 2 * 2 * 64 * 129)
+    assert models.get("DeepSeek-V3").indexer_flops_per_token(10_000) == 0
+
+
+@pytest.mark.parametrize("name", ["Llama-3-8B", "gpt-oss-120b"])
 def test_prefill_is_sum_of_decode_steps(name):
     m = models.get(name)
     for past, prompt in ((0, 300), (100, 50), (2000, 200), (5000, 7)):
@@ -451,10 +480,15 @@ def test_catalogue_index_rejects_duplicate_names():
 def test_context_for_read_span_inverts_the_read_span(name):
     m = models.get(name)
     contexts = np.array([1.0, 100.0, 5000.0, 60000.0])
-    span = m.kv_read_bytes(np.minimum(contexts, m.max_context or np.inf), 1) / m.kv_elements_per_token_per_layer
+    capped = np.minimum(contexts, m.max_context or np.inf)
+
+    def attention_reads(c):  # the read span is attention's (an indexer's keys are not in it)
+        return m.kv_read_bytes(c, 1) - m.indexer_cache_bytes(c)
+
+    span = attention_reads(capped) / m.kv_elements_per_token_per_layer
     s, ok = m.context_for_read_span(span)
     assert np.all(ok)
-    np.testing.assert_allclose(m.kv_read_bytes(s, 1), m.kv_read_bytes(np.minimum(contexts, m.max_context or np.inf), 1))
+    np.testing.assert_allclose(attention_reads(s), attention_reads(capped))
 
 
 def test_context_for_read_span_dense_by_hand_and_unreachable():

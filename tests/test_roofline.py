@@ -43,7 +43,9 @@ def test_decode_step_matches_hand_formula():
     B, S, n = 64, 4096, 8
     s = decode_step(LLAMA, H100, batch=B, context=S, n_chips=n)
     C, W = H100.flops["bf16"], H100.hbm_bandwidth
-    compute = B * 2 * LLAMA.matmul_params_active / (n * C)
+    # QK^T and AV: 2 x 2 FLOP per multiply-add, 64 heads of 128, 80 layers, per cached token
+    attn = B * 4 * 64 * 128 * 80 * S / (n * C)
+    compute = B * 2 * LLAMA.matmul_params_active / (n * C) + attn
     weights = LLAMA.weight_params_read(B) * 2 / (n * W)
     kv = B * LLAMA.kv_read_bytes(S, 2) / (n * W)
     assert isinstance(s, Step)
@@ -53,7 +55,8 @@ def test_decode_step_matches_hand_formula():
     assert s.memory_time == pytest.approx(weights + kv, rel=1e-12)
     assert s.time == pytest.approx(max(compute, weights + kv), rel=1e-12)
     assert s.bound == "memory"
-    assert s.flops == pytest.approx(B * 2 * LLAMA.matmul_params_active)
+    assert s.attention_time == pytest.approx(attn, rel=1e-12)
+    assert s.flops == pytest.approx(B * (2 * LLAMA.matmul_params_active + 4 * 64 * 128 * 80 * S))
     assert s.weight_bytes_read == pytest.approx(LLAMA.weight_params_read(B) * 2)
     assert s.kv_bytes_read == pytest.approx(B * LLAMA.kv_read_bytes(S, 2))
     assert (s.tokens, s.batch, s.n_chips) == (64, 64, 8)
@@ -75,8 +78,8 @@ def test_decode_bound_switches_from_memory_to_compute():
 
 
 def test_decode_attention_flops_flag_adds_context_dependent_flops():
-    a = decode_step(LLAMA, H100, 8, 8000)
-    b = decode_step(LLAMA, H100, 8, 8000, attention_flops=True)
+    a = decode_step(LLAMA, H100, 8, 8000, attention_flops=False)
+    b = decode_step(LLAMA, H100, 8, 8000)
     extra = 8 * LLAMA.attention_flops_per_token(8000)
     assert b.flops - a.flops == pytest.approx(extra)
     assert b.compute_time > a.compute_time
@@ -84,7 +87,12 @@ def test_decode_attention_flops_flag_adds_context_dependent_flops():
 
 def test_decode_per_op_serialises_kv_reads():
     s = decode_step(LLAMA, H100, 256, 8000, n_chips=8, overlap="per-op")
-    assert s.time == pytest.approx(s.kv_time + max(s.compute_time, s.weight_time))
+    # each kernel overlaps its own traffic: attention with the KV reads, matmuls with weights
+    assert s.time == pytest.approx(max(s.attention_time, s.kv_time) + max(s.matmul_time, s.weight_time))
+    assert s.compute_time == pytest.approx(s.attention_time + s.matmul_time)
+    # the episode's form (no attention FLOPs) serialises the KV reads
+    e = decode_step(LLAMA, H100, 256, 8000, n_chips=8, overlap="per-op", attention_flops=False)
+    assert e.time == pytest.approx(e.kv_time + max(e.compute_time, e.weight_time))
     assert s.time >= decode_step(LLAMA, H100, 256, 8000, n_chips=8).time
     assert s.overlap == "per-op"
 
@@ -243,26 +251,39 @@ def test_critical_batch_raises_beyond_critical_context():
 
 
 def test_critical_context_dense_formula():
-    cc = critical_context(LLAMA, H100)
+    cc = critical_context(LLAMA, H100, attention_flops=False)
     expected = 2 * LLAMA.matmul_params_active * H100.hbm_bandwidth / (
         H100.flops["bf16"] * LLAMA.kv_bytes_per_token(2))
     assert cc == pytest.approx(expected, rel=1e-9)
     # at the critical context, reading one sequence's KV takes as long as computing its token
     kv_t = LLAMA.kv_read_bytes(cc) / H100.hbm_bandwidth
     assert kv_t == pytest.approx(2 * LLAMA.matmul_params_active / H100.flops["bf16"], rel=1e-9)
-    assert critical_context(LLAMA, H100, kv_bytes=1) == pytest.approx(2 * cc)
+    assert critical_context(LLAMA, H100, kv_bytes=1, attention_flops=False) == pytest.approx(2 * cc)
 
 
 def test_critical_context_with_attention_flops_is_later():
-    assert critical_context(LLAMA, H100, attention_flops=True) > critical_context(LLAMA, H100)
+    with_attn = critical_context(LLAMA, H100)
+    assert with_attn > critical_context(LLAMA, H100, attention_flops=False)
+    # by hand: S L 2 n_kv d_h b / W = (2 N_mm + S L 4 n_q d_h) / C, 80 layers, 8 KV / 64 query heads
+    C, W = H100.flops["bf16"], H100.hbm_bandwidth
+    hand = 2 * LLAMA.matmul_params_active / C / (80 * (2 * 8 * 128 * 2 / W - 4 * 64 * 128 / C))
+    assert with_attn == pytest.approx(hand, rel=1e-9)
+
+
+def test_critical_context_per_op_has_none():
+    with pytest.raises(ValueError, match="per-op"):
+        critical_context(LLAMA, H100, overlap="per-op")
+    # ... and the matmuls' critical batch does not move with the context
+    assert critical_batch(LLAMA, H100, context=8_000, overlap="per-op") == pytest.approx(
+        critical_batch(LLAMA, H100, context=0), rel=1e-9)
 
 
 def test_critical_context_partial_sliding_window():
     m = TOY.replace(sliding_window=128, n_sliding_layers=48)
-    cc = critical_context(m, H100)
+    cc = critical_context(m, H100, attention_flops=False)
     target = 2 * m.matmul_params_active * H100.hbm_bandwidth / H100.flops["bf16"]
     assert m.kv_read_bytes(cc) == pytest.approx(target, rel=1e-9)
-    assert cc > critical_context(TOY, H100)
+    assert cc > critical_context(TOY, H100, attention_flops=False)
 
 
 def test_critical_context_raises_when_reads_are_capped():
@@ -273,16 +294,31 @@ def test_critical_context_raises_when_reads_are_capped():
     assert critical_batch(m, H100, context=100_000) > 0
 
 
-def test_sparse_attention_model_has_no_critical_context():
-    # DeepSeek-V3.2 reads at most top-k cached tokens per step (DSA): the KV term stops growing,
-    # so decode stays compute-bound at large batch for any context.
-    m = models.get("DeepSeek-V3.2")
-    assert m.sparse_attention_topk
-    with pytest.raises(ValueError, match="no critical context"):
-        critical_context(m, H100)
+def test_sparse_attention_without_indexer_has_no_critical_context():
+    # Top-k reads alone (no indexer reading every key) stop growing: compute-bound at any context.
+    m = models.get("DeepSeek-V3.2").replace(index_n_heads=None, index_head_dim=None, index_key_bytes=None)
+    with pytest.raises(ValueError, match="capped"):
+        critical_context(m, H100, attention_flops=False)
     k = m.sparse_attention_topk
     assert critical_batch(m, H100, context=100_000) == pytest.approx(critical_batch(m, H100, context=k))
     assert critical_batch(m, H100, context=k) > critical_batch(m, H100, context=0)
+
+
+def test_indexer_keys_give_v32_a_critical_context():
+    # DeepSeek-V3.2's indexer reads 132 B per cached token per layer (fp8 keys of 128 + an fp32
+    # scale) for every token, on top of MLA's 576 latent elements for the top 2048.
+    m = models.get("DeepSeek-V3.2")
+    C, C8, W, L, n = H100.flops["bf16"], H100.flops["fp8"], H100.hbm_bandwidth, 61, m.matmul_params_active
+    topk_bytes = L * 2048 * 576 * 2
+    episode = (2 * n * W / C - topk_bytes) / (L * 132)
+    assert critical_context(m, H100, attention_flops=False) == pytest.approx(episode, rel=1e-9)
+    assert 12_000 < episode < 14_000  # "near 13k tokens on an H100" (issue 11)
+    # with attention's FLOPs: absorbed MLA 2 x 128 x (2 x 512 + 64) per pair over the top 2048,
+    # and the indexer's 2 x 64 x (128 + 1) per cached token at the fp8 peak
+    attn = L * 2048 * 2 * 128 * (2 * 512 + 64) / C
+    full = (2 * n / C + attn - topk_bytes / W) / (L * (132 / W - 2 * 64 * 129 / C8))
+    assert critical_context(m, H100) == pytest.approx(full, rel=1e-9)
+    assert full < m.max_context
 
 
 # ----- capacity ------------------------------------------------------------------------------

@@ -192,16 +192,19 @@ MODELS: tuple[Model, ...] = (
         name="DeepSeek-V3.2", n_layers=61, d_model=7168, d_ff=18432, n_heads=128, vocab_size=129280,
         n_experts=256, experts_per_token=8, n_shared_experts=1, d_ff_expert=2048, n_dense_layers=3,
         kv_lora_rank=512, q_lora_rank=1536, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
-        sparse_attention_topk=2048, max_context=131072,
-        published_params=671e9, published_active_params=37e9,
+        sparse_attention_topk=2048, index_n_heads=64, index_head_dim=128, index_key_bytes=132,
+        max_context=131072, published_params=671e9, published_active_params=37e9,
         source="deepseek_v32", year=2025,
         notes=(
             "DeepSeek-V3.2 (DeepSeek Sparse Attention): the V3 architecture plus a lightning "
             "indexer that picks the top 2048 cached tokens each query attends to "
-            "(config.json of deepseek-ai/DeepSeek-V3.2 [hf_deepseek_v32]: index_topk 2048, index_n_heads 64, index_head_dim 128). Left out: the "
-            "indexer's weights (~14M per layer, 0.13% of the total), its FP8 key cache "
-            "(128 values per token per layer, ~22% of the MLA latent at equal width) and its "
-            "O(context) scoring FLOPs; the counts are those of V3."
+            "(config.json of deepseek-ai/DeepSeek-V3.2 [hf_deepseek_v32]: index_topk 2048, "
+            "index_n_heads 64, index_head_dim 128). The indexer keeps its own key cache in FP8, "
+            "128 values plus one FP32 scale per token per layer (132 B; the inference code's "
+            "k_cache and k_scale_cache buffers, block size 128), and at every step scores every "
+            "cached token (64 heads x 128 wide, in FP8): both are counted in the KV bytes held and "
+            "read and in the attention FLOPs. Left out: the indexer's weights (~14M per layer, 0.13% "
+            "of the total); the parameter counts are those of V3."
         ),
     ),
 

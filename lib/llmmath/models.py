@@ -67,6 +67,11 @@ class Model:
     sliding_window: int | None = None  # window of the sliding-window layers
     n_sliding_layers: int = 0  # how many layers use the window (the rest attend globally)
     sparse_attention_topk: int | None = None  # tokens each query reads under sparse attention
+    # The indexer that picks those tokens (DeepSeek Sparse Attention's "lightning indexer"): it
+    # keeps its own key cache and scores every cached token at every step.
+    index_n_heads: int | None = None  # index_n_heads
+    index_head_dim: int | None = None  # index_head_dim
+    index_key_bytes: float | None = None  # bytes of indexer key cache per token per layer (fp8 + scale)
     max_context: int | None = None  # longest context the model supports
     parallel_block: bool = False  # attention and MLP side by side (PaLM, GPT-J)
     # Provenance: the published totals this entry must reproduce.
@@ -105,9 +110,16 @@ class Model:
             raise ValueError(f"n_sliding_layers: got {self.n_sliding_layers}; allowed 0..n_layers={self.n_layers}")
         if self.n_sliding_layers and not self.sliding_window:
             raise ValueError("sliding_window: n_sliding_layers > 0 needs a window size")
-        for name in ("sliding_window", "sparse_attention_topk", "max_context"):
+        for name in ("sliding_window", "sparse_attention_topk", "max_context",
+                     "index_n_heads", "index_head_dim"):
             if getattr(self, name) is not None:
                 positive(name, getattr(self, name), integer=True)
+        indexer = (self.index_n_heads, self.index_head_dim, self.index_key_bytes)
+        if any(x is not None for x in indexer):
+            if any(x is None for x in indexer) or self.sparse_attention_topk is None:
+                raise ValueError("index_n_heads, index_head_dim, index_key_bytes: an indexer needs all "
+                                 "three and sparse_attention_topk (the tokens it selects)")
+            positive("index_key_bytes", self.index_key_bytes)
 
     # ----- kinds -------------------------------------------------------------------------
     @property
@@ -279,9 +291,33 @@ class Model:
         return 2 * self.n_kv_heads * self.head_dim
 
     def kv_bytes_per_token(self, bytes_per_element: float = 2) -> float:
-        """b_kv: KV-cache bytes one token adds across all layers (before any window cap)."""
+        """b_kv: KV-cache bytes one token adds across all layers (before any window cap).
+
+        K and V (or MLA's latent) at ``bytes_per_element``, plus an indexer's own key cache
+        (its format is fixed by the model: fp8 with a scale), where the model has one.
+        """
         positive("bytes_per_element", bytes_per_element)
-        return self.n_layers * self.kv_elements_per_token_per_layer * bytes_per_element
+        return (self.n_layers * self.kv_elements_per_token_per_layer * bytes_per_element
+                + self._n_global * (self.index_key_bytes or 0.0))
+
+    @property
+    def _n_global(self) -> int:
+        return self.n_layers - self.n_sliding_layers
+
+    @property
+    def has_indexer(self) -> bool:
+        """True for sparse attention whose indexer scores every cached token (DeepSeek-V3.2)."""
+        return self.index_key_bytes is not None
+
+    def indexer_cache_bytes(self, context):
+        """Bytes of the indexer's key cache for one sequence of ``context`` tokens (0 without one).
+
+        The indexer scores every cached token at every decode step, so a step reads all of it:
+        these bytes are both held and read (``n_global x S x index_key_bytes``).
+        """
+        context = self._context(context)
+        return self._n_global * np.asarray(context, dtype=float) * (self.index_key_bytes or 0.0) \
+            if self.has_indexer else 0.0 * np.asarray(context, dtype=float)
 
     def _spans(self, context, read: bool):
         """Tokens held (read=False) or read per step (read=True) per layer group: (global, sliding)."""
@@ -322,66 +358,139 @@ class Model:
         return np.where(reachable, result, 0.0), reachable
 
     def kv_cache_bytes(self, context, bytes_per_element: float = 2):
-        """Bytes of KV cache one sequence of `context` tokens holds (sliding layers cap at the window)."""
+        """Bytes of KV cache one sequence of `context` tokens holds (sliding layers cap at the window).
+
+        Includes an indexer's key cache (:meth:`indexer_cache_bytes`) where the model has one.
+        """
         context = self._context(context)
         positive("bytes_per_element", bytes_per_element)
-        return self._spans(context, read=False) * self.kv_elements_per_token_per_layer * bytes_per_element
+        attn = self._spans(context, read=False) * self.kv_elements_per_token_per_layer * bytes_per_element
+        return attn + self.indexer_cache_bytes(context) if self.has_indexer else attn
 
     def kv_read_bytes(self, context, bytes_per_element: float = 2):
         """Bytes of KV cache one decode step reads for one sequence of `context` tokens.
 
-        Equal to :meth:`kv_cache_bytes` except under sparse attention, which reads only the
-        top-k tokens per query (the indexer that picks them is left out).
+        Equal to :meth:`kv_cache_bytes` except under sparse attention, where attention reads only
+        the top-k tokens per query; the indexer that picks them still reads its key cache for
+        every cached token (:meth:`indexer_cache_bytes`), which is counted.
         """
         context = self._context(context)
         positive("bytes_per_element", bytes_per_element)
-        return self._spans(context, read=True) * self.kv_elements_per_token_per_layer * bytes_per_element
+        return self._read_bytes(context, bytes_per_element)
+
+    def _read_bytes(self, context, bytes_per_element):
+        """:meth:`kv_read_bytes` without the argument checks (any context, for root finding)."""
+        attn = self._spans(context, read=True) * self.kv_elements_per_token_per_layer * bytes_per_element
+        if self.has_indexer:
+            attn = attn + self._n_global * np.asarray(context, dtype=float) * self.index_key_bytes
+        return attn
+
+    def _decode_flops(self, context):
+        """(attention, indexer) FLOPs for one decoded token over ``context``, unchecked."""
+        attn = self._spans(context, read=True) * self._attention_flops_per_context_token
+        idx = self._n_global * np.asarray(context, dtype=float) * self._index_flops_per_pair
+        return attn, idx
 
     # ----- FLOPs ---------------------------------------------------------------------------
+    # A lower bound charges each operation its cheapest valid algorithm. For MLA that differs
+    # between decode and prefill: decode attends in the latent ("absorbed" form: no per-head
+    # K/V is ever built, 2 n_h (2 r + d_rope) FLOP per pair); prefill builds per-head K and V
+    # once per token (the kv_b_proj matmul, already in 2 N_mm) and attends with ordinary heads
+    # (2 n_h (d_qk + d_v) per pair, 3.4x fewer for DeepSeek-V3).
     @property
     def _attention_flops_per_context_token(self) -> float:
-        """FLOPs per (query, key) pair per layer: QK^T and AV, 2 FLOP per multiply-add."""
-        if self.kv_lora_rank is not None:  # decode-time absorbed form: scores and values in the latent
+        """Decode FLOPs per (query, key) pair per layer: QK^T and AV, 2 FLOP per multiply-add."""
+        if self.kv_lora_rank is not None:  # absorbed form: scores and values in the latent
             return 2 * self.n_heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
         return 4 * self.n_heads * self.head_dim
 
+    @property
+    def _prefill_flops_per_pair(self) -> float:
+        """Prefill FLOPs per (query, key) pair per layer (MLA un-absorbed: per-head K and V)."""
+        if self.kv_lora_rank is not None:
+            d_qk = self.qk_nope_head_dim + self.qk_rope_head_dim
+            return 2 * self.n_heads * (d_qk + self.v_head_dim)
+        return 4 * self.n_heads * self.head_dim
+
+    @property
+    def _mla_expand_flops_per_token(self) -> float:
+        """FLOPs per layer to expand one cached latent into per-head K (nope part) and V."""
+        return 2.0 * self.kv_lora_rank * self.n_heads * (self.qk_nope_head_dim + self.v_head_dim)
+
+    @property
+    def _index_flops_per_pair(self) -> float:
+        """Indexer FLOPs per (query, cached token) per layer: h dot products of width d, then a
+        ReLU-weighted sum over the h heads (2 h (d + 1)); 0 without an indexer."""
+        if not self.has_indexer:
+            return 0.0
+        return 2.0 * self.index_n_heads * (self.index_head_dim + 1)
+
     def attention_flops_per_token(self, context):
-        """Attention FLOPs for one new token attending to `context` tokens (all layers)."""
+        """Attention-kernel FLOPs (QK^T and AV) for one decoded token over `context` tokens (all layers).
+
+        Sparse attention counts the top-k tokens attended; the indexer that picks them is
+        :meth:`indexer_flops_per_token`.
+        """
         context = self._context(context)
-        return self._spans(context, read=True) * self._attention_flops_per_context_token
+        return self._decode_flops(context)[0]
+
+    def indexer_flops_per_token(self, context):
+        """Indexer FLOPs for one decoded token: it scores every cached token in every global layer.
+
+        The indexer computes in fp8 (DeepSeek-V3.2), so the bounds time these FLOPs at the chip's
+        fp8 peak where it has one. 0 for a model without an indexer.
+        """
+        context = self._context(context)
+        return self._decode_flops(context)[1]
 
     def flops_per_token(self, context=0):
-        """Forward FLOPs for one token: 2 N_matmul + attention over `context` tokens."""
-        return 2.0 * self.matmul_params_active + self.attention_flops_per_token(context)
+        """Forward FLOPs for one decoded token: 2 N_matmul + attention (+ indexer) over `context` tokens."""
+        return (2.0 * self.matmul_params_active + self.attention_flops_per_token(context)
+                + self.indexer_flops_per_token(context))
+
+    def _prefill_pairs(self, prompt, past, cap):
+        """(query, key) pairs per layer when `prompt` tokens follow `past` ones, each query
+        attending to at most `cap` keys (None: all earlier tokens, causal)."""
+        def tri(n):  # sum_{i=1..n} i
+            return n * (n + 1) / 2
+
+        if cap is None:
+            return tri(past + prompt) - tri(past)
+        full = tri(np.minimum(past + prompt, cap)) - tri(np.minimum(past, cap))
+        over = prompt - (np.minimum(past + prompt, cap) - np.minimum(past, cap))
+        return full + over * cap
 
     def prefill_attention_flops(self, prompt, past=0):
         """Attention FLOPs to prefill `prompt` new tokens after `past` cached ones (causal).
 
-        Token i of the prompt attends to past + i tokens; sliding layers to at most the window.
+        Token i of the prompt attends to past + i tokens; sliding layers to at most the window,
+        sparse layers to the top-k. MLA pays the un-absorbed price per pair; pairs with the
+        ``past`` tokens are charged the cheaper of (a) expanding each cached latent once and
+        attending un-absorbed and (b) attending to the latents in the absorbed form. The indexer's
+        FLOPs are :meth:`prefill_indexer_flops`.
         """
         prompt = positive("prompt", prompt)
         past = self._context(past, "past")
         self._context(np.asarray(prompt) + past, "past + prompt")
-        per_pair = self._attention_flops_per_context_token
-
-        def tri(n):  # sum_{i=1..n} i
-            return n * (n + 1) / 2
-
-        n_global = self.n_layers - self.n_sliding_layers
-        if self.sparse_attention_topk is not None:
-            k = self.sparse_attention_topk
-            full = tri(np.minimum(past + prompt, k)) - tri(np.minimum(past, k))
-            over = prompt - (np.minimum(past + prompt, k) - np.minimum(past, k))
-            glob = full + over * k
-        else:
-            glob = tri(past + prompt) - tri(past)
-        flops = n_global * glob
+        pairs = self._prefill_pairs(prompt, past, self.sparse_attention_topk)
+        flops = self._n_global * pairs * self._prefill_flops_per_pair
+        if self.kv_lora_rank is not None:
+            held = past if self.sparse_attention_topk is None else np.minimum(past, self.sparse_attention_topk)
+            past_pairs = np.minimum(prompt * held, pairs)
+            extra = np.minimum(
+                held * self._mla_expand_flops_per_token,
+                past_pairs * (self._attention_flops_per_context_token - self._prefill_flops_per_pair))
+            flops = flops + self._n_global * extra
         if self.n_sliding_layers:
-            w = self.sliding_window
-            full = tri(np.minimum(past + prompt, w)) - tri(np.minimum(past, w))
-            over = prompt - (np.minimum(past + prompt, w) - np.minimum(past, w))
-            flops = flops + self.n_sliding_layers * (full + over * w)
-        return flops * per_pair
+            flops = flops + (self.n_sliding_layers * self._prefill_pairs(prompt, past, self.sliding_window)
+                             * self._prefill_flops_per_pair)
+        return flops
+
+    def prefill_indexer_flops(self, prompt, past=0):
+        """Indexer FLOPs to prefill `prompt` tokens after `past`: every query scores every earlier token."""
+        prompt = positive("prompt", prompt)
+        past = self._context(past, "past")
+        return self._n_global * self._prefill_pairs(prompt, past, None) * self._index_flops_per_pair
 
 
 # ----- where the parameters are ---------------------------------------------------------------

@@ -60,12 +60,19 @@ def _bound(compute_time, memory_time):
 class Step:
     """Lower bound on one forward step (decode or prefill), SI units.
 
-    - ``compute_time``: FLOPs / (n_chips x peak x compute_efficiency), s
+    - ``matmul_time``: the weight matmuls' FLOPs (``2 N_mm`` per token) / (n_chips x peak x
+      compute_efficiency), s
+    - ``attention_time``: attention's own FLOPs (QK^T and AV, and a sparse-attention indexer's
+      scoring, timed at the chip's fp8 peak where it has one) over the same rate, s; 0 with
+      ``attention_flops=False``
+    - ``compute_time``: ``matmul_time + attention_time``, s
     - ``weight_time``: weight bytes read / (n_chips x HBM bandwidth x memory_efficiency), s
     - ``kv_time``: KV-cache bytes read (and, in prefill, written) over the same bandwidth, s
     - ``memory_time``: ``weight_time + kv_time``, s
-    - ``time``: the step bound, s: ``max(compute, memory)`` for ``overlap="step"``,
-      ``kv + max(compute, weight)`` for ``overlap="per-op"``
+    - ``time``: the step bound, s. ``overlap="step"``: ``max(compute, memory)``, every byte
+      overlapping every FLOP. ``overlap="per-op"``: each kernel overlaps only its own traffic,
+      the attention kernel its KV reads and the matmuls their weight reads:
+      ``max(attention, kv) + max(matmul, weight)`` (never below the ``"step"`` bound).
     - ``bound``: ``"compute"`` where ``compute_time >= memory_time``, else ``"memory"``
       (an array of strings when the inputs are arrays)
     - ``flops`` (FLOP), ``weight_bytes_read`` and ``kv_bytes_read`` (B): totals over all chips
@@ -89,21 +96,32 @@ class Step:
     overlap: str = "step"
     model: object = field(default=None, repr=False, compare=False)
     chip: object = field(default=None, repr=False, compare=False)
+    matmul_time: float | np.ndarray = 0.0
+    attention_time: float | np.ndarray = 0.0
 
 
-def _finish(kind, overlap, flops, wbytes, kvbytes, n_chips, chip, dtype,
+def _index_peak(chip, dtype):
+    """The rate an indexer's fp8 scoring runs at: the fp8 peak where the chip lists one."""
+    return max(chip.peak(dtype), float(chip.flops.get("fp8", 0.0)))
+
+
+def _finish(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_chips, chip, dtype,
             compute_efficiency, memory_efficiency, tokens, batch, model):
     peak = chip.peak(dtype)
     compute_rate = n_chips * peak * compute_efficiency
     memory_rate = n_chips * chip.hbm_bandwidth * memory_efficiency
-    compute_time = flops / compute_rate
+    matmul_time = mm_flops / compute_rate
+    attention_time = attn_flops / compute_rate
+    if np.any(np.asarray(idx_flops) != 0):
+        attention_time = attention_time + idx_flops / (n_chips * _index_peak(chip, dtype) * compute_efficiency)
+    compute_time = matmul_time + attention_time
     weight_time = wbytes / memory_rate
     kv_time = kvbytes / memory_rate
     memory_time = weight_time + kv_time
     if overlap == "step":
         time = np.maximum(compute_time, memory_time)
     else:
-        time = kv_time + np.maximum(compute_time, weight_time)
+        time = np.maximum(attention_time, kv_time) + np.maximum(matmul_time, weight_time)
     shape = np.broadcast(compute_time, memory_time, tokens, batch, n_chips).shape
 
     def b(x):
@@ -116,9 +134,10 @@ def _finish(kind, overlap, flops, wbytes, kvbytes, n_chips, chip, dtype,
         compute_time=b(compute_time), weight_time=b(weight_time), kv_time=b(kv_time),
         memory_time=b(memory_time), time=b(time),
         bound=_bound(np.broadcast_to(compute_time, shape), np.broadcast_to(memory_time, shape)),
-        flops=b(flops), weight_bytes_read=b(wbytes), kv_bytes_read=b(kvbytes),
+        flops=b(mm_flops + attn_flops + idx_flops), weight_bytes_read=b(wbytes), kv_bytes_read=b(kvbytes),
         tokens=b(tokens), batch=b(batch), n_chips=b(n_chips),
         kind=kind, overlap=overlap, model=model, chip=chip,
+        matmul_time=b(matmul_time), attention_time=b(attention_time),
     )
 
 
@@ -132,24 +151,25 @@ def _check_step(n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, me
 
 def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes=2,
                 dtype="bf16", overlap="step", compute_efficiency=1.0, memory_efficiency=1.0,
-                attention_flops=False) -> Step:
+                attention_flops=True) -> Step:
     """Lower bound on one decode step: ``batch`` sequences each emit one token.
 
-    ``t = max(B (2 N_mm [+ attn(S)]) / (n C),  (N_read(B) b_w + B kv_read(S)) / (n W))``
+    ``t = max(B (2 N_mm + attn(S)) / (n C),  (N_read(B) b_w + B kv_read(S)) / (n W))``
 
     - ``batch`` (sequences), ``context`` (tokens already in each sequence's KV cache),
       ``n_chips`` (chips per replica), ``weight_bytes`` (bytes per weight, b_w),
       ``kv_bytes`` (bytes per KV-cache element), ``dtype`` (which peak of ``chip.flops``).
-    - Compute counts ``2 x matmul_params_active`` FLOP per token; attention's QK^T and AV
-      FLOPs are added only with ``attention_flops=True`` (Pope et al. and the episode leave
-      them out: they are small at moderate context).
+    - Compute counts ``2 x matmul_params_active`` FLOP per token plus attention's own FLOPs
+      (QK^T and AV over the context, in MLA's absorbed form; a sparse-attention indexer's
+      scoring at fp8). ``attention_flops=False`` drops attention's FLOPs: the episode's and
+      Pope et al.'s first approximation, good for GQA at moderate context, not for MLA, whose
+      attention does about as many FLOPs per cached byte as a chip's ridge point.
     - Weights read are ``model.weight_params_read(batch)``: for MoE, only the experts the
-      batch touches; KV read is ``batch x model.kv_read_bytes(context)``.
+      batch touches; KV read is ``batch x model.kv_read_bytes(context)`` (with an indexer's keys).
     - The work is assumed perfectly shared by the ``n_chips`` (batch-sharded KV, sharded
       weights): communication is left out, so this is a lower bound.
-    - ``overlap="step"`` lets all memory traffic overlap all compute; ``"per-op"`` lets
-      weight reads overlap the matmuls but serialises attention's KV reads:
-      ``t = kv + max(compute, weight)`` (always >= the ``"step"`` bound).
+    - ``overlap="step"`` lets all memory traffic overlap all compute; ``"per-op"`` lets each
+      kernel overlap only its own traffic: ``max(attention, kv) + max(matmul, weight)``.
     - ``compute_efficiency`` and ``memory_efficiency`` in (0, 1] derate the peaks; 1.0 is the
       pure lower bound.
     """
@@ -159,13 +179,14 @@ def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes
         n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency)
     chip.peak(dtype)  # validates dtype early, naming the chip's dtypes
 
-    per_token = 2.0 * model.matmul_params_active
+    mm = batch * 2.0 * model.matmul_params_active
+    attn = idx = 0.0
     if attention_flops:
-        per_token = per_token + model.attention_flops_per_token(context)
-    flops = batch * per_token
+        attn = batch * model.attention_flops_per_token(context)
+        idx = batch * model.indexer_flops_per_token(context)
     wbytes = model.weight_params_read(batch) * weight_bytes
     kvbytes = batch * model.kv_read_bytes(context, kv_bytes)
-    return _finish("decode", overlap, flops, wbytes, kvbytes, n_chips, chip, dtype,
+    return _finish("decode", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, dtype,
                    compute_efficiency, memory_efficiency, batch, batch, model)
 
 
@@ -181,8 +202,9 @@ def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes
       them): for MoE, ``weight_params_read(batch * prompt)``.
     - The KV cache of the new tokens is written once; the ``past`` tokens already cached
       (prompt caching, multi-turn chat) are read once.
-    - Attention FLOPs (causal, see :meth:`llmmath.models.Model.prefill_attention_flops`) are included by
-      default: at long prompts they stop being small.
+    - Attention FLOPs (causal, see :meth:`llmmath.models.Model.prefill_attention_flops`: MLA
+      in its cheaper un-absorbed form) and an indexer's scoring are included by default: at
+      long prompts they stop being small.
     - Short prompts are memory-bound, like decode; long ones are compute-bound.
 
     Other arguments as in :func:`decode_step`; ``tokens`` in the result is ``batch x prompt``.
@@ -195,70 +217,107 @@ def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes
     chip.peak(dtype)
 
     tokens = batch * prompt
-    flops = tokens * 2.0 * model.matmul_params_active
+    mm = tokens * 2.0 * model.matmul_params_active
+    attn = idx = 0.0
     if attention_flops:
-        flops = flops + batch * model.prefill_attention_flops(prompt, past)
+        attn = batch * model.prefill_attention_flops(prompt, past)
+        idx = batch * model.prefill_indexer_flops(prompt, past)
     wbytes = model.weight_params_read(tokens) * weight_bytes
     written = model.kv_cache_bytes(past + prompt, kv_bytes) - model.kv_cache_bytes(past, kv_bytes)
     kvbytes = batch * (written + model.kv_read_bytes(past, kv_bytes))
-    return _finish("prefill", overlap, flops, wbytes, kvbytes, n_chips, chip, dtype,
+    return _finish("prefill", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, dtype,
                    compute_efficiency, memory_efficiency, tokens, batch, model)
 
 
 # ----- balance points ------------------------------------------------------------------------
 
-def critical_context(model, chip, kv_bytes=2, dtype="bf16", attention_flops=False):
-    """Context (tokens) beyond which decode is memory-bound at **any** batch.
+def _per_sequence_decode(model, chip, context, kv_bytes, dtype, attention_flops):
+    """Seconds one sequence adds to a decode step on one chip at peak: (matmul, attention, KV read).
+
+    No argument checks and no context cap: the balance solvers below evaluate it beyond the
+    model's window to find where (or whether) the lines cross.
+    """
+    C, W = chip.peak(dtype), chip.hbm_bandwidth
+    context = np.asarray(context, dtype=float)
+    mm = 2.0 * model.matmul_params_active / C
+    attn = 0.0 * context
+    if attention_flops:
+        a, i = model._decode_flops(context)
+        attn = a / C + i / _index_peak(chip, dtype)
+    return mm, attn, model._read_bytes(context, kv_bytes) / W
+
+
+def _first_root(g, kinks, shape):
+    """First S >= 0 where the piecewise-linear g (g(0) < 0, kinks at ``kinks``) reaches 0.
+
+    Exact on each linear piece; NaN where g stays negative for every S.
+    """
+    pts = [0.0] + sorted(float(k) for k in kinks)
+    root = np.full(shape, np.nan)
+    for lo, hi in zip(pts, pts[1:]):
+        g_lo, g_hi = g(lo), g(hi)
+        hit = np.isnan(root) & (g_hi >= 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            root = np.where(hit, lo - g_lo * (hi - lo) / (g_hi - g_lo), root)
+    last = pts[-1]
+    g_last = g(last)
+    slope = g(last + 1.0) - g_last  # the last piece runs on forever
+    with np.errstate(invalid="ignore", divide="ignore"):
+        root = np.where(np.isnan(root) & (slope > 0), last - g_last / slope, root)
+    return root
+
+
+def critical_context(model, chip, kv_bytes=2, dtype="bf16", attention_flops=True, overlap="step"):
+    """Context (tokens) beyond which decode is memory-bound at **any** batch (whole-step overlap).
 
     Per sequence and step, reading its KV cache takes ``kv_read(S)/W``; computing its token
-    takes ``2 N_mm / C``. Weights are amortised over the batch, so once
-    ``kv_read(S)/W >= 2 N_mm/C`` no batch makes the step compute-bound. For dense attention
-    ``S* = 2 N_mm W / (C b_kv)``; sliding-window and sparse layers are handled through the
-    model's capped reads.
+    takes ``(2 N_mm + attn(S))/C``. Weights are amortised over the batch, so once the KV read
+    outgrows the compute no batch makes the step compute-bound. For dense attention without
+    attention FLOPs (``attention_flops=False``, the episode's approximation)
+    ``S* = 2 N_mm W / (C b_kv)``. Counting attention FLOPs moves it out, a little for GQA and
+    a lot for MLA (about 242 FLOP per cached byte, near a chip's ridge point); an indexer's key
+    reads (DeepSeek-V3.2) bring it back in. Windows and top-k caps are exact: the balance is
+    piecewise linear in S and solved piece by piece.
 
-    With ``attention_flops=True`` the attention FLOPs per token (which also grow with S) are
-    added to the compute side; a crossing is then found by bisection.
+    The corner exists only under ``overlap="step"``. Under ``"per-op"`` the matmuls overlap
+    only the weight reads, which the batch amortises at any context (the step is then
+    ``max(attention, kv) + max(matmul, weight)``), so there is no critical context: a
+    ValueError says so.
 
-    Raises ValueError when the crossing never happens (every layer's reads are capped by a
-    window or top-k below the balance): such a model stays compute-bound at large batch for
-    every context. The result may exceed ``model.max_context``; then no supported context
-    makes decode memory-bound at every batch.
+    Raises ValueError when the crossing never happens: every layer's reads are capped below the
+    balance, or attention does more FLOPs per cached byte than the chip's FLOP/byte. The result
+    may exceed ``model.max_context``; then no supported context makes decode memory-bound at
+    every batch.
     """
     kv_bytes = positive("kv_bytes", kv_bytes)
-    C, W = chip.peak(dtype), chip.hbm_bandwidth
-    elem = model.kv_elements_per_token_per_layer * np.asarray(kv_bytes, dtype=float)
-    target = 2.0 * model.matmul_params_active * W / C / elem
-    s, ok = model.context_for_read_span(target)
-    if not np.all(ok):
+    choice("overlap", overlap, OVERLAPS)
+    chip.peak(dtype)
+    if overlap == "per-op":
         raise ValueError(
-            f"model {model.name!r}: its KV reads per step are capped (sliding window / sparse top-k) "
-            f"below the {_fmt(target * elem)} B that balance one token's compute on {chip.name}; "
-            "decode never becomes memory-bound at every batch, so there is no critical context"
-        )
-    if attention_flops:
+            "overlap: got 'per-op'; under the per-operation bound the matmuls pair only with the "
+            "weight reads, which a large enough batch amortises at every context, so there is no "
+            "critical context (the weights-only critical batch holds at any context)")
+
+    def gap(S):  # seconds of KV read minus seconds of compute, per sequence
+        mm, attn, kv = _per_sequence_decode(model, chip, S, kv_bytes, dtype, attention_flops)
+        return kv - mm - attn
+
+    kinks = [k for k in (model.sparse_attention_topk,
+                         model.sliding_window if model.n_sliding_layers else None) if k]
+    root = _first_root(gap, kinks, np.shape(kv_bytes))
+    if np.any(np.isnan(root)):
         per_pair = model._attention_flops_per_context_token
-
-        def gap(S):  # kv time - compute time per sequence (seconds x W)
-            kv = model._spans(S, read=True) * elem
-            comp = (2.0 * model.matmul_params_active + model._spans(S, read=True) * per_pair) * W / C
-            return kv - comp
-
-        if np.any(elem * C / W <= per_pair):
-            raise ValueError(
-                f"model {model.name!r}: attention FLOPs per cached byte exceed {chip.name}'s "
-                "FLOP/byte, so KV reads never outgrow compute; no critical context"
-            )
-        lo, hi = np.zeros_like(s), np.maximum(s, 1.0)
-        while np.any(gap(hi) < 0):
-            hi = np.where(gap(hi) < 0, hi * 2, hi)
-            if np.any(hi > 1e15):
-                raise ValueError(f"model {model.name!r}: no critical context below 1e15 tokens")
-        for _ in range(100):
-            mid = 0.5 * (lo + hi)
-            neg = gap(mid) < 0
-            lo, hi = np.where(neg, mid, lo), np.where(neg, hi, mid)
-        s = hi
-    return _out(s)
+        elem = model.kv_elements_per_token_per_layer * float(np.max(kv_bytes))
+        if attention_flops and per_pair / elem >= chip.ops_per_byte(dtype) and not model.has_indexer:
+            why = (f"attention does {per_pair / elem:.0f} FLOP per cached byte, at or above "
+                   f"{chip.name}'s {chip.ops_per_byte(dtype):.0f} FLOP/byte, so KV reads never outgrow "
+                   "compute")
+        else:
+            why = ("its KV reads per step are capped (sliding window / sparse top-k) below the bytes "
+                   "that balance one token's compute")
+        raise ValueError(f"model {model.name!r} on {chip.name}: {why}; decode never becomes "
+                         "memory-bound at every batch, so there is no critical context")
+    return _out(root)
 
 
 def _fmt(x):
@@ -267,28 +326,35 @@ def _fmt(x):
 
 
 def critical_batch(model, chip, weight_bytes=2, dtype="bf16", context=0, kv_bytes=2,
-                   attention_flops=False):
+                   attention_flops=True, overlap="step"):
     """Batch (sequences) at which a decode step's compute time equals its memory time.
 
-    Solves ``B 2 N_mm / C = (N_read(B) b_w + B kv_read(S)) / W`` for B (chip count cancels).
-    With ``context=0`` and a dense model this is ``(C b_w / 2W) (N_read / N_mm)``, about
-    ``ops_per_byte x b_w / 2``; for MoE the weights read grow with the batch (more experts
-    touched), so the equation is solved self-consistently: the result tends to
-    ``ops_per_byte x b_w / 2 x N_tot / N_act`` (the episode's "300 x sparsity") when the batch
-    touches every expert. Below it decode is memory-bound (weights not yet amortised); above
-    it compute-bound. Returned as a real number, not rounded.
+    Solves ``B (2 N_mm + attn(S)) / C = (N_read(B) b_w + B kv_read(S)) / W`` for B (chip count
+    cancels). With ``context=0`` and a dense model this is ``(C b_w / 2W) (N_read / N_mm)``,
+    about ``ops_per_byte x b_w / 2``: the weights-only critical batch. For MoE the weights read
+    grow with the batch (more experts touched), so the equation is solved self-consistently:
+    the result tends to ``ops_per_byte x b_w / 2 x N_tot / N_act`` (the episode's "300 x
+    sparsity") when the batch touches every expert. Below it decode is memory-bound (weights
+    not yet amortised); above it compute-bound. Returned as a real number, not rounded.
 
-    Raises ValueError when ``context >= critical_context(...)``: decode is then memory-bound at
-    every batch.
+    ``overlap="per-op"``: the matmuls pair with the weight reads alone, so the batch at which
+    the matmuls turn compute-bound is the weights-only one at every context
+    (``B 2 N_mm / C = N_read(B) b_w / W``); the attention kernel stays wherever its own FLOPs
+    and KV reads put it.
+
+    Raises ValueError (``overlap="step"``) when ``context >= critical_context(...)``: decode is
+    then memory-bound at every batch.
     """
     weight_bytes = positive("weight_bytes", weight_bytes)
     kv_bytes = positive("kv_bytes", kv_bytes)
     context = positive("context", context, allow_zero=True)
-    C, W = chip.peak(dtype), chip.hbm_bandwidth
-    per_token = 2.0 * model.matmul_params_active
-    if attention_flops:
-        per_token = per_token + model.attention_flops_per_token(context)
-    denom = per_token * W / C - model.kv_read_bytes(context, kv_bytes)  # bytes of slack per sequence
+    choice("overlap", overlap, OVERLAPS)
+    model._context(context)
+    W = chip.hbm_bandwidth
+    mm, attn, kv = _per_sequence_decode(model, chip, context, kv_bytes, dtype, attention_flops)
+    if overlap == "per-op":
+        attn, kv = 0.0 * attn, 0.0 * kv
+    denom = (mm + attn - kv) * W  # bytes of slack per sequence
     if np.any(denom <= 0):
         try:
             s_star = critical_context(model, chip, kv_bytes=np.max(kv_bytes), dtype=dtype,
@@ -402,10 +468,16 @@ def max_context(model, chip, batch, n_chips=1, weight_bytes=2, kv_bytes=2, memor
     else:
         budget = fraction("kv_fraction", kv_fraction) * n_chips * chip.hbm_capacity
     elem = model.kv_elements_per_token_per_layer * kv_bytes
+    # An indexer's keys (a fixed format) ride on the global layers: count them in elements.
+    idx = (model.index_key_bytes or 0.0) / elem
     target = budget / (batch * kv_replicas * elem)  # layer-tokens held per sequence
     n_global = model.n_layers - model.n_sliding_layers
     w = model.sliding_window or 0
-    if n_global == 0:
+    if model.has_indexer:
+        s = target / (n_global * (1.0 + idx) + model.n_sliding_layers)
+        s_long = (target - model.n_sliding_layers * w) / (n_global * (1.0 + idx))
+        s = np.where(s <= w, s, s_long) if model.n_sliding_layers else s
+    elif n_global == 0:
         if np.any(target >= model.n_sliding_layers * w):
             raise ValueError(
                 f"model {model.name!r}: every layer uses a {w}-token window, so the KV cache stops "
@@ -558,17 +630,19 @@ def speculative_tokens_per_step(draft_tokens, acceptance):
 
 def speculative_step(model, chip, batch, context, draft_tokens, acceptance=1.0, n_chips=1,
                      weight_bytes=2, kv_bytes=2, dtype="bf16", overlap="step",
-                     compute_efficiency=1.0, memory_efficiency=1.0) -> Step:
+                     compute_efficiency=1.0, memory_efficiency=1.0, attention_flops=True) -> Step:
     """Lower bound on one verification step of speculative decoding (or multi-token prediction).
 
     Each of ``batch`` sequences carries ``k = draft_tokens`` drafted tokens; one forward pass
     scores all ``k + 1`` positions at once:
 
-    ``t = max(B (k+1) 2 N_mm / (n C),  (N_read(B (k+1)) b_w + B kv_read(S)) / (n W))``
+    ``t = max(B (k+1) (2 N_mm + attn(S)) / (n C),  (N_read(B (k+1)) b_w + B kv_read(S)) / (n W))``
 
     The weights are read once for all ``B (k+1)`` tokens and each sequence's KV cache once for
-    its ``k + 1`` queries, so while ``B (k+1)`` stays below the critical batch the step costs
-    about one memory-bound decode step. ``tokens`` is ``B x speculative_tokens_per_step(k,
+    its ``k + 1`` queries. For a dense model, while ``B (k+1)`` stays below the critical batch
+    the step costs about one memory-bound decode step. For MoE it does not: the ``B (k+1)``
+    tokens route to more experts than ``B`` would, so the verify step reads more weight bytes
+    (DeepSeek-V3 at batch 1 with one draft: 1.54x), and attention's FLOPs grow with ``k + 1``. ``tokens`` is ``B x speculative_tokens_per_step(k,
     acceptance)``: the expected tokens emitted, so :func:`llmmath.cost.tokens_per_second` and
     :func:`llmmath.cost.cost_per_token` apply unchanged. Left out: the cost of drafting (a small
     draft model's own steps, or an MTP head's extra layer) and the KV of the ``k + 1`` new
@@ -582,10 +656,14 @@ def speculative_step(model, chip, batch, context, draft_tokens, acceptance=1.0, 
     k = positive("draft_tokens", draft_tokens, allow_zero=True, integer=True)
     per_seq = speculative_tokens_per_step(k, acceptance)
     scored = batch * (k + 1.0)
-    flops = scored * 2.0 * model.matmul_params_active
+    mm = scored * 2.0 * model.matmul_params_active
+    attn = idx = 0.0
+    if attention_flops:
+        attn = scored * model.attention_flops_per_token(context)
+        idx = scored * model.indexer_flops_per_token(context)
     wbytes = model.weight_params_read(scored) * weight_bytes
     kvbytes = batch * model.kv_read_bytes(context, kv_bytes)
-    return _finish("decode", overlap, flops, wbytes, kvbytes, n_chips, chip, dtype,
+    return _finish("decode", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, dtype,
                    compute_efficiency, memory_efficiency, batch * np.asarray(per_seq), batch, model)
 
 
@@ -607,7 +685,7 @@ __all__ += ["speculative_tokens_per_step", "speculative_step", "serial_step"]
 
 
 def speculative_critical_batch(model, chip, draft_tokens, context=0, weight_bytes=2, kv_bytes=2,
-                               dtype="bf16"):
+                               dtype="bf16", attention_flops=True):
     """Batch (sequences) at which a verify step with ``k`` drafts turns compute-bound.
 
     Solves ``B (k+1) 2 N_mm / C = (N_read(B (k+1)) b_w + B kv_read(S)) / W`` for B (bisection in
@@ -620,7 +698,7 @@ def speculative_critical_batch(model, chip, draft_tokens, context=0, weight_byte
 
     def gap(logb):
         s = speculative_step(model, chip, np.exp(logb), context, k, 1.0, weight_bytes=weight_bytes,
-                             kv_bytes=kv_bytes, dtype=dtype)
+                             kv_bytes=kv_bytes, dtype=dtype, attention_flops=attention_flops)
         return s.compute_time - s.memory_time
 
     lo, hi = np.log(1e-6), np.log(1e12)
