@@ -619,3 +619,59 @@ from ._model_catalogue import MODELS  # noqa: E402  (plain data; imports Model f
 
 #: The catalogue, name -> entry, built from the plain tuple in ``_model_catalogue``.
 CATALOGUE: dict[str, Model] = _index(MODELS)
+
+
+# ----- multi-head baselines -------------------------------------------------------------------
+# A KV-cache saving is always "against a multi-head twin". Two chapters state the same savings, so
+# the twins are defined once, here.
+
+from typing import NamedTuple  # noqa: E402  (kept here so this section merges cleanly)
+
+
+class MhaEquivalent(NamedTuple):
+    """A model's multi-head twin and how many times more KV cache per token the twin holds."""
+
+    model: Model  # the twin: same layers and query heads, one K and one V head per query head
+    kv_ratio: float  # twin's KV bytes per token / the model's (any bytes per element)
+
+
+def mha_equivalent(model: Model) -> MhaEquivalent:
+    """The multi-head (MHA) twin of ``model``: every query head gets its own K and V head.
+
+    GQA/MQA: ``n_kv_heads = n_heads`` at the model's ``head_dim``. MLA (DeepSeek-V2/V3): K heads
+    of ``qk_nope_head_dim`` and V heads of ``v_head_dim`` (both 128 in V3), the comparison of
+    DeepSeek-V2's Table 1 (MHA caches 2 n_h d_h l numbers per token). The decoupled RoPE key
+    (``qk_rope_head_dim``) is left out: MLA needs it only because RoPE blocks absorbing the key
+    up-projection; an MHA model rotates its own keys. So V3's twin caches 2 x 128 x 128 numbers
+    per layer, not 128 x (192 + 192). Only the KV cache of the twin is meant to be compared;
+    its parameter count is not the model's. An MHA model is its own twin (ratio 1).
+    """
+    if not isinstance(model, Model):
+        raise TypeError(f"model: got {model!r}; expected a Model")
+    if model.kv_lora_rank is not None:
+        if model.qk_nope_head_dim != model.v_head_dim:
+            # One head_dim per Model: a twin with K and V of different widths is not representable.
+            raise ValueError(f"model: {model.name!r} has qk_nope_head_dim={model.qk_nope_head_dim} "
+                             f"!= v_head_dim={model.v_head_dim}; mha_equivalent needs them equal")
+        twin = model.replace(name=f"{model.name} as MHA", kv_lora_rank=None, q_lora_rank=None,
+                             qk_nope_head_dim=None, qk_rope_head_dim=None, v_head_dim=None,
+                             n_kv_heads=model.n_heads, head_dim=model.v_head_dim)
+    elif model.n_kv_heads == model.n_heads:
+        twin = model
+    else:
+        twin = model.replace(name=f"{model.name} as MHA", n_kv_heads=model.n_heads)
+    return MhaEquivalent(twin, twin.kv_bytes_per_token(1) / model.kv_bytes_per_token(1))
+
+
+def palm_multihead_baseline() -> MhaEquivalent:
+    """Pope et al. (2022)'s multi-head baseline for PaLM 540B: 64 K/V heads of 128 per layer.
+
+    Their Table 1 ("multihead, d_head 128") serves PaLM with its 48 heads padded to 64, one per
+    chip of 64 (their Sec. 4). 64 x 128 reproduces the table's 1,320 / 330 tokens within 2%
+    (tests/test_pope2022.py); 48 heads of 128 would give 35% more context and 48 of PaLM's 256
+    half as much. The ratio is against the real multi-query PaLM (one K/V head of 256).
+    """
+    palm = get("PaLM-540B")
+    twin = palm.replace(name="PaLM 540B, multihead (Pope et al. 2022)", n_heads=64, n_kv_heads=64,
+                        head_dim=128)
+    return MhaEquivalent(twin, twin.kv_bytes_per_token(1) / palm.kv_bytes_per_token(1))
