@@ -205,7 +205,8 @@ def test_gqa_attention_changes_the_critical_context_by_at_most_twelve_percent():
             if "bf16" in c.flops:
                 ratio = critical_context(m, c) / critical_context(m, c, attention_flops=False)
                 expected = 1 / (1 - (m.n_heads / m.n_kv_heads) / c.ops_per_byte("bf16"))
-                assert ratio == pytest.approx(expected, rel=1e-6), (m.name, c.name)
+                if not m.n_sliding_layers:  # windows shift the balance between the two terms
+                    assert ratio == pytest.approx(expected, rel=1e-6), (m.name, c.name)
                 assert 1 < ratio < 1.12, (m.name, c.name, ratio)
 
 
