@@ -92,7 +92,11 @@ def test_moe_bstar_is_300_times_sparsity(model, chip, dtype, b):
 @pytest.mark.parametrize("chip,dtype,b", PAIRS, ids=PAIR_IDS)
 def test_chip_constant_near_300(chip, dtype, b):
     const = chip.ops_per_byte(dtype) * b / 2
-    assert 150 / 2 <= const <= 300 * 2, (chip.name, dtype, const)
+    if (chip.name, dtype) == ("TPU v4", "int8"):  # the exception the chapter names
+        assert const == pytest.approx(275e12 / 1.2e12 / 2, rel=0.01)  # int8 peak = bf16 peak, 1 B
+        assert const < 150
+        return
+    assert 300 / 2 <= const <= 300 * 2, (chip.name, dtype, const)
 
 
 # Claim: "at B*, compute time equals memory time" (the definition, checked at several contexts).
@@ -171,7 +175,8 @@ def test_speculative_verify_costs_one_memory_bound_step(model, chip):
             kb = speculative_critical_batch(model, chip, k, S, weight_bytes=b, dtype=d)
         except ValueError:  # KV reads outgrow compute: memory-bound at every batch
             kb = math.inf
-        assert star / (k + 1) <= kb * (1 + 1e-9)
+        # (attention's FLOPs for k + 1 queries over 256 cached tokens pull it in by under 1%)
+        assert star / (k + 1) <= kb * 1.01
         plain = decode_step(model, chip, B, S, weight_bytes=b, dtype=d)
         spec = speculative_step(model, chip, B, S, k, 0.8, weight_bytes=b, dtype=d)
         assert spec.time == pytest.approx(plain.time, rel=0.01), (model.name, chip.name, k)
@@ -213,3 +218,24 @@ def test_fast_mode_identity_and_ceiling(model):
     else:
         assert math.isnan(fm.fast_batch)
     assert math.isnan(fast_mode(model, chip, B, fm.max_speedup * 1.01, 512, n_chips=n).fast_batch)
+
+
+# Claim (ch4): "on a mixture of experts the memory side grows too": DeepSeek-V3 at batch 1 with one
+# draft reads about 1.54x the weights of a plain step (1 shared + 8 routed experts per token per
+# layer, a second token touching 8 more of the 255 left: 1 + 2 x 8 - 8 x 8/256 = 16.75 expert
+# reads instead of 9, on ~58% of the active weights), and with 3 drafts at batch 8 the verify
+# step costs 2-3 plain steps; at a batch that touches every expert it is about one step again.
+def test_speculative_verify_costs_more_on_moe_at_small_batch():
+    ds, h100 = models.get("DeepSeek-V3"), chips.get("H100-SXM")
+    assert ds.weight_params_read(2) / ds.weight_params_read(1) == pytest.approx(1.54, abs=0.01)
+    for overlap in ("step", "per-op"):
+        plain = decode_step(ds, h100, 8, 4096, n_chips=8, overlap=overlap)
+        spec = speculative_step(ds, h100, 8, 4096, 3, n_chips=8, overlap=overlap)
+        assert 2.0 <= spec.time / plain.time <= 3.0
+        plain = decode_step(ds, h100, 1, 4096, n_chips=8, overlap=overlap)
+        spec = speculative_step(ds, h100, 1, 4096, 1, n_chips=8, overlap=overlap)
+        assert 1.4 <= spec.time / plain.time <= 1.6
+        # a batch of 1,024 touches every expert: verification about one step again (within 5%)
+        plain = decode_step(ds, h100, 1024, 512, n_chips=8, overlap=overlap)
+        spec = speculative_step(ds, h100, 1024, 512, 1, n_chips=8, overlap=overlap)
+        assert spec.time / plain.time < 1.05

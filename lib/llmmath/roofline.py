@@ -63,8 +63,9 @@ class Step:
     - ``matmul_time``: the weight matmuls' FLOPs (``2 N_mm`` per token) / (n_chips x peak x
       compute_efficiency), s
     - ``attention_time``: attention's own FLOPs (QK^T and AV, and a sparse-attention indexer's
-      scoring, timed at the chip's fp8 peak where it has one) over the same rate, s; 0 with
-      ``attention_flops=False``
+      scoring) / (n_chips x peak of the KV cache's format x compute_efficiency), s: bf16 for a
+      2-byte cache, fp8 for a 1-byte one, never above the step's ``dtype`` peak; the indexer's
+      scoring at the fp8 peak where the chip has one; 0 with ``attention_flops=False``
     - ``compute_time``: ``matmul_time + attention_time``, s
     - ``weight_time``: weight bytes read / (n_chips x HBM bandwidth x memory_efficiency), s
     - ``kv_time``: KV-cache bytes read (and, in prefill, written) over the same bandwidth, s
@@ -105,13 +106,28 @@ def _index_peak(chip, dtype):
     return max(chip.peak(dtype), float(chip.flops.get("fp8", 0.0)))
 
 
+def _attention_peak(chip, dtype, kv_bytes):
+    """The rate attention's own FLOPs run at: the arithmetic of the KV cache's format.
+
+    Attention multiplies queries by the cached keys and values, so it computes in the cache's
+    format (bf16 for a 2-byte cache, fp8 for a 1-byte one where the chip has fp8), never faster
+    than the step's ``dtype``: fp4 weights do not make attention run at the fp4 peak.
+    """
+    fallback = chip.peak(dtype)
+    bf16 = min(fallback, float(chip.flops.get("bf16", fallback)))
+    fp8 = min(fallback, float(chip.flops.get("fp8", bf16)))
+    return np.where(np.asarray(kv_bytes) <= 1, fp8, bf16)
+
+
 def _finish(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_chips, chip, dtype,
-            compute_efficiency, memory_efficiency, tokens, batch, model):
+            compute_efficiency, memory_efficiency, tokens, batch, model, kv_bytes=2):
     peak = chip.peak(dtype)
     compute_rate = n_chips * peak * compute_efficiency
     memory_rate = n_chips * chip.hbm_bandwidth * memory_efficiency
     matmul_time = mm_flops / compute_rate
-    attention_time = attn_flops / compute_rate
+    attention_time = 0.0
+    if np.any(np.asarray(attn_flops) != 0):
+        attention_time = attn_flops / (n_chips * _attention_peak(chip, dtype, kv_bytes) * compute_efficiency)
     if np.any(np.asarray(idx_flops) != 0):
         attention_time = attention_time + idx_flops / (n_chips * _index_peak(chip, dtype) * compute_efficiency)
     compute_time = matmul_time + attention_time
@@ -187,7 +203,7 @@ def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes
     wbytes = model.weight_params_read(batch) * weight_bytes
     kvbytes = batch * model.kv_read_bytes(context, kv_bytes)
     return _finish("decode", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, dtype,
-                   compute_efficiency, memory_efficiency, batch, batch, model)
+                   compute_efficiency, memory_efficiency, batch, batch, model, kv_bytes)
 
 
 def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes=2,
@@ -226,7 +242,7 @@ def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes
     written = model.kv_cache_bytes(past + prompt, kv_bytes) - model.kv_cache_bytes(past, kv_bytes)
     kvbytes = batch * (written + model.kv_read_bytes(past, kv_bytes))
     return _finish("prefill", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, dtype,
-                   compute_efficiency, memory_efficiency, tokens, batch, model)
+                   compute_efficiency, memory_efficiency, tokens, batch, model, kv_bytes)
 
 
 # ----- balance points ------------------------------------------------------------------------
@@ -243,7 +259,7 @@ def _per_sequence_decode(model, chip, context, kv_bytes, dtype, attention_flops)
     attn = 0.0 * context
     if attention_flops:
         a, i = model._decode_flops(context)
-        attn = a / C + i / _index_peak(chip, dtype)
+        attn = a / _attention_peak(chip, dtype, kv_bytes) + i / _index_peak(chip, dtype)
     return mm, attn, model._read_bytes(context, kv_bytes) / W
 
 
@@ -664,7 +680,8 @@ def speculative_step(model, chip, batch, context, draft_tokens, acceptance=1.0, 
     wbytes = model.weight_params_read(scored) * weight_bytes
     kvbytes = batch * model.kv_read_bytes(context, kv_bytes)
     return _finish("decode", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, dtype,
-                   compute_efficiency, memory_efficiency, batch * np.asarray(per_seq), batch, model)
+                   compute_efficiency, memory_efficiency, batch * np.asarray(per_seq), batch, model,
+                   kv_bytes)
 
 
 def serial_step(step: Step) -> Step:
