@@ -11,11 +11,12 @@ token (:func:`kv_bytes_from_price_step`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+import numpy as np
 
 from ._check import positive
 from ._check import scalar_or_array as _out
 
-__all__ = ["PriceSheet", "PRICE_SHEETS", "kv_bytes_from_price_step"]
+__all__ = ["PriceSheet", "PRICE_SHEETS", "kv_bytes_from_price_step", "kv_bytes_from_price_ratio"]
 
 
 # ----- price sheets ----------------------------------------------------------------------------
@@ -74,3 +75,35 @@ def kv_bytes_from_price_step(active_params, context, ops_per_byte):
     s = positive("context", context)
     r = positive("ops_per_byte", ops_per_byte)
     return _out(2.0 * n / (r * s))
+
+
+def kv_bytes_from_price_ratio(active_params, context, ops_per_byte, price_ratio, overlap="step"):
+    """KV bytes per token at which long-context decode costs ``price_ratio`` x short-context decode.
+
+    A price step says more than where cost starts rising: it says by how much (Gemini 3.1 Pro's
+    output price rises 1.5x past 200k tokens). At large batch one sequence's step costs, per
+    unit of ``2 N_act / C``, ``max(1, x)`` under whole-step overlap and ``1 + x`` under
+    per-operation overlap, with ``x = S b_kv R / (2 N_act)`` the KV read time over the compute
+    time (attention's own FLOPs left out). Setting that cost to ``price_ratio`` at ``S``:
+
+    - ``overlap="step"``: ``x = price_ratio``, so ``b_kv = price_ratio x 2 N_act / (R S)``
+      (``price_ratio = 1`` is :func:`kv_bytes_from_price_step`: the step sits at the corner);
+    - ``overlap="per-op"``: ``x = price_ratio - 1``: ``b_kv = (price_ratio - 1) x 2 N_act / (R S)``
+      (no corner: the cost rises from the first token of context).
+
+    The two bracket what a real engine, between the two overlaps, implies.
+    """
+    from ._check import choice
+
+    b = kv_bytes_from_price_step(active_params, context, ops_per_byte)
+    ratio = positive("price_ratio", price_ratio)
+    choice("overlap", overlap, ("step", "per-op"))
+    if np.any(np.asarray(ratio) < 1):
+        raise ValueError(f"price_ratio: got {float(np.min(ratio)):g}; a price step is >= 1 "
+                         "(the long-context price over the short-context one)")
+    if overlap == "step":
+        return _out(np.asarray(b) * ratio)
+    if np.any(np.asarray(ratio) == 1):
+        raise ValueError("price_ratio: got 1 under overlap='per-op'; without a corner a flat price "
+                         "implies no KV bytes at all (give a ratio > 1)")
+    return _out(np.asarray(b) * (ratio - 1.0))
