@@ -323,11 +323,13 @@ def critical_context(model, chip, kv_bytes=2, dtype="bf16", attention_flops=True
     root = _first_root(gap, kinks, np.shape(kv_bytes))
     if np.any(np.isnan(root)):
         per_pair = model._attention_flops_per_context_token
-        elem = model.kv_elements_per_token_per_layer * float(np.max(kv_bytes))
-        if attention_flops and per_pair / elem >= chip.ops_per_byte(dtype) and not model.has_indexer:
+        kvb = float(np.max(kv_bytes))
+        elem = model.kv_elements_per_token_per_layer * kvb
+        ridge = float(_attention_peak(chip, dtype, kvb)) / chip.hbm_bandwidth  # attention's own ridge
+        if attention_flops and per_pair / elem >= ridge and not model.has_indexer:
             why = (f"attention does {per_pair / elem:.0f} FLOP per cached byte, at or above "
-                   f"{chip.name}'s {chip.ops_per_byte(dtype):.0f} FLOP/byte, so KV reads never outgrow "
-                   "compute")
+                   f"{chip.name}'s {ridge:.0f} FLOP/byte at the arithmetic it runs in, so KV reads "
+                   "never outgrow compute")
         else:
             why = ("its KV reads per step are capped (sliding window / sparse top-k) below the bytes "
                    "that balance one token's compute")
