@@ -11,6 +11,7 @@ token (:func:`kv_bytes_from_price_step`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 
 from ._check import positive

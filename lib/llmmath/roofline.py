@@ -270,7 +270,7 @@ def _first_root(g, kinks, shape):
     """
     pts = [0.0] + sorted(float(k) for k in kinks)
     root = np.full(shape, np.nan)
-    for lo, hi in zip(pts, pts[1:]):
+    for lo, hi in zip(pts[:-1], pts[1:], strict=True):
         g_lo, g_hi = g(lo), g(hi)
         hit = np.isnan(root) & (g_hi >= 0)
         with np.errstate(invalid="ignore", divide="ignore"):
