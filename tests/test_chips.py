@@ -236,3 +236,13 @@ def test_user_chip_works():
     v5e = Chip(name="my v5e", flops={"bf16": 1.97e14, "int8": 3.94e14}, hbm_bandwidth=8.2e11, hbm_capacity=16e9)
     assert v5e.ops_per_byte() == pytest.approx(240.2, abs=0.1)
     assert "my v5e" not in chips.names()
+
+
+def test_achievable_fractions_are_the_measured_over_the_datasheet():
+    # FlashAttention-3 740 TFLOP/s over the H100 SXM's dense 989.4 bf16 TFLOP/s; FlashMLA's
+    # 3,000 GB/s over 3.35 TB/s (chapter 1's reality check)
+    from llmmath.chips import achievable_fraction
+    assert achievable_fraction("compute") == pytest.approx(740 / 989.4)
+    assert achievable_fraction("memory") == pytest.approx(3000 / 3350)
+    with pytest.raises(ValueError, match="kind"):
+        achievable_fraction("network")

@@ -120,3 +120,29 @@ from ._chip_catalogue import CHIPS  # noqa: E402  (plain data; imports Chip from
 
 #: The catalogue, name -> entry, built from the plain tuple in ``_chip_catalogue``.
 CATALOGUE: dict[str, Chip] = _index(CHIPS)
+
+
+#: The best published kernel measurements on an H100-class GPU (FLOP/s and bytes/s), the
+#: "achievable ceilings" chapters derate the datasheet with (chapter 1's reality check):
+#: FlashAttention-3's FP16 forward at up to 740 TFLOP/s on an H100 SXM, "75% utilization"
+#: [shah2024flashattention3]; DeepGEMM's FP8 GEMMs at up to 1,350 TFLOP/s and FlashMLA's
+#: decoding kernel at up to 3,000 GB/s (and 660 TFLOP/s when compute-bound) on an H800 SXM5,
+#: which has the H100 SXM's compute and HBM [deepseek_deepgemm, deepseek_flashmla].
+MEASURED_H100 = {
+    "bf16_matmul": 740e12,
+    "fp8_gemm": 1350e12,
+    "mla_decode_flops": 660e12,
+    "hbm_read": 3000e9,
+}
+
+
+def achievable_fraction(kind: str) -> float:
+    """An H100 SXM's measured ceiling over its datasheet peak: ``"compute"`` (bf16 matmul,
+    about 0.75) or ``"memory"`` (HBM read, about 0.90), from :data:`MEASURED_H100`: the
+    ``compute_efficiency`` / ``memory_efficiency`` the chapters use for "achievable ceilings".
+    """
+    choice("kind", kind, ("compute", "memory"))
+    chip = get("H100-SXM")
+    if kind == "compute":
+        return MEASURED_H100["bf16_matmul"] / chip.peak("bf16")
+    return MEASURED_H100["hbm_read"] / chip.hbm_bandwidth
