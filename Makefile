@@ -6,14 +6,16 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 HTML := _build/html
+NOTEBOOKS := _build/notebooks
 
-.PHONY: book test unit nbval build-check browser lab execute bench clean help
+.PHONY: book test unit nbval build-check browser lab notebooks execute bench clean help
 
 help:
 	@echo "make book     build the HTML site into $(HTML) (warnings are errors)"
 	@echo "make test     unit tests, nbval over book/, the strict book build, the browser suite"
 	@echo "make execute  re-execute the notebooks in place (deterministic; commit the result)"
-	@echo "make lab      open the notebooks in JupyterLab with live widgets"
+	@echo "make notebooks  write the reader's edition of every chapter into $(NOTEBOOKS)"
+	@echo "make lab      open the reader's edition in JupyterLab with live widgets"
 	@echo "make bench    measure library, explorer, notebook and build speed"
 	@echo "make clean    remove build outputs (keeps .venv)"
 
@@ -25,6 +27,9 @@ $(STAMP): requirements.txt pyproject.toml
 
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --all --builder html -n -W --keep-going
+	@# The page's download button links _sources/book/NN.ipynb: hand out the reader's edition.
+	$(BIN)/python scripts/reader_edition.py --out $(NOTEBOOKS)
+	cp $(NOTEBOOKS)/*.ipynb $(HTML)/_sources/book/
 	@echo "The book is at $(CURDIR)/$(HTML)/index.html"
 
 unit: $(STAMP)
@@ -54,8 +59,12 @@ test: $(STAMP)
 execute: $(STAMP)
 	$(BIN)/python scripts/execute_notebooks.py
 
-lab: $(STAMP)
-	$(BIN)/jupyter lab book/
+# The reader's edition: glued numbers written in, MyST turned into plain markdown (stdlib only).
+notebooks:
+	$(PYTHON) scripts/reader_edition.py --out $(NOTEBOOKS)
+
+lab: $(STAMP) notebooks
+	$(BIN)/jupyter lab $(NOTEBOOKS)/
 
 bench: $(STAMP)
 	$(BIN)/python scripts/bench.py
