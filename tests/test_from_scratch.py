@@ -90,6 +90,72 @@ def _ch2(ns):
         assert got <= m.total_params, m.name  # it only leaves things out
 
 
+DENSE_GQA = [m for m in models.all_models() if not m.is_moe and m.kv_lora_rank is None
+             and not m.n_sliding_layers and m.sparse_attention_topk is None]
+BF16_CHIPS = [c for c in chips.all_chips() if "bf16" in c.flops]
+
+
+def _config(m):
+    return dict(L=m.n_layers, D=m.d_model, F=m.d_ff, V=m.vocab_size, n_q=m.n_heads,
+                n_kv=m.n_kv_heads, d_h=m.head_dim, gated=m.gated_mlp)
+
+
+@check("03_decode_roofline")
+def _ch3(ns):
+    # the whole-step bound with attention FLOPs, against decode_step for every dense GQA/MHA model
+    # on every bf16 chip; norms, biases and the B gathered embedding rows are left out by hand,
+    # so hold it to 1% (they are under 0.5% of every such model's weights)
+    from llmmath.roofline import decode_step
+    fn = ns["decode_step_time"]
+    assert len(DENSE_GQA) >= 5
+    for m in DENSE_GQA:
+        for c in BF16_CHIPS:
+            for B, S in ((1, 0), (64, min(4096, m.max_context)), (1024, 512)):
+                lib = decode_step(m, c, B, S, n_chips=8).time
+                got = fn(B, S, 8, peak=c.peak("bf16"), bw=c.hbm_bandwidth, **_config(m))
+                assert got == pytest.approx(lib, rel=0.01), (m.name, c.name, B, S)
+
+
+@check("04_batching_cost")
+def _ch4(ns):
+    from llmmath.cost import cost_per_million_tokens
+    from llmmath.roofline import critical_batch, decode_step
+    for m in DENSE_GQA:
+        c = chips.get("H100-SXM")
+        s = decode_step(m, c, 64, 1024, n_chips=8)
+        assert ns["cost_per_million"](s.time, 64, 8, 3.0) == pytest.approx(
+            cost_per_million_tokens(s, 3.0), rel=1e-9), m.name
+    # dense: the closed form within 2% (the library reads N_read, not N_tot); MoE within 15%
+    for m in models.all_models():
+        for c in BF16_CHIPS:
+            got = ns["weights_only_critical_batch"](m.total_params, m.active_params, c.peak("bf16"),
+                                                    c.hbm_bandwidth)
+            lib = critical_batch(m, c, context=0, attention_flops=False)
+            assert got == pytest.approx(lib, rel=0.15 if m.is_moe else 0.02), (m.name, c.name)
+
+
+@check("05_kv_cache")
+def _ch5(ns):
+    # exact (same physics, no windows): the library's critical context with attention FLOPs
+    from llmmath.roofline import critical_context
+    for m in DENSE_GQA:
+        for c in BF16_CHIPS:
+            got = ns["critical_context_gqa"](m.matmul_params_active, m.n_layers, m.n_heads, m.n_kv_heads,
+                                         m.head_dim, c.peak("bf16"), c.hbm_bandwidth)
+            assert got == pytest.approx(critical_context(m, c), rel=1e-9), (m.name, c.name)
+
+
+@check("06_prefill_prices")
+def _ch6(ns):
+    from llmmath.roofline import prefill_step
+    for m in DENSE_GQA:
+        for P in sorted({512, min(4096, m.max_context), min(8192, m.max_context)}):
+            lib = prefill_step(m, chips.get("H100-SXM"), 1, P, n_chips=8).compute_time
+            got = ns["prefill_compute_time"](P, m.matmul_params_active, m.n_layers, m.n_heads,
+                                             m.head_dim, chips.get("H100-SXM").peak("bf16"), n_chips=8)
+            assert got == pytest.approx(lib, rel=1e-9), (m.name, P)
+
+
 # ----- the tests (after the checks, so that parametrize sees every registered chapter) -----
 
 @pytest.mark.parametrize("stem", sorted(CHECKS))
