@@ -7,11 +7,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 HTML := _build/html
 
-.PHONY: book test unit nbval build-check browser lab execute bench clean help
+.PHONY: book test unit compat nbval build-check browser lab execute bench clean help
 
 help:
 	@echo "make book     build the HTML site into $(HTML) (warnings are errors)"
-	@echo "make test     unit tests, nbval over book/, the strict book build, the browser suite"
+	@echo "make test     unit tests, compat, nbval over book/, the strict book build, the browser suite"
+	@echo "make compat   the library alone (pip install .) tested on the oldest and newest Python"
 	@echo "make execute  re-execute the notebooks in place (deterministic; commit the result)"
 	@echo "make lab      open the notebooks in JupyterLab with live widgets"
 	@echo "make bench    measure library, explorer, notebook and build speed"
@@ -31,6 +32,10 @@ unit: $(STAMP)
 	$(BIN)/ruff check lib tests scripts
 	$(BIN)/python -m pytest tests -m "not browser"
 
+# No .venv needed: each Python gets its own venv under _build/compat (scripts/compat.sh).
+compat:
+	bash scripts/compat.sh
+
 nbval: $(STAMP)
 	$(BIN)/python -m pytest book
 
@@ -43,13 +48,15 @@ browser: $(STAMP)
 test: $(STAMP)
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory unit && t1=$$(date +%s) && \
+	$(MAKE) --no-print-directory compat && tc=$$(date +%s) && \
 	$(MAKE) --no-print-directory nbval && t2=$$(date +%s) && \
 	$(MAKE) --no-print-directory book && t3=$$(date +%s) && \
 	$(MAKE) --no-print-directory browser && t4=$$(date +%s) && \
 	mkdir -p _build/bench && \
-	printf '{"unit_s": %s, "nbval_s": %s, "build_s": %s, "browser_s": %s}\n' \
-	  $$((t1-start)) $$((t2-t1)) $$((t3-t2)) $$((t4-t3)) > _build/bench/test_stages.json && \
-	echo "make test: unit $$((t1-start)) s, nbval $$((t2-t1)) s, build $$((t3-t2)) s, browser $$((t4-t3)) s"
+	printf '{"unit_s": %s, "compat_s": %s, "nbval_s": %s, "build_s": %s, "browser_s": %s}\n' \
+	  $$((t1-start)) $$((tc-t1)) $$((t2-tc)) $$((t3-t2)) $$((t4-t3)) > _build/bench/test_stages.json && \
+	echo "make test: unit $$((t1-start)) s, compat $$((tc-t1)) s, nbval $$((t2-tc)) s," \
+	  "build $$((t3-t2)) s, browser $$((t4-t3)) s"
 
 execute: $(STAMP)
 	$(BIN)/python scripts/execute_notebooks.py
