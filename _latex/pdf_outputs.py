@@ -6,7 +6,8 @@ In a LaTeX build myst-nb falls back to text/plain for outputs it cannot print: a
 - a frames.slider output by its first pre-rendered frame (an image, with the frame's alt text)
   and one line saying how many frames the online edition steps through;
 - a widget view by one line pointing to the online edition and the notebook.
-HTML builds are untouched.
+HTML builds are untouched, except that when a PDF has been built (``make pdf``) the HTML build
+copies it to the site as PDF_NAME and every page's footer links it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ _FRAMES = re.compile(r'class="llm-frames\b')
 _FIRST_IMG = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)" alt="([^"]*)"')
 _LABELS = re.compile(r"L=\[([^\]]*)\]")
 WIDGET = "application/vnd.jupyter.widget-view+json"
+PDF_NAME = "the-roofline-book.pdf"
 
 
 def _is_bundle(node):
@@ -78,6 +80,30 @@ class ExplorersAsFigures(SphinxTransform):
         return result
 
 
+def _built_pdf(app):
+    pdf = Path(app.outdir).parent / "latex" / "book.pdf"
+    return pdf if pdf.is_file() else None
+
+
+def _pdf_link(app, pagename, templatename, context, doctree):
+    pdf = _built_pdf(app)
+    if app.builder.format != "html" or pdf is None:
+        return
+    href = context["pathto"](PDF_NAME, 1)
+    size = pdf.stat().st_size / 1e6
+    context["theme_extra_footer"] = (context.get("theme_extra_footer") or "") + (
+        f'<p class="llm-pdf-link"><a href="{href}">The whole book as one PDF</a> '
+        f"({size:.1f} MB)</p>")
+
+
+def _copy_pdf(app, exception):
+    pdf = _built_pdf(app)
+    if exception is None and app.builder.format == "html" and pdf is not None:
+        (Path(app.outdir) / PDF_NAME).write_bytes(pdf.read_bytes())
+
+
 def setup(app):
     app.add_transform(ExplorersAsFigures)
+    app.connect("html-page-context", _pdf_link)
+    app.connect("build-finished", _copy_pdf)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

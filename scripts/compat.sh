@@ -73,7 +73,7 @@ run_one() {  # $1 = interpreter; venv, install, tests; output to $OUT/py<ver>.lo
     'import llmmath, sys; assert "site-packages" in llmmath.__file__, llmmath.__file__')
   # No nbval, no notebooks, no browser here: addopts (which names nbval) is replaced.
   env -u PYTHONPATH "$venv/bin/python" -m pytest -q -p no:randomly \
-    -o addopts="-p no:cacheprovider" -m "not browser" tests \
+    -o addopts="-p no:cacheprovider" -m "not browser and not pdf" tests \
     --ignore=tests/browser --ignore=tests/test_notebooks.py
   echo "compat: Python $ver passed in $(( $(date +%s) - start )) s"
 }
