@@ -8,11 +8,13 @@ STAMP := $(VENV)/.installed
 HTML := _build/html
 NOTEBOOKS := _build/notebooks
 
-.PHONY: book test unit nbval build-check browser lab notebooks execute bench clean help
+.PHONY: book pdf test unit compat nbval build-check browser lab notebooks execute bench clean help
 
 help:
 	@echo "make book     build the HTML site into $(HTML) (warnings are errors)"
-	@echo "make test     unit tests, nbval over book/, the strict book build, the browser suite"
+	@echo "make pdf      build the whole book as one PDF into _build/latex/book.pdf and test it"
+	@echo "make test     unit, compat, nbval, the PDF, the strict book build, the browser suite"
+	@echo "make compat   the library alone (pip install .) tested on the oldest and newest Python"
 	@echo "make execute  re-execute the notebooks in place (deterministic; commit the result)"
 	@echo "make notebooks  write the reader's edition of every chapter into $(NOTEBOOKS)"
 	@echo "make lab      open the reader's edition in JupyterLab with live widgets"
@@ -32,9 +34,22 @@ book: $(STAMP)
 	cp $(NOTEBOOKS)/*.ipynb $(HTML)/_sources/book/
 	@echo "The book is at $(CURDIR)/$(HTML)/index.html"
 
+# TeX Live from Debian (scripts/ensure_tex.sh). The next `make book` copies the PDF into the
+# site and links it from every page's footer (_latex/pdf_outputs.py).
+pdf: $(STAMP)
+	bash scripts/ensure_tex.sh
+	rm -rf _build/latex _build/pdf_frames
+	$(BIN)/jupyter-book build . --all --builder pdflatex
+	LLMMATH_REQUIRE_PDF=1 $(BIN)/python -m pytest tests/test_pdf.py -m pdf
+	@echo "The PDF is at $(CURDIR)/_build/latex/book.pdf"
+
 unit: $(STAMP)
-	$(BIN)/ruff check lib tests scripts
-	$(BIN)/python -m pytest tests -m "not browser"
+	$(BIN)/ruff check lib tests scripts _latex
+	$(BIN)/python -m pytest tests -m "not browser and not pdf"
+
+# No .venv needed: each Python gets its own venv under _build/compat (scripts/compat.sh).
+compat:
+	bash scripts/compat.sh
 
 nbval: $(STAMP)
 	$(BIN)/python -m pytest book
@@ -48,13 +63,17 @@ browser: $(STAMP)
 test: $(STAMP)
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory unit && t1=$$(date +%s) && \
+	$(MAKE) --no-print-directory compat && tc=$$(date +%s) && \
 	$(MAKE) --no-print-directory nbval && t2=$$(date +%s) && \
+	$(MAKE) --no-print-directory pdf && tp=$$(date +%s) && \
 	$(MAKE) --no-print-directory book && t3=$$(date +%s) && \
 	$(MAKE) --no-print-directory browser && t4=$$(date +%s) && \
 	mkdir -p _build/bench && \
-	printf '{"unit_s": %s, "nbval_s": %s, "build_s": %s, "browser_s": %s}\n' \
-	  $$((t1-start)) $$((t2-t1)) $$((t3-t2)) $$((t4-t3)) > _build/bench/test_stages.json && \
-	echo "make test: unit $$((t1-start)) s, nbval $$((t2-t1)) s, build $$((t3-t2)) s, browser $$((t4-t3)) s"
+	printf '{"unit_s": %s, "compat_s": %s, "nbval_s": %s, "pdf_s": %s, "build_s": %s, "browser_s": %s}\n' \
+	  $$((t1-start)) $$((tc-t1)) $$((t2-tc)) $$((tp-t2)) $$((t3-tp)) $$((t4-t3)) \
+	  > _build/bench/test_stages.json && \
+	echo "make test: unit $$((t1-start)) s, compat $$((tc-t1)) s, nbval $$((t2-tc)) s," \
+	  "pdf $$((tp-t2)) s, build $$((t3-tp)) s, browser $$((t4-t3)) s"
 
 execute: $(STAMP)
 	$(BIN)/python scripts/execute_notebooks.py

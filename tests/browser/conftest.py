@@ -2,8 +2,10 @@
 
 The suite needs `_build/html` (run `make book` first; `make test` does) and `/usr/bin/chromium`
 (installed by scripts/ensure_chromium.sh from Debian's registry). Where Chromium cannot be had,
-every test that needs it skips with a message that says so, except when the environment sets
-``LLMMATH_REQUIRE_BROWSER=1`` (``make browser`` and so ``make test`` do): then it fails.
+every test that needs it skips with a message that says so, except when a browser is required:
+the environment sets ``LLMMATH_REQUIRE_BROWSER=1`` (``make browser`` and so ``make test`` do) or
+``CI`` (GitHub Actions sets ``CI=true``). Then it fails, and any browser test that skipped for
+another reason fails the session too, so CI cannot pass by skipping.
 """
 
 from __future__ import annotations
@@ -20,17 +22,49 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
-# Debian's chromium here; Ubuntu CI runners name it chromium-browser or ship google-chrome.
-# LLMMATH_CHROMIUM overrides (point it at a missing path to check the no-browser failure).
-CHROMIUM = os.environ.get("LLMMATH_CHROMIUM") or next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p),
-                "/usr/bin/chromium")
+# Debian's chromium here; GitHub's ubuntu-24.04 image ships google-chrome (its chromium-browser
+# is a snap stub). LLMMATH_CHROMIUM overrides (point it at a missing path to check the failure).
+BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
-def _no_browser(message):
-    """Skip, or fail where the caller demands a browser (LLMMATH_REQUIRE_BROWSER=1)."""
-    if os.environ.get("LLMMATH_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"{message} (LLMMATH_REQUIRE_BROWSER=1: a browser is required)")
+def find_browser(environ=os.environ, which=shutil.which):
+    """The browser to drive: $LLMMATH_CHROMIUM, else the first of BROWSER_NAMES on PATH."""
+    if environ.get("LLMMATH_CHROMIUM"):
+        return environ["LLMMATH_CHROMIUM"]
+    return next((p for p in map(which, BROWSER_NAMES) if p), "/usr/bin/chromium")
+
+
+def browser_required(environ=os.environ):
+    """True when a missing browser must fail: LLMMATH_REQUIRE_BROWSER=1, or CI set (not false/0)."""
+    if environ.get("LLMMATH_REQUIRE_BROWSER") == "1":
+        return True
+    return environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+CHROMIUM = find_browser()
+
+
+def _no_browser(message, environ=os.environ):
+    """Skip, or fail where a browser is required (see browser_required)."""
+    if browser_required(environ):
+        pytest.fail(f"{message} (LLMMATH_REQUIRE_BROWSER=1 or CI set: a browser is required)")
     pytest.skip(message)
+
+
+_SKIPPED = []
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and "tests/browser/" in report.nodeid.replace("\\", "/"):
+        _SKIPPED.append(report.nodeid)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # A skip that did not come through _no_browser (a new test's own skip) must not pass CI either.
+    if _SKIPPED and browser_required() and exitstatus == 0:
+        print(f"\nbrowser suite: {len(_SKIPPED)} test(s) skipped where a browser is required, "
+              f"failing: {_SKIPPED[:5]}")
+        session.exitstatus = 1
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
