@@ -71,10 +71,13 @@ run_one() {  # $1 = interpreter; venv, install, tests; output to $OUT/py<ver>.lo
   # The installed copy, not lib/, must be what the tests import.
   (cd "$OUT" && env -u PYTHONPATH "$ROOT/$venv/bin/python" -c \
     'import llmmath, sys; assert "site-packages" in llmmath.__file__, llmmath.__file__')
-  # No nbval, no notebooks, no browser here: addopts (which names nbval) is replaced.
+  # The library's own unit tests: no nbval, notebooks or browser (addopts, which names nbval,
+  # is replaced), and not the chapters' claims tests, which sweep the whole catalogue through the
+  # same functions (the main suite runs them; here they would only double the CI time).
   env -u PYTHONPATH "$venv/bin/python" -m pytest -q -p no:randomly \
     -o addopts="-p no:cacheprovider" -m "not browser and not pdf" tests \
-    --ignore=tests/browser --ignore=tests/test_notebooks.py
+    --ignore=tests/browser --ignore=tests/test_notebooks.py --ignore-glob="tests/test_claims_*" \
+    --ignore=tests/test_from_scratch.py --ignore=tests/test_reader_edition.py
   echo "compat: Python $ver passed in $(( $(date +%s) - start )) s"
 }
 
