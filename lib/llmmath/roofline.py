@@ -16,6 +16,21 @@ with the MoE refinement that only the experts the batch touches are read (see
 
 All inputs and outputs are SI (seconds, bytes, FLOP, FLOP/s, bytes/s), and every numeric
 argument broadcasts over numpy arrays: a sweep over a grid of batches and contexts is one call.
+
+Three rules the bounds follow (and the book states where it uses them):
+
+- **A lower bound charges each operation its cheapest valid algorithm**: MLA decodes in the
+  absorbed form and prefills un-absorbed (:mod:`llmmath.models`); a step reads only the weights
+  it touches; attention computes in its cache's format, never at a faster one.
+- **A headline number counts every term that moves it by more than 10% for its model**, so
+  attention's own FLOPs (and a sparse-attention indexer's reads and scoring) are counted by
+  default (``attention_flops=True``); ``attention_flops=False`` is the episode's first
+  approximation, which chapters teach and then show failing (MLA).
+- **Two overlap models**, both lower bounds: ``overlap="step"`` (every byte hides behind every
+  FLOP: ``max(compute, memory)``) and ``overlap="per-op"`` (each kernel overlaps only its own
+  traffic: ``max(attention, kv) + max(matmul, weight)``). The critical context and the
+  context-dependent critical batch exist only under the first; a conclusion that depends on
+  which one holds is stated under both.
 """
 
 from __future__ import annotations
