@@ -108,13 +108,21 @@ def test_attention_crossover_context(m):
     if math.isfinite(s):  # at the crossover the two terms are equal, by definition
         S = attention_crossover_context(m)
         m_open = m.replace(max_context=None)
-        assert m_open.attention_flops_per_token(S) == pytest.approx(2 * m.matmul_params_active, rel=1e-9)
+        attn = m_open.attention_flops_per_token(S) + m_open.indexer_flops_per_token(S)
+        assert attn == pytest.approx(2 * m.matmul_params_active, rel=1e-9)
 
 
-def test_sparse_attention_never_reaches_crossover():
-    # DeepSeek-V3.2 reads at most 2048 tokens per query (deepseek_v32): its attention FLOPs
-    # stop growing below the matmul FLOPs.
-    assert math.isinf(attention_crossover_context(models.get("DeepSeek-V3.2")))
+def test_sparse_attention_crossover_is_set_by_its_indexer():
+    # DeepSeek-V3.2 attends to at most 2048 tokens per query (deepseek_v32), so without its indexer
+    # its attention FLOPs stop growing below the matmul FLOPs; the indexer scores every cached token
+    # (2 x 64 x 129 FLOP per token per layer) and brings the crossing back:
+    # 2 N_mm = 61 (2048 x 278,528 + S x 16,512)  ->  S = (2 N_mm / 61 - 2048 x 278,528) / 16,512
+    m = models.get("DeepSeek-V3.2")
+    no_indexer = m.replace(index_n_heads=None, index_head_dim=None, index_key_bytes=None)
+    assert math.isinf(attention_crossover_context(no_indexer))
+    hand = (2 * m.matmul_params_active / 61 - 2048 * 278_528) / 16_512
+    assert attention_crossover_context(m) == pytest.approx(hand, rel=1e-9)
+    assert 2048 < hand < m.max_context
 
 
 # Claim: "MLA (DeepSeek-V3) has the lowest crossover of the catalogue: it trades KV bytes for

@@ -588,12 +588,26 @@ def attention_crossover_context(model: Model) -> float:
     Below S the ``2 x active parameters`` rule holds to within a factor of 2; far below it,
     attention is a small correction. For dense MHA/GQA models with n_q d_h = D it is about
     6 D to 7 D. Sliding-window and sparse (top-k) layers cap attention's span; when the caps
-    keep attention below the matmul FLOPs at every context, the result is ``inf``. The
-    result may exceed ``model.max_context``.
+    keep attention below the matmul FLOPs at every context, the result is ``inf``. A
+    sparse-attention indexer's scoring FLOPs (every cached token, every step) are counted, so a
+    model with one always crosses. The result may exceed ``model.max_context``.
     """
     target = 2.0 * model.matmul_params_active / model._attention_flops_per_context_token
     s, ok = model.context_for_read_span(target)
-    return float(s) if bool(ok) else float("inf")
+    if not model.has_indexer:
+        return float(s) if bool(ok) else float("inf")
+    # A sparse-attention indexer scores every cached token: its FLOPs grow without bound, so the
+    # crossing always comes. The sum is piecewise linear in S (kink at the top-k): solve it there.
+    k = float(model.sparse_attention_topk)
+
+    def attention(S):
+        return sum(model._decode_flops(S))
+
+    full = 2.0 * model.matmul_params_active
+    if attention(k) >= full:
+        return float(k * full / attention(k)) if attention(k) > 0 else float("inf")
+    slope = attention(k + 1.0) - attention(k)
+    return float(k + (full - attention(k)) / slope)
 
 
 # ----- the catalogue --------------------------------------------------------------------------

@@ -51,6 +51,7 @@ __all__ = [
     "prefill_step",
     "critical_batch",
     "critical_context",
+    "decode_balance",
     "max_batch",
     "max_context",
     "min_chips",
@@ -296,6 +297,20 @@ def _first_root(g, kinks, shape):
     with np.errstate(invalid="ignore", divide="ignore"):
         root = np.where(np.isnan(root) & (slope > 0), last - g_last / slope, root)
     return root
+
+
+def decode_balance(model, chip, context, kv_bytes=2, dtype="bf16", attention_flops=True):
+    """Per sequence, at a batch that amortises the weights: KV-read time over compute time.
+
+    ``kv_read(S) / W`` over ``(2 N_mm + attn(S)) / C`` (attention's FLOPs, and an indexer's,
+    counted unless ``attention_flops=False``). Above 1 the step is memory-bound at every batch
+    (whole-step overlap); :func:`critical_context` is where it reaches 1.
+    """
+    context = positive("context", context, allow_zero=True)
+    kv_bytes = positive("kv_bytes", kv_bytes)
+    model._context(context)
+    mm, attn, kv = _per_sequence_decode(model, chip, context, kv_bytes, dtype, attention_flops)
+    return _out(kv / (mm + attn))
 
 
 def critical_context(model, chip, kv_bytes=2, dtype="bf16", attention_flops=True, overlap="step"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..roofline import critical_context
+from ..roofline import critical_context, decode_balance
 from ..roofline import max_context as _maxctx
 from ..units import fmt_count
 from .figure import as_list, builder, grid, mask, try_value
@@ -103,7 +103,8 @@ def _kv_balance_vs_context_setup(p):
 
 @builder(figsize=(6.4, 4.4), setup=_kv_balance_vs_context_setup)
 def kv_balance_vs_context(p, model_list, chip, contexts=None, kv_bytes=2, dtype="bf16", show_uncapped=True):
-    """Per sequence: KV-read time over compute time (``kv_read(S) C / (2 N_mm W)``) against context.
+    """Per sequence: KV-read time over compute time (:func:`~llmmath.roofline.decode_balance`,
+    attention's FLOPs counted) against context.
 
     A curve crosses 1 at the model's critical context S* (marked): beyond it decode is
     memory-bound at every batch. Sliding-window layers bend a curve down (their reads stop
@@ -116,7 +117,6 @@ def kv_balance_vs_context(p, model_list, chip, contexts=None, kv_bytes=2, dtype=
     if not ms:
         raise ValueError("model_list: give at least one model")
     dt, dnote = chip.resolve_dtype(dtype)
-    ratio_cw = chip.peak(dt) / chip.hbm_bandwidth
     ax = p.ax
     p.lines = []
     top = max((m.max_context or 1 << 20) for m in ms)
@@ -125,12 +125,13 @@ def kv_balance_vs_context(p, model_list, chip, contexts=None, kv_bytes=2, dtype=
     for i, m in enumerate(ms):
         col = CYCLE[i % len(CYCLE)]
         Sm = S[S <= m.max_context] if m.max_context else S
-        per_seq = 2.0 * m.matmul_params_active / ratio_cw  # bytes that cost one token's compute time
-        read = m.kv_read_bytes(Sm, kv_bytes) / per_seq
+        read = decode_balance(m, chip, Sm, kv_bytes=kv_bytes, dtype=dt)
         p.lines.append(ax.plot(*mask(Sm, read), color=col, label=f"{m.name} ({m.attention_kind})")[0])
         ys.append(read)
         if show_uncapped:
-            full = m.kv_bytes_per_token(kv_bytes) * Sm / per_seq
+            dense = m.replace(sliding_window=None, n_sliding_layers=0, sparse_attention_topk=None,
+                              index_n_heads=None, index_head_dim=None, index_key_bytes=None)
+            full = decode_balance(dense, chip, Sm, kv_bytes=kv_bytes, dtype=dt)
             if not np.allclose(full, read):
                 p.lines.append(ax.plot(*mask(Sm, full), color=col, ls="--", lw=1.4,
                                           label=f"{m.name}, no window / top-k")[0])
@@ -153,7 +154,7 @@ def kv_balance_vs_context(p, model_list, chip, contexts=None, kv_bytes=2, dtype=
     for m in ms:
         st = stars[m.name]
         parts.append(f"{m.name} crosses at {fmt_count(st, 2)} tokens" if st is not None
-                     else f"{m.name} never crosses (its reads are capped)")
+                     else f"{m.name} never crosses")
     return (f"Log-log plot, for one sequence, of the time to read its KV cache divided by the time to "
             f"compute its token on {chip.name}, against context; a curve above 1 means decode is "
             f"memory-bound at every batch: " + "; ".join(parts) + ".")
