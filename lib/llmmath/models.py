@@ -315,9 +315,8 @@ class Model:
         The indexer scores every cached token at every decode step, so a step reads all of it:
         these bytes are both held and read (``n_global x S x index_key_bytes``).
         """
-        context = self._context(context)
-        return self._n_global * np.asarray(context, dtype=float) * (self.index_key_bytes or 0.0) \
-            if self.has_indexer else 0.0 * np.asarray(context, dtype=float)
+        context = np.asarray(self._context(context), dtype=float)
+        return self._n_global * context * (self.index_key_bytes or 0.0)
 
     def _spans(self, context, read: bool):
         """Tokens held (read=False) or read per step (read=True) per layer group: (global, sliding)."""

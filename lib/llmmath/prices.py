@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._check import positive
+from ._check import choice, positive
 from ._check import scalar_or_array as _out
 
 __all__ = ["PriceSheet", "PRICE_SHEETS", "kv_bytes_from_price_step", "kv_bytes_from_price_ratio"]
@@ -94,8 +94,6 @@ def kv_bytes_from_price_ratio(active_params, context, ops_per_byte, price_ratio,
 
     The two bracket what a real engine, between the two overlaps, implies.
     """
-    from ._check import choice
-
     b = kv_bytes_from_price_step(active_params, context, ops_per_byte)
     ratio = positive("price_ratio", price_ratio)
     choice("overlap", overlap, ("step", "per-op"))
