@@ -44,7 +44,7 @@ pdf: $(STAMP)
 	@echo "The PDF is at $(CURDIR)/_build/latex/book.pdf"
 
 unit: $(STAMP)
-	$(BIN)/ruff check lib tests scripts _latex
+	$(BIN)/ruff check lib tests scripts _latex _ext
 	$(BIN)/python -m pytest tests -m "not browser and not pdf"
 
 # No .venv needed: each Python gets its own venv under _build/compat (scripts/compat.sh).

@@ -1,7 +1,9 @@
 /* Glue between the vendored require.js, MathJax 3 and the ipywidgets HTML manager, so saved
  * widgets render offline:
- * 1. embed-amd.js looks for its fonts under <page dir>/@jupyter-widgets/html-manager/dist/;
- *    map that module path to the vendored copy beside this script.
+ * 1. embed-amd.js looks for its fonts under <page dir>/@jupyter-widgets/html-manager/dist/,
+ *    and the controls' icon font (FontAwesome 4) under <page dir>/@jupyter-widgets/: webpack
+ *    takes each bundled module's public path from its AMD module URI. Map both module paths
+ *    to the vendored copy beside this script, where the fonts are.
  * 2. The widget manager typesets labels with the MathJax 2 API (MathJax.Hub.Queue), which
  *    throws under MathJax 3; give it a small Hub that calls MathJax 3's typesetPromise.
  * 3. ipywidgets' Image view has no alt attribute: give each saved explorer figure one. */
@@ -9,7 +11,10 @@
   var here = document.currentScript && document.currentScript.src;
   var base = here ? here.substring(0, here.lastIndexOf("/") + 1) : "_static/";
   if (window.require && window.require.config) {
-    window.require.config({ paths: { "@jupyter-widgets/html-manager/dist": base + "widgets" } });
+    window.require.config({ paths: {
+      "@jupyter-widgets/html-manager/dist": base + "widgets",
+      "@jupyter-widgets": base + "widgets"
+    } });
   }
   function shim() {
     var mj = window.MathJax;

@@ -26,6 +26,9 @@ PAGES = book_pages()
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
 # Known and harmless: sphinx-thebe 0.3.1 on Sphinx 7.4 declares this twice on every page.
+# Scripts that hold back the first paint, in bytes (the theme's small ones are about 40 kB; the
+# widget manager or the search index among them would be megabytes or 100 kB more).
+BLOCKING_SCRIPT_BUDGET = 60_000
 HARMLESS_CONSOLE = ("Identifier 'THEBE_JS_URL' has already been declared",)
 
 
@@ -36,11 +39,13 @@ class PageVisit:
         self.outside: list[str] = []
         self.failed: list[str] = []
         self.errors: list[str] = []
+        self.requests: list[str] = []
         self.context = browser.new_context(viewport=viewport)
         self.page = self.context.new_page()
         self.page.route("**/*", self._route)
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("request", lambda r: self.requests.append(r.url))
         self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
         self.page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.url} ({r.status})"))
         self.page.goto(url, wait_until="load")
@@ -131,6 +136,18 @@ def test_page(browser, site_url, rel):
         if views:
             drawn = page.locator(".jupyter-widgets, .widget-box, .widget-inline-hbox").count()
             assert drawn >= views, f"{views} saved widget views but {drawn} drawn"
+
+        # Light pages (_ext/light_pages.py): the widget manager only where a widget is shown, no
+        # Font Awesome script (the icon font draws the icons), and little script before the text.
+        manager = [u for u in visit.requests if re.search(r"/(require|widgets-glue|embed-amd)\.js", u)]
+        if not views:
+            assert manager == [], f"no widget on the page, yet it loads {manager}"
+        assert not [u for u in visit.requests if "fontawesome.js" in u], "fontawesome.js loaded"
+        blocking = page.evaluate("""() => performance.getEntriesByType('resource')
+            .filter(e => e.initiatorType === 'script' && e.renderBlockingStatus === 'blocking')
+            .map(e => [e.name, e.decodedBodySize])""")
+        assert sum(n for _, n in blocking) <= BLOCKING_SCRIPT_BUDGET, \
+            f"render-blocking scripts over {BLOCKING_SCRIPT_BUDGET} bytes: {blocking}"
 
         # Kernel-free explorers: moving the slider changes the image.
         for i in range(page.locator(".llm-frames").count()):
