@@ -6,7 +6,9 @@
  *    to the vendored copy beside this script, where the fonts are.
  * 2. The widget manager typesets labels with the MathJax 2 API (MathJax.Hub.Queue), which
  *    throws under MathJax 3; give it a small Hub that calls MathJax 3's typesetPromise.
- * 3. ipywidgets' Image view has no alt attribute: give each saved explorer figure one. */
+ * 3. ipywidgets' Image view has no alt attribute: give each saved explorer figure one.
+ * 4. A saved slider's handle (role="slider") has no accessible name: name it by the slider's
+ *    visible description ("batch", "context"). */
 (function () {
   var here = document.currentScript && document.currentScript.src;
   var base = here ? here.substring(0, here.lastIndexOf("/") + 1) : "_static/";
@@ -41,6 +43,13 @@
   function label(root) {
     var imgs = (root || document).querySelectorAll(".jupyter-widgets img:not([alt])");
     for (var i = 0; i < imgs.length; i++) { imgs[i].setAttribute("alt", ALT); }
+    var handles = (root || document).querySelectorAll(".widget-slider [role=slider]:not([aria-label])");
+    for (var j = 0; j < handles.length; j++) {
+      var box = handles[j].closest(".widget-slider");
+      var text = box && box.querySelector(".widget-label");
+      var name = text && text.textContent.trim();
+      handles[j].setAttribute("aria-label", name || "slider");
+    }
   }
   if (window.MutationObserver) {
     new MutationObserver(function () { label(document); })

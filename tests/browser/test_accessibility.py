@@ -1,0 +1,55 @@
+"""axe-core over every page of the built site, in the light and the dark theme.
+
+axe-core 4.14.1 (npm, MPL-2.0; tests/browser/axe/, injected into the page under test, never
+served by the site) checks contrast, names of controls (sliders, dropdowns, buttons), alt text,
+heading order, landmarks and more, on each page in the light theme, then the colour rules again in
+the dark theme. No violation of serious or critical impact is allowed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import book_pages
+
+pytestmark = pytest.mark.browser
+
+AXE = Path(__file__).parent / "axe" / "axe.min.js"
+PAGES = book_pages()
+BLOCKING = ("serious", "critical")
+# Only colours change with the theme: in dark mode the colour rules run again.
+COLOUR_RULES = ["color-contrast", "link-in-text-block"]  # WCAG AA, as in the light run
+RUN = """async (rules) => {
+  const opts = {resultTypes: ['violations']};
+  if (rules) opts.runOnly = {type: 'rule', values: rules};
+  const r = await axe.run(document, opts);
+  return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.slice(0, 3).map(n => n.target.join(' '))}));
+}"""
+
+
+def _serious(violations, where):
+    bad = [v for v in violations if v["impact"] in BLOCKING]
+    return [f"{where}: {v['id']} ({v['impact']}: {v['help']}) at {v['nodes']}" for v in bad]
+
+
+@pytest.mark.parametrize("rel", PAGES)
+def test_no_serious_accessibility_violations(browser, site_url, rel):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(
+        ("http://127.0.0.1", "data:", "blob:")) else route.abort())
+    try:
+        page.goto(f"{site_url}/{rel}", wait_until="load")
+        page.wait_for_timeout(1500)  # MathJax and the widget manager finish after `load`
+        page.add_script_tag(path=str(AXE))
+        problems = _serious(page.evaluate(RUN, None), f"{rel} (light)")
+        page.evaluate("() => { document.documentElement.dataset.theme = 'dark';"
+                      " document.documentElement.dataset.mode = 'dark'; }")
+        page.wait_for_timeout(300)
+        assert page.evaluate("() => getComputedStyle(document.body).backgroundColor") != \
+            "rgb(255, 255, 255)", "the dark theme did not apply"
+        problems += _serious(page.evaluate(RUN, COLOUR_RULES), f"{rel} (dark)")
+        assert not problems, "\n".join(problems)
+    finally:
+        page.close()
