@@ -82,6 +82,15 @@ def all_to_all_vs_chips(p, model, chip_list=("H100-SXM", "GB200"), tokens_per_ch
     cl = [chip_of(c) for c in as_list(chip_list, [])]
     n = _EP if ep is None else np.unique(np.asarray(ep, dtype=float))
     ax = p.ax
+    ax.set_xlabel("chips in the expert-parallel group (EP degree)")
+    ax.set_ylabel("all-to-all per MoE layer (s)")
+    if not model.is_moe:
+        ax.set_xscale("log")
+        ax.set_xlim(n.min() / 1.15, n.max() * 1.15)
+        p.note("dense model: no experts, no all-to-all", loc=(0.5, 0.5), ha="center", va="center")
+        ax.set_title(f"{model.name}: dense, no expert parallelism")
+        p.numbers = {}
+        return f"Empty plot: {model.name} is a dense model, so it has no expert all-to-all."
     ys = []
     grids = []
     for i, c in enumerate(cl):
@@ -102,8 +111,6 @@ def all_to_all_vs_chips(p, model, chip_list=("H100-SXM", "GB200"), tokens_per_ch
     ax.set_xticks([8, 16, 32, 64, 144, 288], ["8", "16", "32", "64", "144", "288"])
     ax.set_xlim(n.min() / 1.15, n.max() * 1.15)
     ax.set_ylim(*loglim(np.concatenate(ys), pad=2.5))
-    ax.set_xlabel("chips in the expert-parallel group (EP degree)")
-    ax.set_ylabel("all-to-all per MoE layer (s)")
     p.add(ax.legend(loc="upper left"))
     with p.marking():
         if mark_chips is not None and cl:
