@@ -259,8 +259,8 @@ def _binom_logpmf(k, n, p):
 
 def _expected_max(assignments: float, bins: float) -> float:
     """E[max count] of ``assignments`` balls thrown uniformly into ``bins`` bins (product of
-    binomial marginals; slightly above the exact multinomial value, which is negatively
-    correlated)."""
+    binomial marginals; multinomial counts are negatively associated, so this is slightly below
+    the exact value)."""
     N, n = int(round(assignments)), int(round(bins))
     if n == 1 or N == 0:
         return float(N)
@@ -282,7 +282,8 @@ def expected_max_load(assignments, n_chips):
 
     Each chip's load is Binomial(N, 1/n) with mean ``N/n``; the expected maximum is
     ``sum_m P(max > m)`` with ``P(max <= m) ~ F(m)^n`` (independent marginals: a slight
-    over-estimate, under 1% for the sizes the book uses; the tests check it against simulation).
+    under-estimate, about 2% at one assignment per chip and under 1% from ten per chip; the tests
+    check it against simulation).
     Arguments broadcast; whole numbers.
     """
     N = positive("assignments", assignments, allow_zero=True, integer=True)
