@@ -1,6 +1,6 @@
 """Figures: mixture of experts across a scale-up domain (chapter 7).
 
-Every builder draws what :mod:`llmmath.moe` computes: the largest model each scale-up domain
+Every builder draws what ``llmmath.moe`` computes: the largest model each scale-up domain
 holds, the all-to-all of one MoE layer against the EP degree (inside and across domains), the
 busiest chip's load under random routing, and the bytes per chip of an expert-parallel layout.
 """
@@ -37,8 +37,8 @@ def domain_capacity(p, domains=None, weight_bytes=1, kv_fraction=0.5, mark_param
     """Largest total parameter count each scale-up domain holds, with ``kv_fraction`` of its HBM
     kept for the KV cache, at ``weight_bytes`` per weight (bars, log scale).
 
-    ``domains``: :class:`~llmmath.moe.ScaleUpDomain` entries or catalogue chips (default: every
-    catalogue chip's domain and the announced ones, :func:`~llmmath.moe.all_domains`).
+    ``domains``: ``llmmath.moe.ScaleUpDomain`` entries or catalogue chips (default: every
+    catalogue chip's domain and the announced ones, ``llmmath.moe.all_domains()``).
     ``mark_params``: a reference line (a model's total parameters).
     """
     ds = [_moe.domain_of(d) if not isinstance(d, _moe.ScaleUpDomain) else d
