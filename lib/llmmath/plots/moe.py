@@ -185,18 +185,29 @@ def ep_memory_per_chip(p, model, chip, ep=None, redundant_experts=0, weight_byte
     """
     model, chip = model_of(model), chip_of(chip)
     n = _EP if ep is None else np.unique(np.asarray(ep, dtype=float))
-    pl = _moe.expert_placement(model, n, redundant_experts=redundant_experts, weight_bytes=weight_bytes)
     ax = p.ax
+
+    def place(count):
+        if model.is_moe:
+            return _moe.expert_placement(model, count, redundant_experts=redundant_experts,
+                                         weight_bytes=weight_bytes)
+        whole = model.total_params * float(weight_bytes)  # dense: nothing to divide
+        return _moe.ExpertPlacement(count, 0.0, 0.0, 0.0, count, 0.0, 0.0, whole, whole)
+
+    pl = place(n)
     rep = np.broadcast_to(np.asarray(pl.replicated_bytes, dtype=float), n.shape)
-    rout = np.asarray(pl.routed_bytes, dtype=float)
-    tot = np.asarray(pl.weight_bytes_per_chip, dtype=float)
-    p.add(ax.plot(n, rout, "o-", ms=4, color=ROLE["weights"], label="routed experts")[0])
-    p.add(ax.plot(n, rep, "-", color=ROLE["reference"], label="replicated (attention, shared)")[0])
+    rout = np.broadcast_to(np.asarray(pl.routed_bytes, dtype=float), n.shape)
+    tot = np.broadcast_to(np.asarray(pl.weight_bytes_per_chip, dtype=float), n.shape)
+    if model.is_moe:
+        p.add(ax.plot(n, rout, "o-", ms=4, color=ROLE["weights"], label="routed experts")[0])
+        p.add(ax.plot(n, rep, "-", color=ROLE["reference"], label="replicated (attention, shared)")[0])
+    else:
+        p.note("dense model: no experts to divide", loc=(0.02, 0.97), va="top")
     p.add(ax.plot(n, tot, "-", lw=3, alpha=0.6, color=ROLE["total"], label="all weights")[0])
     set_log(ax, x=lambda v: f"{v:g}", y=fmt_b)
     ax.set_xticks([8, 16, 32, 64, 144, 288], ["8", "16", "32", "64", "144", "288"])
     ax.set_xlim(n.min() / 1.15, n.max() * 1.15)
-    ax.set_ylim(*loglim(np.concatenate([rout, tot, [chip.hbm_capacity]]), pad=1.6))
+    ax.set_ylim(*loglim(np.concatenate([rout[rout > 0], tot, [chip.hbm_capacity]]), pad=1.6))
     p.hline(chip.hbm_capacity, f"{chip.name} HBM: {fmt_b(chip.hbm_capacity)}", color=ROLE["capacity"],
             x=0.99, ha="right", va="bottom", ls="-")
     ax.set_xlabel("chips in the expert-parallel group (EP degree)")
@@ -205,15 +216,19 @@ def ep_memory_per_chip(p, model, chip, ep=None, redundant_experts=0, weight_byte
     with p.marking():
         if mark_chips is not None:
             m = float(mark_chips)
-            q = _moe.expert_placement(model, m, redundant_experts=redundant_experts,
-                                      weight_bytes=weight_bytes)
+            q = place(m)
             p.point(m, q.weight_bytes_per_chip, f"EP{m:g}: {fmt_b(q.weight_bytes_per_chip)}",
                     offset=(6, -14), ha="left")
             p.numbers = {"weights": q.weight_bytes_per_chip, "experts_per_chip": q.experts_per_chip,
                          "kv_room": chip.hbm_capacity - q.weight_bytes_per_chip}
     ax.set_title(f"{model.name}: {model.n_experts} + {redundant_experts:g} expert slots, "
-                 f"{weight_bytes:g} B/weight")
+                 f"{weight_bytes:g} B/weight" if model.is_moe else
+                 f"{model.name}: dense, every chip holds every weight")
     p.numbers.update(replicated=float(rep[0]))
+    if not model.is_moe:
+        return (f"Log-log plot of the weight bytes each chip holds against the expert-parallel degree "
+                f"for the dense model {model.name}: every chip holds all {fmt_b(tot[0])}, against "
+                f"{fmt_b(chip.hbm_capacity)} of {chip.name} HBM.")
     return (f"Log-log plot of the weight bytes each chip holds against the expert-parallel degree for "
             f"{model.name} at {weight_bytes:g} byte per weight: the routed experts fall from "
             f"{fmt_b(rout[0])} at {n[0]:g} chips to {fmt_b(rout[-1])} at {n[-1]:g}, while the replicated "
