@@ -96,6 +96,20 @@ def test_expected_max_load_against_simulation():
     assert moe.expected_max_load(2, 2) == pytest.approx(1.375, rel=1e-9)
 
 
+def test_expected_max_load_at_large_counts():
+    # Past about 250,000 x n assignments the binomial is replaced by a normal: E[max of 2
+    # standard normals] = 1/sqrt(pi) by hand; the switch is continuous; simulation agrees.
+    assert moe._expected_max_std_normal(2) == pytest.approx(1 / np.sqrt(np.pi), rel=1e-6)
+    n, p = 144, 1 / 144
+    below = moe.expected_max_load(int(499**2 / (p * (1 - p))), n) / (499**2 / (p * (1 - p)) / n)
+    above = moe.expected_max_load(int(501**2 / (p * (1 - p))), n) / (501**2 / (p * (1 - p)) / n)
+    assert above == pytest.approx(below, rel=1e-4)
+    N = 40_000_000
+    sims = np.random.default_rng(3).multinomial(N, [1.0 / n] * n, size=1000).max(axis=1).mean()
+    assert moe.expected_max_load(N, n) == pytest.approx(sims, rel=2e-4)
+    assert np.isfinite(moe.imbalance_factor(1e30, 8, 8))
+
+
 def test_imbalance_factor_shape():
     # more chips -> worse; more tokens -> better; always >= 1
     f = moe.imbalance_factor(128, np.array([8, 72, 144, 512]), 8)

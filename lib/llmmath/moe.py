@@ -257,6 +257,16 @@ def _binom_logpmf(k, n, p):
     return lg(n + 1) - lg(k + 1) - lg(n - k + 1) + k * math.log(p) + (n - k) * math.log1p(-p)
 
 
+def _expected_max_std_normal(n: int) -> float:
+    """E[max of n independent standard normals], by integrating 1 - Phi^n (z > 0) and -Phi^n
+    (z < 0) on a fine grid."""
+    z = np.linspace(0.0, 10.0, 4001)
+    cdf = np.vectorize(math.erf, otypes=[float])
+    up = 1.0 - (0.5 * (1.0 + cdf(z / math.sqrt(2.0)))) ** n       # P(max > z), z >= 0
+    down = (0.5 * (1.0 + cdf(-z / math.sqrt(2.0)))) ** n           # P(max < -z), z >= 0
+    return float(np.trapezoid(up - down, z))
+
+
 def _expected_max(assignments: float, bins: float) -> float:
     """E[max count] of ``assignments`` balls thrown uniformly into ``bins`` bins (product of
     binomial marginals; multinomial counts are negatively associated, so this is slightly below
@@ -266,6 +276,8 @@ def _expected_max(assignments: float, bins: float) -> float:
         return float(N)
     p = 1.0 / n
     mu, sd = N * p, math.sqrt(N * p * (1 - p))
+    if sd > 500:  # the binomial is normal to far better than the rest of the model
+        return mu + sd * _expected_max_std_normal(n)
     lo = max(0, int(mu - 12 * sd) - 5)
     hi = min(N, int(mu + 12 * sd + 12 * math.log(n) + 20))
     k = np.arange(lo, hi + 1, dtype=float)
