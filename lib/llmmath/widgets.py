@@ -374,43 +374,57 @@ def prefill_explorer(model="Llama-3-70B", chip="H100-SXM", prompt=2048, batch=1,
     return Explorer("prefill_explorer", controls, compute, main="prompt")
 
 
-def moe_explorer(model="DeepSeek-V3", chip="GB200", batch=64, expert_parallel=72):
-    """Experts touched and weights read per chip vs batch; expert parallelism over a rack."""
-    from .parallel import expert_parallel_comm_time
+EP_DEGREES = [8, 16, 32, 64, 72, 128, 144, 256, 288]
+
+
+def moe_explorer(model="DeepSeek-V3", chip="GB200", batch=128, expert_parallel=72, redundant_experts=0):
+    """Expert parallelism over a scale-up domain: the all-to-all of one MoE layer against the EP
+    degree (it jumps where the group leaves the chip's domain), with the layout's experts and
+    bytes per chip, the routing imbalance and the step bound beside it. ``batch`` is the tokens
+    each chip holds per decode step."""
+    from . import moe as _moe
     from .roofline import decode_step
 
     controls = {
         "model": _model_picker(model), "chip": _chip_picker(chip),
-        "expert_parallel": W.Dropdown(options=CHIP_COUNTS, value=expert_parallel, description="EP chips"),
-        "batch": _sel("batch", BATCHES + [8192, 16384], batch),
+        "expert_parallel": W.Dropdown(options=EP_DEGREES, value=_snap(expert_parallel, EP_DEGREES),
+                                      description="EP chips"),
+        "redundant_experts": W.Dropdown(options=[0, 16, 32, 64], value=redundant_experts,
+                                        description="redundant"),
+        "batch": _sel("tokens/chip", BATCHES, batch),
     }
     state = {}
 
     def compute(v):
         m, c = _models.get(v["model"]), _chips.get(v["chip"])
-        ep, b = v["expert_parallel"], v["batch"]
-        kw = dict(model=m, chip=c, expert_parallel=ep, mark_batch=b)
+        ep, b, r = v["expert_parallel"], v["batch"], v["redundant_experts"]
+        kw = dict(model=m, chip_list=(c,), tokens_per_chip=b, mark_chips=ep)
         if "fig" not in state:
-            state["fig"] = _figure(plots.moe_weights_vs_batch, **kw)
+            state["fig"] = _figure(plots.all_to_all_vs_chips, **kw)
         else:
             state["fig"].update(**kw)
-        dt, _ = c.resolve_dtype("bf16")
-        s = decode_step(m, c, b, 0, n_chips=ep, dtype=dt)
-        if m.is_moe:
-            E, k = m.n_experts, m.experts_per_token
-            touched = E * -np.expm1(b * np.log1p(-k / E)) if k < E else E
-            touched_s = f"{touched:,.1f} of {E}"
-        else:
-            touched_s = "dense"
-        bw = c.scale_up_bandwidth
-        comm = expert_parallel_comm_time(m, b, ep, bw) if bw else None
-        per_chip = m.total_params * 2 / ep
-        rows = [("experts touched per layer", touched_s),
-                ("weights read per chip", fmt_bytes(state["fig"].numbers.get("weights_read", 0))),
-                ("weights stored per chip", fmt_bytes(per_chip)),
-                ("fits (weights only)", "yes" if per_chip <= c.hbm_capacity else "no"),
-                ("step time (lower bound)", fmt_time(s.time)), ("bound", s.bound),
-                ("all-to-all per step", _or_dash(comm, fmt_time) if bw else "no scale-up figure")]
+        dt, _ = c.resolve_dtype("fp8")
+        s = decode_step(m, c, b * ep, 0, n_chips=ep, weight_bytes=1, dtype=dt)
+        if not m.is_moe:
+            rows = [("model", "dense: no experts to place"),
+                    ("step bound (fp8)", fmt_time(s.time)), ("bound", s.bound)]
+            return state["fig"], _table(rows)
+        try:
+            a = _moe.expert_all_to_all(m, b, ep, c)
+            a2a = (f"{fmt_time(a.time)} ({fmt_time(a.scale_up_time)} up, "
+                   f"{fmt_time(a.scale_out_time)} out)")
+            per_step = fmt_time(a.time * m.n_moe_layers)
+        except ValueError:
+            a2a = per_step = "no network figure"
+        pl = _moe.expert_placement(m, ep, redundant_experts=r, weight_bytes=1)
+        imb = _moe.imbalance_factor(b, ep, m.experts_per_token)
+        rows = [("experts per chip", f"{pl.experts_per_chip:g} ({pl.idle_chips:g} chips idle)"),
+                ("weights per chip (fp8)", fmt_bytes(pl.weight_bytes_per_chip)),
+                ("left for KV per chip", fmt_bytes(max(c.hbm_capacity - pl.weight_bytes_per_chip, 0.0))),
+                ("all-to-all per MoE layer", a2a),
+                ("all-to-all per step", per_step),
+                ("busiest chip / mean (random routing)", f"{imb:.2f}x"),
+                ("step bound, no comm (fp8)", fmt_time(s.time)), ("bound", s.bound)]
         return state["fig"], _table(rows)
 
     return Explorer("moe_explorer", controls, compute, main="batch")

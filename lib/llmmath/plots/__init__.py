@@ -23,7 +23,7 @@ and says so in the title; a context beyond the model's window is capped by
 Layout: ``style`` (palette, roles, rcParams), ``labels`` (tick formatters, label placement),
 ``figure`` (``BookFigure``, the ``builder`` decorator, ``render_rgba``), and one module per
 figure family: ``hardware``, ``counting``, ``decode``, ``cost``, ``kv``, ``prefill``,
-``parallel``, ``training``.
+``parallel``, ``moe``, ``training``.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ from .hardware import (
 )
 from .kv import kv_balance_vs_context, kv_vs_context
 from .labels import label_si
+from .moe import all_to_all_vs_chips, domain_capacity, ep_memory_per_chip, imbalance_vs_chips
 from .parallel import memory_per_chip, moe_weights_vs_batch
 from .prefill import (
                        cache_cost_vs_lifetime,
@@ -99,4 +100,6 @@ __all__ = [
     "tier_drain_times", "cache_cost_vs_lifetime",
     # mixture of experts, pipelines, training
     "moe_weights_vs_batch", "memory_per_chip", "training_time_vs_chips",
+    # chapter 7: experts across a scale-up domain
+    "domain_capacity", "all_to_all_vs_chips", "imbalance_vs_chips", "ep_memory_per_chip",
 ]
