@@ -55,6 +55,13 @@ from .hardware import (
 from .kv import kv_balance_vs_context, kv_vs_context
 from .labels import label_si
 from .parallel import memory_per_chip, moe_weights_vs_batch
+from .pipeline import (
+                       boundary_ratio_vs_layers,
+                       bubble_vs_microbatches,
+                       decode_latency_vs_stages,
+                       pipeline_memory_vs_stages,
+                       pipeline_schedule,
+)
 from .prefill import (
                        cache_cost_vs_lifetime,
                        io_cost_ratio_vs_batch,
@@ -99,4 +106,5 @@ __all__ = [
     "tier_drain_times", "cache_cost_vs_lifetime",
     # mixture of experts, pipelines, training
     "moe_weights_vs_batch", "memory_per_chip", "training_time_vs_chips",
+    "pipeline_schedule", "bubble_vs_microbatches", "pipeline_memory_vs_stages", "decode_latency_vs_stages", "boundary_ratio_vs_layers",  # noqa: E501
 ]
