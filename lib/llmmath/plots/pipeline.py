@@ -119,7 +119,7 @@ def _memory_setup(p):
     set_log(ax, y=fmt_b)
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.set_xlabel("pipeline stages P (count)")
+    ax.set_xlabel(r"pipeline stages $n_\mathrm{pp}$ (count)")
     ax.set_ylabel("HBM per chip (B)")
 
 
@@ -154,18 +154,18 @@ def pipeline_memory_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64,
     fit = P[tot <= chip.hbm_capacity]
     pfit = float(fit[0]) if fit.size else None
     if pfit is not None and pfit > P.min():
-        p.vline(pfit, f"fits from\nP = {pfit:g}", color=ROLE["capacity"], y=0.55)
+        p.vline(pfit, f"fits from\n{pfit:g} stages", color=ROLE["capacity"], y=0.55)
     with p.marking():
         if mark_stages is not None:
             mp = float(mark_stages)
             mm = pipeline_memory(model, float(micro_batch), ctx, E, mp, m, weight_bytes, kv_bytes)
             mb = mp if m is None else m
             bub = float(bubble_fraction(mp, mb, "1f1b"))
-            p.point(mp, float(mm.total), f"P={mp:g}: {fmt_b(float(mm.total))},\nbubble {fmt_percent(bub, 2)}")
+            p.point(mp, float(mm.total), f"{mp:g} stages: {fmt_b(float(mm.total))},\nbubble {fmt_percent(bub, 2)}")
             p.numbers = {"weights": float(mm.weights), "kv": float(mm.kv), "total": float(mm.total),
                          "batch_in_flight": float(mm.batch_in_flight), "bubble_1f1b": bub}
-    in_flight = "m = P" if m is None else f"m = {m:g}"
-    ax.set_title(with_notes(f"{model.name}: E = {E:g}, b = {float(micro_batch):g}, {in_flight}, "
+    in_flight = "" if m is None else f", m = {m:g}"
+    ax.set_title(with_notes(f"{model.name}: {E:g} chips/stage, micro-batch {float(micro_batch):g}{in_flight}, "
                             f"S = {fmt_n(ctx)}", cnote))
     p.numbers.update(fits_from=pfit)
     kv_text = (f"the KV cache per chip stays at {fmt_b(kv[0])}" if m is None else
@@ -182,7 +182,7 @@ def _latency_setup(p):
     set_log(ax, y=fmt_t)
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.set_xlabel("pipeline stages P (count)")
+    ax.set_xlabel(r"pipeline stages $n_\mathrm{pp}$ (count)")
     ax.set_ylabel("time between a sequence's tokens (s)")
 
 
@@ -224,9 +224,9 @@ def decode_latency_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64, 
             mp = float(mark_stages)
             d = pipeline_decode(model, chip, b, ctx, E, mp, hop_latency=float(hop_latencies[-1]),
                                 weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dt)
-            p.point(mp, float(d.token_latency), f"P={mp:g}: {fmt_t(float(d.token_latency))}")
+            p.point(mp, float(d.token_latency), f"{mp:g} stages: {fmt_t(float(d.token_latency))}")
             p.numbers = {"token_latency": float(d.token_latency)}
-    ax.set_title(with_notes(f"{model.name}, {chip.name}: E = {E:g}, b = {b:g}, S = {fmt_n(ctx)}",
+    ax.set_title(with_notes(f"{model.name}, {E:g} x {chip.name}/stage, micro-batch {b:g}",
                             cnote, dnote))
     p.numbers.update(step=base, wide_last=float(wide[-1]))
     return (f"Log-log plot of the time between a sequence's tokens against pipeline stages for {model.name} "
