@@ -35,9 +35,9 @@ def _schedule_size(values):
 def pipeline_schedule(p, stages=4, micro_batches=8, schedule="1f1b", forward=1.0, backward=2.0):
     """Gantt chart of one synchronous training step: each stage's forwards and backwards in time.
 
-    Drawn from :func:`llmmath.pipeline.schedule_timeline` (a simulation, not a picture): white
+    Drawn from ``llmmath.pipeline.schedule_timeline`` (a simulation, not a picture): white
     gaps are the bubble. The title gives the idle share, which equals
-    :func:`~llmmath.pipeline.bubble_fraction` ``(P-1)/(m+P-1)`` for GPipe and 1F1B.
+    ``llmmath.pipeline.bubble_fraction`` ``(P-1)/(m+P-1)`` for GPipe and 1F1B.
     """
     P, m = int(stages), int(micro_batches)
     ops = schedule_timeline(P, m, schedule, forward, backward)
@@ -80,7 +80,7 @@ _CURVES = (("1f1b", 1, "GPipe and 1F1B"), ("interleaved", 2, "interleaved 1F1B, 
 def bubble_vs_microbatches(p, stages=16, micro_batches=None, mark_micro_batches=None):
     """Pipeline bubble (idle share per stage) against micro-batches per step for four schedules.
 
-    :func:`llmmath.pipeline.bubble_fraction` at equal forward, input-backward and weight-backward
+    ``llmmath.pipeline.bubble_fraction`` at equal forward, input-backward and weight-backward
     times; ZB-H2's zero bubble is the x axis. ``micro_batches`` default 1 .. 256.
     """
     P = float(stages)
@@ -129,7 +129,7 @@ def pipeline_memory_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64,
                               mark_stages=None):
     """HBM per chip against pipeline stages: weights fall as 1/P, the KV cache does not.
 
-    :func:`llmmath.pipeline.pipeline_memory` with ``micro_batches`` m in flight (default
+    ``llmmath.pipeline.pipeline_memory`` with ``micro_batches`` m in flight (default
     ``m = P`` at every P, the fewest that keep the stages busy; a fixed m shades the stages
     that then idle). Marks the first P that fits the chip and, at ``mark_stages``, the memory
     per chip and the 1F1B training bubble for that many micro-batches.
@@ -192,7 +192,7 @@ def decode_latency_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64, 
                              dtype="bf16", mark_stages=None):
     """Per-token decode latency against pipeline stages, for several hop latencies.
 
-    Solid lines: :func:`llmmath.pipeline.pipeline_decode` (the step of the whole model on
+    Solid lines: ``llmmath.pipeline.pipeline_decode`` (the step of the whole model on
     ``chips_per_stage`` chips at batch ``micro_batch``, plus P hops). Dashed: the same chips,
     ``chips_per_stage x P``, as one scale-up group serving the micro-batch (if one domain
     could hold them): more bandwidth per token, where pipelining adds none.
@@ -246,7 +246,7 @@ def _boundary_setup(p):
 def boundary_ratio_vs_layers(p, model_list, chip, layers=None):
     """Inside-stage scale-up time over boundary scale-out time, per token, against layers per stage.
 
-    :func:`llmmath.pipeline.boundary_ratio` for each model on ``chip``: lines ``2 k L bw_out/bw_up``.
+    ``llmmath.pipeline.boundary_ratio`` for each model on ``chip``: lines ``2 k L bw_out/bw_up``.
     Above 1 the boundary between racks is not the bottleneck.
     """
     from ..pipeline import boundary_ratio, min_layers_per_stage
