@@ -150,7 +150,7 @@ def pipeline_memory_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64,
     p.hline(chip.hbm_capacity, f"{chip.name} HBM: {fmt_b(chip.hbm_capacity)}", color=ROLE["capacity"],
             x=0.99, ha="right", ls="-")
     if m is not None and P.max() > m:
-        p.nofit(max(m, P.min()) * 1.15, P.max() * 1.3, "fewer micro-batches\nthan stages: idle")
+        p.nofit(max(m, P.min()) * 1.15, P.max() * 1.3, "")
     fit = P[tot <= chip.hbm_capacity]
     pfit = float(fit[0]) if fit.size else None
     if pfit is not None and pfit > P.min():
@@ -165,8 +165,9 @@ def pipeline_memory_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64,
             p.numbers = {"weights": float(mm.weights), "kv": float(mm.kv), "total": float(mm.total),
                          "batch_in_flight": float(mm.batch_in_flight), "bubble_1f1b": bub}
     in_flight = "" if m is None else f", m = {m:g}"
+    idle = "" if m is None or P.max() <= m else "\nshaded: fewer micro-batches than stages, stages idle"
     ax.set_title(with_notes(f"{model.name}: {E:g} chips/stage, micro-batch {float(micro_batch):g}{in_flight}, "
-                            f"S = {fmt_n(ctx)}", cnote))
+                            f"S = {fmt_n(ctx)}", cnote) + idle)
     p.numbers.update(fits_from=pfit)
     kv_text = (f"the KV cache per chip stays at {fmt_b(kv[0])}" if m is None else
                f"the KV cache per chip falls from {fmt_b(kv[0])} to {fmt_b(kv[-1])} only because the "
