@@ -139,6 +139,8 @@ def test_boundary_ratio_hand_values():
     (lambda: pp.micro_batches_for_bubble(4, 1.5), "bubble"),
     (lambda: pp.micro_batches_for_bubble(4, 0.1, "zb-h1"), "schedule"),
     (lambda: pp.schedule_timeline(100, 4), "stages"),
+    (lambda: pp.schedule_timeline(4, 8, forward=np.array([1.0, 2.0])), "forward"),
+    (lambda: pp.schedule_timeline(np.array([2, 4]), 8), "stages"),
     (lambda: pp.pipeline_memory(DSV3, -1, 4096, 8, 4), "micro_batch"),
     (lambda: pp.pipeline_memory(DSV3, 64, 4096, 2.5, 4), "chips_per_stage"),
     (lambda: pp.stages_to_fit(DSV3, H100, 64, 4096, 8, memory_fraction=1.5), "memory_fraction"),

@@ -79,6 +79,14 @@ def _stages(stages, name="stages"):
     return positive(name, stages, integer=True, maximum=1e6)
 
 
+def _one(name, value):
+    """A scalar, for the functions that simulate one configuration (TypeError for an array)."""
+    if type(value) is not float:
+        raise TypeError(f"{name}: got an array {value!r}; schedule_timeline simulates one configuration, "
+                        "pass a single number")
+    return value
+
+
 def bubble_fraction(stages, micro_batches, schedule="1f1b", virtual_stages=1,
                     forward=1.0, backward_input=1.0, backward_weight=1.0):
     """Idle share of each pipeline stage in one synchronous training step.
@@ -138,11 +146,11 @@ def schedule_timeline(stages, micro_batches, schedule="1f1b", forward=1.0, backw
     backward, and the remaining backwards. Used to draw the schedule and to check
     :func:`bubble_fraction` against an independent simulation.
     """
-    P = int(_stages(stages))
-    m = int(positive("micro_batches", micro_batches, integer=True, maximum=4096))
+    P = int(_one("stages", _stages(stages)))
+    m = int(_one("micro_batches", positive("micro_batches", micro_batches, integer=True, maximum=4096)))
     choice("schedule", schedule, ("gpipe", "1f1b"))
-    tf = positive("forward", forward)
-    tb = positive("backward", backward)
+    tf = _one("forward", positive("forward", forward))
+    tb = _one("backward", positive("backward", backward))
     if P > 64:
         raise ValueError(f"stages: got {P}; the timeline draws at most 64")
     orders = []
