@@ -417,13 +417,13 @@ def moe_explorer(model="DeepSeek-V3", chip="GB200", batch=64, expert_parallel=72
 
 
 def pipeline_explorer(model="DeepSeek-V3", chip="H100-SXM", stages=4, chips_per_stage=8, context=4096,
-                      micro_batch=64, micro_batches="= P", hop_latency=77e-6):
+                      micro_batch=64, micro_batches="P", hop_latency=77e-6):
     """Pipelined serving and training on one figure: HBM per chip against stages P (weights fall
     as 1/P, the KV cache of the P micro-batches in flight does not), with the decode latency,
     throughput per chip and the 1F1B training bubble for the same P and m in the panel."""
     from .pipeline import bubble_fraction, pipeline_decode
 
-    m_options = ["= P", 1, 2, 4, 8, 16, 32, 64, 128]
+    m_options = [("= P", "P")] + [(str(m), m) for m in (1, 2, 4, 8, 16, 32, 64, 128)]
     controls = {
         "model": _model_picker(model), "chip": _chip_picker(chip),
         "chips_per_stage": W.Dropdown(options=CHIP_COUNTS, value=chips_per_stage, description="chips/stage"),
@@ -437,7 +437,7 @@ def pipeline_explorer(model="DeepSeek-V3", chip="H100-SXM", stages=4, chips_per_
     def compute(v):
         m, c = _models.get(v["model"]), _chips.get(v["chip"])
         ctx, _ = m.cap_context(v["context"])
-        mb = None if v["micro_batches"] == "= P" else v["micro_batches"]
+        mb = None if v["micro_batches"] == "P" else v["micro_batches"]
         kw = dict(model=m, chip=c, chips_per_stage=v["chips_per_stage"], micro_batch=v["micro_batch"],
                   context=ctx, micro_batches=mb, mark_stages=v["stages"])
         if "fig" not in state:
