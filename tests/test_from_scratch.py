@@ -184,6 +184,24 @@ def _ch7(ns):
                 checked += 1
     assert checked > 50
 
+@check("08_pipelining")
+def _ch8(ns):
+    # pipeline_per_chip(n_tot, b_w, kv_per_seq, micro_batch, chips_per_stage, stages) and
+    # bubble(stages, micro_batches) against llmmath.pipeline over every catalogue model
+    # (dense and MoE; a sliding-window model's cache enters through kv_per_seq).
+    from llmmath.pipeline import bubble_fraction, pipeline_memory
+    for m in models.all_models():
+        for S in sorted({1024, min(32768, m.max_context)}):
+            for P in (1, 2, 4, 16):
+                for b_w in (2, 1):
+                    lib = pipeline_memory(m, 64, S, 8, P, weight_bytes=b_w).total
+                    got = ns["pipeline_per_chip"](m.total_params, b_w, m.kv_cache_bytes(S), 64, 8, P)
+                    assert got == pytest.approx(lib, rel=1e-12), (m.name, S, P, b_w)
+    for P in (1, 2, 4, 16, 64):
+        for mb in (1, 8, 64, 512):
+            assert ns["bubble"](P, mb) == pytest.approx(bubble_fraction(P, mb), rel=1e-12)
+
+
 # ----- the tests (after the checks, so that parametrize sees every registered chapter) -----
 
 @pytest.mark.parametrize("stem", sorted(CHECKS))

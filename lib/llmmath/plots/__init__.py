@@ -56,6 +56,13 @@ from .kv import kv_balance_vs_context, kv_vs_context
 from .labels import label_si
 from .moe import all_to_all_vs_chips, domain_capacity, ep_memory_per_chip, imbalance_vs_chips
 from .parallel import memory_per_chip, moe_weights_vs_batch
+from .pipeline import (
+                       boundary_ratio_vs_layers,
+                       bubble_vs_microbatches,
+                       decode_latency_vs_stages,
+                       pipeline_memory_vs_stages,
+                       pipeline_schedule,
+)
 from .prefill import (
                        cache_cost_vs_lifetime,
                        io_cost_ratio_vs_batch,
@@ -102,4 +109,7 @@ __all__ = [
     "moe_weights_vs_batch", "memory_per_chip", "training_time_vs_chips",
     # chapter 7: experts across a scale-up domain
     "domain_capacity", "all_to_all_vs_chips", "imbalance_vs_chips", "ep_memory_per_chip",
+    # chapter 8: pipelining
+    "pipeline_schedule", "bubble_vs_microbatches", "pipeline_memory_vs_stages",
+    "decode_latency_vs_stages", "boundary_ratio_vs_layers",
 ]

@@ -1,0 +1,336 @@
+"""Pipeline parallelism: what splitting a model's layers into stages buys and costs.
+
+A pipeline cuts the ``L`` layers into ``P`` stages of ``L/P`` layers; each stage runs on its own
+group of ``E`` chips (the chips per stage: an expert- or tensor-parallel group inside one
+scale-up domain), and activations cross from one stage to the next over the scale-out network.
+
+**Inference.** Stage ``s`` works on one micro-batch of ``b`` sequences while stage ``s+1`` works
+on the previous one. With ``m >= P`` micro-batches in flight no stage idles, and
+
+- a token still passes through every layer in order, so its latency is the decode step of the
+  whole model on ``E`` chips at batch ``b`` plus one hop per stage boundary: pipelining never
+  makes a token faster than an ``E``-chip group that held the whole model would;
+- weights per chip fall as ``1/P``, but the ``m b`` sequences in flight each leave ``1/P`` of
+  their KV cache on each stage, so the cache per chip is ``m b kv(S) / (E P)``, which at
+  ``m = P`` is ``b kv(S) / E`` whatever ``P`` is (the episode's
+  ``c_mem = N_tot b_w/(E P) + b S b_kv/E``).
+
+**Training.** A synchronous step must finish every micro-batch's forward and backward before the
+optimizer updates the weights, so each step starts with an empty pipeline and ends draining it:
+the *bubble*. With ``m`` micro-batches per step and per-micro-batch stage times ``t_F`` (forward),
+``t_B`` (backward for the inputs) and ``t_W`` (backward for the weights), the idle share of each
+stage is ``bubble / (bubble + m (t_F + t_B + t_W))`` with bubble
+
+- GPipe (Huang et al. 2019) and 1F1B (Narayanan et al. 2021): ``(P-1)(t_F + t_B + t_W)``, so
+  ``(P-1)/(m+P-1)``;
+- interleaved 1F1B with ``v`` chunks per chip (Narayanan et al. 2021): ``(P-1)(t_F+t_B+t_W)/v``;
+- zero-bubble ZB-H1 (Qi et al. 2024): ``(P-1)(t_F + t_B - t_W)``, a third of 1F1B's at equal
+  times; ZB-H2 (same paper): zero, for about twice 1F1B's activation memory.
+
+Every time here is a lower bound: hop latency is an argument (default 0), link contention,
+stage imbalance and the optimizer step are left out. SI units; arguments broadcast.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._check import choice, positive
+from ._check import n_chips as n_chips_check
+from ._check import scalar_or_array as _out
+from .parallel import PipelineMemory, scaleup_vs_scaleout_ratio
+from .roofline import decode_step
+
+__all__ = [
+    "SCHEDULES",
+    "HOP_LATENCIES",
+    "bubble_fraction",
+    "micro_batches_for_bubble",
+    "schedule_timeline",
+    "pipeline_memory",
+    "stages_to_fit",
+    "hop_time",
+    "PipelineDecode",
+    "pipeline_decode",
+    "boundary_ratio",
+    "min_layers_per_stage",
+]
+
+#: Training schedules :func:`bubble_fraction` knows.
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2")
+
+#: Hop latencies a chapter can quote, seconds, with where each comes from.
+HOP_LATENCIES = {
+    # DeepEP's low-latency kernels, H800 + ConnectX-7 400 Gb/s InfiniBand, 128 tokens of 7168
+    # values, FP8 dispatch to 8 of the experts over 8 GPUs on other nodes: a measured cross-node
+    # exchange of one decode micro-batch's activations (docs/legacy.md, "Low-latency kernels").
+    "measured cross-node dispatch (DeepEP, EP8)": (77e-6, "deepseek_deepep"),
+    # The same table at 256 GPUs: the slowest dispatch it lists.
+    "measured cross-node dispatch (DeepEP, EP256)": (194e-6, "deepseek_deepep"),
+    # The episode's guess for a rack hop, which it says may be off by 10x.
+    "the episode's guess": (3e-3, "dwarkesh2026pope"),
+}
+
+
+def _stages(stages, name="stages"):
+    return positive(name, stages, integer=True, maximum=1e6)
+
+
+def _one(name, value):
+    """A scalar, for the functions that simulate one configuration (TypeError for an array)."""
+    if type(value) is not float:
+        raise TypeError(f"{name}: got an array {value!r}; schedule_timeline simulates one configuration, "
+                        "pass a single number")
+    return value
+
+
+def bubble_fraction(stages, micro_batches, schedule="1f1b", virtual_stages=1,
+                    forward=1.0, backward_input=1.0, backward_weight=1.0):
+    """Idle share of each pipeline stage in one synchronous training step.
+
+    ``stages`` P, ``micro_batches`` m per step, ``schedule`` one of :data:`SCHEDULES`,
+    ``virtual_stages`` v (model chunks per chip, interleaved only). ``forward``,
+    ``backward_input`` and ``backward_weight`` are one micro-batch's stage times t_F, t_B, t_W
+    in any unit (default 1 each: a backward pass twice a forward, as in 6ND).
+
+    ``bubble / (bubble + m (t_F + t_B + t_W))``; bubble ``(P-1)(t_F+t_B+t_W)`` for GPipe and
+    1F1B (giving ``(P-1)/(m+P-1)``), divided by ``v`` for interleaved 1F1B,
+    ``(P-1)(t_F + t_B - t_W)`` for ZB-H1 (never below 0), 0 for ZB-H2.
+    """
+    P = _stages(stages)
+    m = positive("micro_batches", micro_batches, integer=True)
+    choice("schedule", schedule, SCHEDULES)
+    v = positive("virtual_stages", virtual_stages, integer=True)
+    tf = positive("forward", forward)
+    tb = positive("backward_input", backward_input)
+    tw = positive("backward_weight", backward_weight, allow_zero=True)
+    work = m * (tf + tb + tw)
+    if schedule in ("gpipe", "1f1b"):
+        bubble = (P - 1.0) * (tf + tb + tw)
+    elif schedule == "interleaved":
+        bubble = (P - 1.0) * (tf + tb + tw) / v
+    elif schedule == "zb-h1":
+        bubble = (P - 1.0) * np.maximum(tf + tb - tw, 0.0)
+    else:
+        bubble = 0.0 * P
+    return _out(bubble / (bubble + work))
+
+
+def micro_batches_for_bubble(stages, bubble, schedule="1f1b", virtual_stages=1):
+    """Fewest whole micro-batches per step that keep the GPipe/1F1B/interleaved bubble <= ``bubble``.
+
+    From ``(P-1)/(v m + P-1) <= f``: ``m >= (P-1)(1-f)/(v f)``; 1 for a single stage.
+    ``bubble`` is a fraction in (0, 1).
+    """
+    P = _stages(stages)
+    f = positive("bubble", bubble)
+    if np.any(np.asarray(f) >= 1):
+        raise ValueError(f"bubble: got {bubble!r}; allowed values are in (0, 1)")
+    choice("schedule", schedule, ("gpipe", "1f1b", "interleaved"))
+    v = positive("virtual_stages", virtual_stages, integer=True) if schedule == "interleaved" else 1.0
+    m = np.ceil((P - 1.0) * (1.0 - f) / (v * f) - 1e-9)
+    return _out(np.maximum(m, 1.0))
+
+
+def schedule_timeline(stages, micro_batches, schedule="1f1b", forward=1.0, backward=2.0):
+    """Every operation of one training step, simulated: a list of
+    ``(stage, start, duration, kind, micro_batch)`` with kind ``"F"`` or ``"B"``.
+
+    Each stage runs its operations in the schedule's order, each as soon as its input is ready:
+    a forward needs the previous stage's forward of the same micro-batch, a backward the next
+    stage's backward (the last stage: its own forward). ``"gpipe"``: all forwards, then all
+    backwards; ``"1f1b"``: ``P-s-1`` warm-up forwards on stage ``s``, then one forward, one
+    backward, and the remaining backwards. Used to draw the schedule and to check
+    :func:`bubble_fraction` against an independent simulation.
+    """
+    P = int(_one("stages", _stages(stages)))
+    m = int(_one("micro_batches", positive("micro_batches", micro_batches, integer=True, maximum=4096)))
+    choice("schedule", schedule, ("gpipe", "1f1b"))
+    tf = _one("forward", positive("forward", forward))
+    tb = _one("backward", positive("backward", backward))
+    if P > 64:
+        raise ValueError(f"stages: got {P}; the timeline draws at most 64")
+    orders = []
+    for s in range(P):
+        if schedule == "gpipe":
+            order = [("F", j) for j in range(m)] + [("B", j) for j in range(m)]
+        else:
+            w = min(P - s - 1, m)
+            order = [("F", j) for j in range(w)]
+            for i in range(m - w):
+                order += [("F", w + i), ("B", i)]
+            order += [("B", j) for j in range(m - w, m)]
+        orders.append(order)
+    done: dict = {}
+    free = [0.0] * P
+    pos = [0] * P
+    out = []
+    remaining = sum(len(o) for o in orders)
+    while remaining:
+        progressed = False
+        for s in range(P):
+            while pos[s] < len(orders[s]):
+                kind, j = orders[s][pos[s]]
+                dep = (("F", s - 1, j) if s > 0 else None) if kind == "F" else \
+                      (("B", s + 1, j) if s < P - 1 else ("F", s, j))
+                if dep is not None and dep not in done:
+                    break
+                start = max(free[s], done[dep] if dep is not None else 0.0)
+                dur = tf if kind == "F" else tb
+                done[(kind, s, j)] = start + dur
+                free[s] = start + dur
+                out.append((s, start, dur, kind, j))
+                pos[s] += 1
+                remaining -= 1
+                progressed = True
+        if not progressed:  # pragma: no cover - the orders above never deadlock
+            raise RuntimeError("schedule_timeline: the schedule deadlocked")
+    return out
+
+
+def pipeline_memory(model, micro_batch, context, chips_per_stage, stages, micro_batches=None,
+                    weight_bytes=2, kv_bytes=2):
+    """HBM per chip when ``stages`` P stages of ``chips_per_stage`` E chips hold ``micro_batches``
+    m micro-batches of ``micro_batch`` b sequences at ``context`` S tokens (default ``m = P``,
+    the fewest that keep every stage busy).
+
+    Weights ``N_tot b_w / (E P)``; KV ``m b kv(S) / (E P)``, each stage holding its ``1/P`` of
+    every in-flight sequence's cache. At ``m = P`` the KV term is ``b kv(S) / E``: independent
+    of P. Returns :class:`llmmath.parallel.PipelineMemory` (``batch_in_flight = m b``).
+    """
+    b = positive("micro_batch", micro_batch)
+    E = n_chips_check(chips_per_stage, "chips_per_stage")
+    P = _stages(stages)
+    m = P if micro_batches is None else positive("micro_batches", micro_batches, integer=True)
+    wb = positive("weight_bytes", weight_bytes)
+    kb = positive("kv_bytes", kv_bytes)
+    w = model.total_params * wb / (E * P)
+    kv = m * b * np.asarray(model.kv_cache_bytes(context, kb)) / (E * P)
+    return PipelineMemory(_out(w), _out(kv), _out(w + kv), _out(m * b * np.ones_like(w)))
+
+
+def stages_to_fit(model, chip, micro_batch, context, chips_per_stage, weight_bytes=2, kv_bytes=2,
+                  memory_fraction=1.0):
+    """Fewest stages P for which weights plus the caches of P micro-batches fit every chip.
+
+    ``N_tot b_w/(E P) + b kv(S)/E <= f M`` gives ``P >= N_tot b_w / (E f M - b kv(S))``; ``inf``
+    when one micro-batch's cache share alone, ``b kv(S)/E``, fills the chip: no number of stages
+    helps then (shrink the micro-batch or add chips per stage).
+    """
+    b = positive("micro_batch", micro_batch)
+    E = n_chips_check(chips_per_stage, "chips_per_stage")
+    wb = positive("weight_bytes", weight_bytes)
+    kb = positive("kv_bytes", kv_bytes)
+    f = positive("memory_fraction", memory_fraction, maximum=1.0)
+    room = E * f * chip.hbm_capacity - b * np.asarray(model.kv_cache_bytes(context, kb))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        need = np.where(room > 0, np.ceil(model.total_params * wb / np.where(room > 0, room, 1.0) - 1e-9),
+                        np.inf)
+    return _out(np.maximum(need, 1.0))
+
+
+def hop_time(tokens, d_model, bandwidth, latency=0.0, activation_bytes=2):
+    """One stage-to-stage hop: ``latency + tokens d_model b_a / bandwidth`` seconds.
+
+    ``tokens`` is the micro-batch (one token per sequence in decode), ``bandwidth`` the
+    per-chip scale-out bandwidth, one direction, when the boundary crosses racks.
+    """
+    t = positive("tokens", tokens)
+    d = positive("d_model", d_model)
+    bw = positive("bandwidth", bandwidth)
+    lat = positive("latency", latency, allow_zero=True)
+    ba = positive("activation_bytes", activation_bytes)
+    return _out(lat + t * d * ba / bw)
+
+
+@dataclass(frozen=True)
+class PipelineDecode:
+    """A pipelined decode: P stages of E chips, m micro-batches of b sequences in flight (SI).
+
+    - ``stage_time``: one stage's share of the step, ``step(b, E chips) / P``, s
+    - ``hop_time``: one boundary crossing, s; ``hops``: crossings per token (P, 0 for P = 1)
+    - ``token_latency``: time between one sequence's tokens: ``step + hops x hop_time``, s
+    - ``cycle``: time for the pipeline to emit one token for every in-flight sequence, s:
+      ``max(token_latency, m x stage_time)``
+    - ``throughput``: tokens/s of the pipeline, ``m b / cycle``; ``throughput_per_chip``
+    - ``utilisation``: busy share of each stage, ``m stage_time / cycle``
+    - ``memory``: :class:`~llmmath.parallel.PipelineMemory` per chip; ``n_chips = E P``
+    """
+
+    stage_time: float | np.ndarray
+    hop_time: float | np.ndarray
+    hops: float | np.ndarray
+    token_latency: float | np.ndarray
+    cycle: float | np.ndarray
+    throughput: float | np.ndarray
+    throughput_per_chip: float | np.ndarray
+    utilisation: float | np.ndarray
+    memory: PipelineMemory
+    n_chips: float | np.ndarray
+
+
+def pipeline_decode(model, chip, micro_batch, context, chips_per_stage, stages, micro_batches=None,
+                    hop_latency=0.0, weight_bytes=2, kv_bytes=2, dtype="bf16", activation_bytes=2,
+                    scale_out_bandwidth=None):
+    """Lower bound on pipelined decode (see the module docstring).
+
+    The step is :func:`llmmath.roofline.decode_step` of the whole model on ``chips_per_stage``
+    chips at batch ``micro_batch`` (for an MoE, the experts that micro-batch touches), split
+    evenly over ``stages``; each hop moves ``micro_batch x d_model`` activations over
+    ``scale_out_bandwidth`` (default the chip's) after ``hop_latency`` seconds.
+    ``micro_batches`` in flight defaults to ``stages``. Stages are assumed balanced (the LM
+    head and embeddings really sit on the end stages) and hops overlap other micro-batches'
+    compute.
+    """
+    b = positive("micro_batch", micro_batch)
+    E = n_chips_check(chips_per_stage, "chips_per_stage")
+    P = _stages(stages)
+    m = P if micro_batches is None else positive("micro_batches", micro_batches, integer=True)
+    lat = positive("hop_latency", hop_latency, allow_zero=True)
+    bw = scale_out_bandwidth if scale_out_bandwidth is not None else chip.scale_out_bandwidth
+    if bw is None:
+        if np.any(np.asarray(P) > 1):
+            raise ValueError(f"scale_out_bandwidth: chip {chip.name!r} lists none; pass one (bytes/s)")
+        bw = 1.0
+    bw = positive("scale_out_bandwidth", bw)
+    step = decode_step(model, chip, b, context, n_chips=E, weight_bytes=weight_bytes,
+                       kv_bytes=kv_bytes, dtype=dtype)
+    stage = np.asarray(step.time) / P
+    hops = np.where(np.asarray(P) > 1, P, 0.0)
+    hop = np.asarray(hop_time(b, model.d_model, bw, lat, activation_bytes))
+    latency = np.asarray(step.time) + hops * hop
+    cycle = np.maximum(latency, m * stage)
+    tput = m * b / cycle
+    mem = pipeline_memory(model, b, context, E, P, m, weight_bytes, kv_bytes)
+    return PipelineDecode(_out(stage), _out(hop * np.ones_like(stage)), _out(hops * np.ones_like(stage)),
+                          _out(latency), _out(cycle), _out(tput), _out(tput / (E * P)),
+                          _out(m * stage / cycle), mem, _out(E * P * np.ones_like(stage)))
+
+
+def _ratio_of(chip):
+    up, out = chip.scale_up_bandwidth, chip.scale_out_bandwidth
+    if not up or not out:
+        raise ValueError(f"chip: {chip.name!r} lists no scale-up or no scale-out bandwidth; "
+                         "use parallel.scaleup_vs_scaleout_ratio with your own ratio")
+    return out / up
+
+
+def boundary_ratio(model, chip, layers_per_stage):
+    """Scale-up time inside a stage over scale-out time at its boundary, per token, on ``chip``.
+
+    Inside: each MoE layer sends ``k`` activation copies out and back (``2 k D`` bytes per token
+    over scale-up); at the boundary one activation (``D`` bytes) crosses scale-out:
+    ``t_up/t_out = 2 k layers (bw_out / bw_up)``, the episode's rule with the chip's own
+    bandwidths instead of its 1/8. At >= 1 the cut between racks is not the bottleneck. A dense
+    model counts ``k = 1`` (its tensor-parallel all-reduces move more, so the ratio only grows).
+    """
+    return scaleup_vs_scaleout_ratio(model, layers_per_stage, scale_out_over_up=_ratio_of(chip))
+
+
+def min_layers_per_stage(model, chip):
+    """Fewest whole layers per stage for which :func:`boundary_ratio` reaches 1 on ``chip``."""
+    k = model.experts_per_token or 1
+    return float(math.ceil(1.0 / (2.0 * k * _ratio_of(chip)) - 1e-9))
