@@ -72,3 +72,28 @@ def test_figures_have_alt_text(path):
 def test_in_table_of_contents(path):
     toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
     assert f"book/{path.stem}" in toc, f"{path.name} is not in _toc.yml"
+
+
+def _strings(x):
+    if isinstance(x, str):
+        yield x
+    elif isinstance(x, dict):
+        for v in x.values():
+            yield from _strings(v)
+    elif isinstance(x, list):
+        for v in x:
+            yield from _strings(v)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + sorted((ROOT / "book").glob("*.md")), ids=lambda p: p.name)
+def test_no_tab_where_tex_was_meant(path):
+    # A caption or entry written through a non-raw Python string turns "\times" and "\text" into a
+    # tab and "imes"/"ext" (Fig 4.2's caption once read "300<tab>imes sparsity").
+    if path.suffix == ".md":
+        texts = [path.read_text(encoding="utf-8")]
+    else:
+        nb = _load(path)
+        texts = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+        texts += list(_strings([c.get("metadata", {}) for c in nb["cells"]]))
+    bad = [t[max(0, t.index("\t") - 40):t.index("\t") + 10] for t in texts if "\t" in t]
+    assert not bad, f"{path.name}: tab characters in prose or captions: {bad[:3]}"
