@@ -335,3 +335,23 @@ def test_int8_saving_matches_weight_term():
 
 def test_h100_drain_time_about_20ms():
     assert 15e-3 < drain_time(chips.get("H100-SXM")) < 30e-3
+
+
+# ----- "By hand beside the library": the hand read of all N_tot weights exceeds the library's by the
+# embedding rows a step does not gather (weights actually read), and by nothing else, for every dense
+# model. Expected bytes from the config fields: an untied V x D input table is gathered one row per
+# token; a tied table is the LM head, a matmul, read whole.
+DENSE = [m for m in MODELS if not m.is_moe]
+
+
+@pytest.mark.parametrize("model", DENSE, ids=[m.name for m in DENSE])
+@pytest.mark.parametrize("batch", [1, 64])
+def test_hand_weight_read_exceeds_the_library_by_the_ungathered_embedding(model, batch):
+    h100 = chips.get("H100-SXM")
+    step = decode_step(model, h100, batch, 0, n_chips=8)
+    hand = model.total_params * 2
+    ungathered = 0 if model.tied_embeddings else (model.vocab_size - batch) * model.d_model * 2
+    assert hand - step.weight_bytes_read == pytest.approx(ungathered, rel=1e-9, abs=1.0)
+    # and the hand step (memory-bound at S = 0) is longer by exactly that read time
+    assert hand / (8 * h100.hbm_bandwidth) - step.weight_time == pytest.approx(
+        ungathered / (8 * h100.hbm_bandwidth), rel=1e-9, abs=1e-15)

@@ -213,6 +213,20 @@ def test_ridge_points_span_a_factor_under_four():
     assert 140 < min(r) and max(r) < 600 and max(r) / min(r) < 4
 
 
+def test_no_chip_moves_s_star_more_than_twofold_from_an_h100():
+    # Claim (section "The critical context"): against an H100's ridge, no chip in the catalogue moves
+    # S* by more than a factor of two either way. S* scales as W/C (first approximation), so the
+    # claim is on the ridge points; H100 SXM: 989.4 TFLOP/s / 3.35 TB/s = 295 FLOP/byte.
+    h100 = 989.4e12 / 3.35e12
+    assert chips.get("H100-SXM").ops_per_byte() == pytest.approx(h100, rel=1e-3)
+    for c in BF16:
+        assert max(c.ops_per_byte() / h100, h100 / c.ops_per_byte()) < 2, c.name
+        m = models.get("Llama-3-70B")
+        ratio = critical_context(m, c, attention_flops=False) / critical_context(
+            m, chips.get("H100-SXM"), attention_flops=False)
+        assert ratio == pytest.approx(h100 / c.ops_per_byte(), rel=1e-9), c.name
+
+
 @pytest.mark.parametrize("m", [m for m in FULL if m.attention_kind in ("MHA", "GQA")],
                          ids=lambda m: m.name)
 def test_attention_flops_move_gqa_mha_critical_context_little(m):

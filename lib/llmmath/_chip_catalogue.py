@@ -7,6 +7,11 @@ capacities are bytes, with ``capacity_unit`` saying whether the vendor meant GB 
 
 Prices are typical on-demand rental prices per chip-hour at ``price_date``; they move fast, so
 treat them as an order of magnitude and pass your own price to the cost functions.
+``price_date`` is the month the price was observed: the month a dated source reports it (the GPU
+prices: dated surveys, blog posts and research notes), or, for a live list-price page that carries no
+date of its own (Google's Cloud TPU pricing page), the month the page was read. That is why the TPU
+prices are dated 2026-12 beside GPU prices of 2026-03 to 2026-05: they are Google's current list
+prices, read from the vendor's undated page, not a survey's snapshot.
 """
 
 from .chips import Chip
@@ -124,13 +129,14 @@ CHIPS: tuple[Chip, ...] = (
         flops={"bf16": 1307.4 * TFLOPS, "fp8": 2614.9 * TFLOPS, "int8": 2614.9 * TFLOPS},
         hbm_bandwidth=5.3 * TBps, hbm_capacity=192 * GB, capacity_unit="GB",
         scale_up_bandwidth=448 * GBps, scale_up_domain=8, scale_out_bandwidth=400 * Gbps,
-        price_per_hour=1.85, price_date="2026-12",
-        source="amd_mi300x_datasheet", price_source="gpublog_mi300x",
+        price_per_hour=1.85, price_date="2026-05",
+        source="amd_mi300x_datasheet", price_source="cliffcenter2026amd",
         notes=("AMD datasheet: peak BF16 1,307.4 TFLOPS and FP8 2,614.9 TFLOPS dense (sparsity doubles "
                "them), HBM3 192 GB at 5.3 TB/s. Infinity Fabric: 7 links x 128 GB/s bidirectional per GPU "
                "= 896 GB/s, 448 GB/s each way, fully connecting an 8-GPU platform. Scale-out: 400 Gb/s "
-               "per GPU is the usual build (platform-dependent). Price: on-demand listings of $1.71-1.85/h "
-               "(TensorWave, Vultr) on a price tracker."),
+               "per GPU is the usual build (platform-dependent). Price: Vultr's on-demand $1.85/h in a research "
+               "note dated 2026-05-18 (TensorWave $1.50, Crusoe spot $1.71 in the same note); an undated "
+               "price tracker (gpublog_mi300x, read 2026-12) lists the same $1.85/h at Vultr."),
     ),
 
     Chip(
@@ -161,7 +167,8 @@ CHIPS: tuple[Chip, ...] = (
                "int8, 32 GiB HBM2 at 1,200 GB/s, 4,096-chip pods in a 3D torus. ICI 270 GB/s per chip is "
                "the paper's figure (6 links x 45 GB/s one way); keep it so the paper's tables reproduce. "
                "GiB, not GB: reproducing the paper's Table 1 needs 32 GiB. Cloud availability 2021-22 "
-               "(deployed internally from 2020). Price: on-demand per chip-hour, us-central2."),
+               "(deployed internally from 2020). Price: Google's on-demand list price per chip-hour, "
+               "us-central2, read 2026-12 from the undated live pricing page."),
         extra={"ici_topology": "3D torus", "datasheet": "google_tpu_v4_docs"},
     ),
 
@@ -174,7 +181,8 @@ CHIPS: tuple[Chip, ...] = (
         source="google_tpu_v5e_docs", price_source="google_tpu_pricing",
         notes=("Cloud docs: 197 TFLOPS bf16, 393-394 TOPS int8, HBM2 16 GB at 819 GB/s, bidirectional ICI "
                "400 GB/s per chip (200 GB/s each way) over 4 ports, 256-chip pods in a 2D torus. DCN: "
-               "2 x 100 Gb/s NICs per 8-chip host = 25 Gb/s per chip. Price: on-demand per chip-hour."),
+               "2 x 100 Gb/s NICs per 8-chip host = 25 Gb/s per chip. Price: Google's on-demand list price "
+               "per chip-hour, read 2026-12 from the undated live pricing page."),
         extra={"ici_topology": "2D torus"},
     ),
 
@@ -188,7 +196,8 @@ CHIPS: tuple[Chip, ...] = (
         notes=("Cloud docs: 459 TFLOPS bf16 (FP8 listed at the same 459), 918 TOPS int8, 95 GiB HBM2e at "
                "2,765 GB/s, bidirectional ICI 1,200 GB/s per chip (600 GB/s each way; older page: "
                "4,800 Gbps), 8,960-chip pod in a 3D torus (largest single slice 6,144 chips), DCN 50 Gb/s "
-               "per chip. Price: on-demand per chip-hour."),
+               "per chip. Price: Google's on-demand list price "
+               "per chip-hour, read 2026-12 from the undated live pricing page."),
         extra={"ici_topology": "3D torus"},
     ),
 
@@ -202,7 +211,8 @@ CHIPS: tuple[Chip, ...] = (
         notes=("Trillium. Cloud docs: 918 TFLOPS bf16, 1,836 TOPS int8, 32 GiB HBM at 1,638 GB/s (the v6e "
                "page says '32 GB'; Google's TPU7x comparison table labels it GiB), bidirectional ICI "
                "800 GB/s per chip (400 GB/s each way) over 4 ports, 256-chip pods in a 2D torus. DCN: "
-               "4 x 200 Gb/s per 8-chip host = 100 Gb/s per chip. Price: on-demand per chip-hour."),
+               "4 x 200 Gb/s per 8-chip host = 100 Gb/s per chip. Price: Google's on-demand list price "
+               "per chip-hour, read 2026-12 from the undated live pricing page."),
         extra={"ici_topology": "2D torus"},
     ),
 
