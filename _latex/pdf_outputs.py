@@ -6,6 +6,7 @@ In a LaTeX build myst-nb falls back to text/plain for outputs it cannot print: a
 - a frames.slider output by its first pre-rendered frame (an image, with the frame's alt text)
   and one line saying how many frames the online edition steps through;
 - a widget view by one line pointing to the online edition and the notebook.
+The appendices are lettered in the PDF (``\\appendix`` before the first of them).
 HTML builds are untouched, except that when a PDF has been built (``make pdf``) the HTML build
 copies it to the site as PDF_NAME and every page's footer links it.
 """
@@ -80,6 +81,27 @@ class ExplorersAsFigures(SphinxTransform):
         return result
 
 
+def first_appendix(toc_text: str) -> str | None:
+    """The docname that opens the part captioned "Appendices" in _toc.yml, if there is one."""
+    m = re.search(r'caption:\s*"?Appendices"?\s*\n(?:\s+\w+:.*\n)*?\s+-\s*file:\s*(\S+)', toc_text)
+    return m.group(1) if m else None
+
+
+class AppendicesLettered(SphinxTransform):
+    """In the PDF the appendices are lettered (A, B, ...) like a textbook's, not chapters 13-18:
+    ``\\appendix`` goes before the first appendix (latex builder only)."""
+
+    default_priority = 500
+
+    def apply(self, **kwargs):
+        if self.app.builder.format != "latex":
+            return
+        toc = Path(self.app.srcdir) / "_toc.yml"
+        first = first_appendix(toc.read_text(encoding="utf-8")) if toc.exists() else None
+        if first and self.env.docname == first:
+            self.document.insert(0, nodes.raw("", "\\appendix\n", format="latex"))
+
+
 def _built_pdf(app):
     pdf = Path(app.outdir).parent / "latex" / "book.pdf"
     return pdf if pdf.is_file() else None
@@ -104,6 +126,7 @@ def _copy_pdf(app, exception):
 
 def setup(app):
     app.add_transform(ExplorersAsFigures)
+    app.add_transform(AppendicesLettered)
     app.connect("html-page-context", _pdf_link)
     app.connect("build-finished", _copy_pdf)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -45,10 +45,11 @@ def _squash(text):
 
 
 def _chapters(flat):
-    """{toc file: its text}; each chapter opens with the class's CHAPTER heading, in toc order."""
+    """{toc file: its text}; each chapter opens with the class's CHAPTER heading and each appendix
+    with APPENDIX (the appendices are lettered: _latex/pdf_outputs.py), in toc order."""
     files = _toc_files()
-    starts = [m.start() for m in re.finditer(r"\bCHAPTER\b", flat)]
-    assert len(starts) == len(files), f"{len(starts)} CHAPTER headings for {len(files)} toc files"
+    starts = [m.start() for m in re.finditer(r"\b(?:CHAPTER|APPENDIX)\b", flat)]
+    assert len(starts) == len(files), f"{len(starts)} CHAPTER/APPENDIX headings for {len(files)} toc files"
     starts.append(len(flat))
     return {f: flat[a:b] for f, a, b in zip(files, starts, starts[1:], strict=False)}
 
@@ -75,6 +76,15 @@ def test_every_chapter_title_is_printed_and_numbered(pdf_text):
     # Numbered chapters: running heads read "Chapter N. Title".
     for n, path in enumerate([p for p in _toc_files() if re.search(r"/\d\d_", p)], start=1):
         assert f"Chapter {n}. {_squash(_title(path))}" in flat, f"chapter {n} ({path}) unnumbered"
+
+
+def test_appendices_are_lettered(pdf_text):
+    flat = _squash(pdf_text)
+    files = _toc_files()
+    appendices = [p for p in files if not re.search(r"/\d\d_", p)]
+    assert appendices and flat.count("APPENDIX") == len(appendices)
+    for letter, path in zip("ABCDEFGH", appendices, strict=False):
+        assert f"Appendix {letter}. {_squash(_title(path))}" in flat, f"{path} is not appendix {letter}"
 
 
 def test_no_unresolved_reference_or_raw_markup(pdf_text):
