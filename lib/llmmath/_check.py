@@ -21,6 +21,7 @@ import numpy as np
 MAX_CHIPS = 10_000_000
 
 _SCALARS = (int, float)
+_INF = math.inf
 
 
 def number(name: str, value):
@@ -51,6 +52,9 @@ def positive(name: str, value, *, allow_zero: bool = False, integer: bool = Fals
 
     ``integer=True`` asks for whole numbers; ``maximum`` is an inclusive upper limit.
     """
+    t = type(value)
+    if (t is float or t is int) and 0 < value < _INF and not integer and maximum is None:
+        return float(value)  # the commonest case, decided in one comparison
     v = number(name, value)
     allowed = ">= 0" if allow_zero else "> 0"
     if type(v) is float:  # fast path: plain Python arithmetic, no numpy reductions
@@ -91,6 +95,9 @@ def scalar_or_array(x):
 
 def fraction(name: str, value):
     """A number in (0, 1]: efficiencies and utilisations."""
+    t = type(value)
+    if (t is float or t is int) and 0 < value <= 1:  # also refuses NaN
+        return float(value)
     v = number(name, value)
     if type(v) is float:
         if not (0 < v <= 1):  # also refuses NaN

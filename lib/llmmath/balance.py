@@ -23,12 +23,12 @@ def _per_sequence_decode(model, chip, context, kv_bytes, dtype, attention_flops)
     model's window to find where (or whether) the lines cross.
     """
     C, W = chip.peak(dtype), chip.hbm_bandwidth
-    context = np.asarray(context, dtype=float)
+    context = context if type(context) is float else np.asarray(context, dtype=float)
     mm = 2.0 * model.matmul_params_active / C
     attn = 0.0 * context
     if attention_flops:
         a, i = model._decode_flops(context)
-        attn = a / _attention_peak(chip, dtype, kv_bytes) + i / _index_peak(chip, dtype)
+        attn = a / _attention_peak(chip, C, kv_bytes) + i / _index_peak(chip, C)
     return mm, attn, model._read_bytes(context, kv_bytes) / W
 
 
@@ -37,16 +37,19 @@ def _first_root(g, kinks, shape):
 
     Exact on each linear piece; NaN where g stays negative for every S.
     """
+    def at(S):  # numpy floats: a flat piece divides into inf or NaN instead of raising
+        return np.asarray(g(S), dtype=float)
+
     pts = [0.0] + sorted(float(k) for k in kinks)
     root = np.full(shape, np.nan)
     for lo, hi in zip(pts[:-1], pts[1:], strict=True):
-        g_lo, g_hi = g(lo), g(hi)
+        g_lo, g_hi = at(lo), at(hi)
         hit = np.isnan(root) & (g_hi >= 0)
         with np.errstate(invalid="ignore", divide="ignore"):
             root = np.where(hit, lo - g_lo * (hi - lo) / (g_hi - g_lo), root)
     last = pts[-1]
-    g_last = g(last)
-    slope = g(last + 1.0) - g_last  # the last piece runs on forever
+    g_last = at(last)
+    slope = at(last + 1.0) - g_last  # the last piece runs on forever
     with np.errstate(invalid="ignore", divide="ignore"):
         root = np.where(np.isnan(root) & (slope > 0), last - g_last / slope, root)
     return root
@@ -108,7 +111,7 @@ def critical_context(model, chip, kv_bytes=2, dtype="bf16", attention_flops=True
         per_pair = model._attention_flops_per_context_token
         kvb = float(np.max(kv_bytes))
         elem = model.kv_elements_per_token_per_layer * kvb
-        ridge = float(_attention_peak(chip, dtype, kvb)) / chip.hbm_bandwidth  # attention's own ridge
+        ridge = float(_attention_peak(chip, chip.peak(dtype), kvb)) / chip.hbm_bandwidth  # attention's own ridge
         if attention_flops and per_pair / elem >= ridge and not model.has_indexer:
             why = (f"attention does {per_pair / elem:.0f} FLOP per cached byte, at or above "
                    f"{chip.name}'s {ridge:.0f} FLOP/byte at the arithmetic it runs in, so KV reads "
@@ -151,7 +154,7 @@ def critical_batch(model, chip, weight_bytes=2, dtype="bf16", context=0, kv_byte
     if overlap == "per-op":
         attn, kv = 0.0 * attn, 0.0 * kv
     denom = (mm + attn - kv) * W  # bytes of slack per sequence
-    if np.any(denom <= 0):
+    if (denom <= 0) if type(denom) is float else np.any(denom <= 0):
         try:
             s_star = critical_context(model, chip, kv_bytes=np.max(kv_bytes), dtype=dtype,
                                       attention_flops=attention_flops)
@@ -163,20 +166,38 @@ def critical_batch(model, chip, weight_bytes=2, dtype="bf16", context=0, kv_byte
             f"{model.name} on {chip.name}{where} decode is memory-bound at every batch, so there is no "
             "critical batch"
         )
-    denom, weight_bytes = np.broadcast_arrays(np.asarray(denom, float), np.asarray(weight_bytes, float))
-    floor_params = model.weight_params_read(1e-9)  # weights read by any step (shared part)
-    lo = floor_params * weight_bytes / denom
-    hi = model.total_params * weight_bytes / denom
+    if not (type(denom) is float and type(weight_bytes) is float):
+        denom, weight_bytes = np.broadcast_arrays(np.asarray(denom, float),
+                                                  np.asarray(weight_bytes, float))
     if not model.is_moe and model.tied_embeddings:  # weights read do not depend on the batch
-        return _out(lo)
-    # h(B) = denom B - b_w N_read(B) is convex with h(lo) <= 0 <= h(hi): bisect in log space.
-    llo, lhi = np.log(lo), np.log(np.maximum(hi, lo * (1 + 1e-12)))
-    for _ in range(80):
-        mid = 0.5 * (llo + lhi)
-        B = np.exp(mid)
-        neg = denom * B - weight_bytes * model.weight_params_read(B) < 0
-        llo, lhi = np.where(neg, mid, llo), np.where(neg, lhi, mid)
-    return _out(np.exp(0.5 * (llo + lhi)))
+        return _out(model.weight_params_read(1e-9) * weight_bytes / denom)
+    return _out(_weight_balance(model, denom, weight_bytes))
+
+
+def _weight_balance(model, denom, weight_bytes):
+    """The batch B where ``denom B = b_w N_read(B)``: Newton's method from above.
+
+    ``h(B) = denom B - b_w N_read(B)`` is convex (``N_read`` is concave: embedding rows stop at
+    the vocabulary, experts saturate) with ``h <= 0`` at the shared weights' batch and
+    ``h >= 0`` at ``hi = N_tot b_w / denom``. Newton steps from ``hi`` then decrease
+    monotonically to the root, reaching float precision in a few steps; iteration stops when a
+    step no longer moves B. Python floats stay Python floats (no numpy on the scalar path).
+    """
+    B = model.total_params * weight_bytes / denom
+    for _ in range(100):
+        h = denom * B - weight_bytes * model._weight_params_read(B)
+        slope = denom - weight_bytes * model._weight_params_read_slope(B)
+        if type(B) is float:
+            new = B - h / slope if h > 0 and slope > 0 else B
+            if not new < B:
+                return B
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                new = np.where((h > 0) & (slope > 0), B - h / slope, B)
+            if not np.any(new < B):
+                return B
+        B = new
+    return B
 
 
 def implied_kv_bytes_per_token(active_params, chip, critical_context, dtype="bf16"):

@@ -58,7 +58,7 @@ def speculative_step(model, chip, batch, context, draft_tokens, acceptance=1.0, 
     context = positive("context", context, allow_zero=True)
     n_chips, weight_bytes, kv_bytes, compute_efficiency, memory_efficiency = _check_step(
         n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency)
-    chip.peak(dtype)
+    peak = chip.peak(dtype)
     k = positive("draft_tokens", draft_tokens, allow_zero=True, integer=True)
     per_seq = speculative_tokens_per_step(k, acceptance)
     scored = batch * (k + 1.0)
@@ -66,10 +66,10 @@ def speculative_step(model, chip, batch, context, draft_tokens, acceptance=1.0, 
     attn = idx = 0.0
     if attention_flops:
         attn = scored * model.attention_flops_per_token(context)
-        idx = scored * model.indexer_flops_per_token(context)
+        idx = scored * model.indexer_flops_per_token(context) if model.has_indexer else 0.0
     wbytes = model.weight_params_read(scored) * weight_bytes
     kvbytes = batch * model.kv_read_bytes(context, kv_bytes)
-    return _finish("decode", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, dtype,
+    return _finish("decode", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, peak,
                    compute_efficiency, memory_efficiency, batch * np.asarray(per_seq), batch, model,
                    kv_bytes)
 

@@ -30,10 +30,12 @@ _BOUND_NAMES = np.array(["memory", "compute"])
 
 
 def _bound(compute_time, memory_time):
+    if type(compute_time) is float and type(memory_time) is float:
+        return "compute" if compute_time >= memory_time else "memory"
     is_compute = np.asarray(compute_time) >= np.asarray(memory_time)
     if is_compute.ndim == 0:
         return "compute" if is_compute else "memory"
-    return _BOUND_NAMES[is_compute.view(np.uint8)]
+    return np.take(_BOUND_NAMES, is_compute.view(np.uint8))
 
 
 @dataclass(frozen=True)
@@ -81,43 +83,94 @@ class Step:
     attention_time: float | np.ndarray = 0.0
 
 
-def _index_peak(chip, dtype):
-    """The rate an indexer's fp8 scoring runs at: the fp8 peak where the chip lists one."""
-    return max(chip.peak(dtype), float(chip.flops.get("fp8", 0.0)))
+def _all_floats(*values) -> bool:
+    """True when every value is a Python float: the scalar fast path applies."""
+    for v in values:
+        if type(v) is not float:
+            return False
+    return True
 
 
-def _attention_peak(chip, dtype, kv_bytes):
+def _is_zero(flops) -> bool:
+    """True for a Python 0.0 (no such FLOPs); an array is never tested element by element."""
+    return type(flops) is float and flops == 0.0
+
+
+def _scalar_step(**fields) -> Step:
+    """A :class:`Step` of Python floats, built without the dataclass ``__init__``.
+
+    A frozen dataclass's ``__init__`` writes each of its 18 fields through
+    ``object.__setattr__``, a third of a scalar step's cost; this fills the instance dictionary
+    in one call. The result equals ``Step(**fields)`` (every field is given).
+    """
+    step = object.__new__(Step)
+    step.__dict__.update(fields)
+    return step
+
+
+def _index_peak(chip, peak):
+    """The rate an indexer's fp8 scoring runs at: the fp8 peak where the chip lists one.
+
+    ``peak`` is ``chip.peak(dtype)``, the step's own rate (FLOP/s).
+    """
+    return max(peak, float(chip.flops.get("fp8", 0.0)))
+
+
+def _attention_peak(chip, peak, kv_bytes):
     """The rate attention's own FLOPs run at: the arithmetic of the KV cache's format.
 
     Attention multiplies queries by the cached keys and values, so it computes in the cache's
     format (bf16 for a 2-byte cache, fp8 for a 1-byte one where the chip has fp8), never faster
-    than the step's ``dtype``: fp4 weights do not make attention run at the fp4 peak.
+    than the step's ``dtype`` (whose rate is ``peak``): fp4 weights do not make attention run
+    at the fp4 peak.
     """
-    fallback = chip.peak(dtype)
+    fallback = peak
     bf16 = min(fallback, float(chip.flops.get("bf16", fallback)))
     fp8 = min(fallback, float(chip.flops.get("fp8", bf16)))
+    if type(kv_bytes) is float:  # scalar fast path
+        return fp8 if kv_bytes <= 1 else bf16
     return np.where(np.asarray(kv_bytes) <= 1, fp8, bf16)
 
 
-def _finish(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_chips, chip, dtype,
+def _finish(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_chips, chip, peak,
             compute_efficiency, memory_efficiency, tokens, batch, model, kv_bytes=2):
-    peak = chip.peak(dtype)
+    """Times from FLOPs and bytes, and the :class:`Step` that holds them.
+
+    ``peak`` is ``chip.peak(dtype)`` (FLOP/s). Python floats in, Python floats out with no numpy
+    call (the scalar fast path); anything else is broadcast to one shape.
+    """
+    scalar = _all_floats(mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_chips, tokens, batch,
+                         kv_bytes)
+    larger = max if scalar else np.maximum
     compute_rate = n_chips * peak * compute_efficiency
     memory_rate = n_chips * chip.hbm_bandwidth * memory_efficiency
     matmul_time = mm_flops / compute_rate
     attention_time = 0.0
-    if np.any(np.asarray(attn_flops) != 0):
-        attention_time = attn_flops / (n_chips * _attention_peak(chip, dtype, kv_bytes) * compute_efficiency)
-    if np.any(np.asarray(idx_flops) != 0):
-        attention_time = attention_time + idx_flops / (n_chips * _index_peak(chip, dtype) * compute_efficiency)
+    if not _is_zero(attn_flops):
+        attention_time = attn_flops / (n_chips * _attention_peak(chip, peak, kv_bytes)
+                                       * compute_efficiency)
+    if not _is_zero(idx_flops):
+        attention_time = attention_time + idx_flops / (n_chips * _index_peak(chip, peak)
+                                                       * compute_efficiency)
     compute_time = matmul_time + attention_time
     weight_time = wbytes / memory_rate
     kv_time = kvbytes / memory_rate
     memory_time = weight_time + kv_time
     if overlap == "step":
-        time = np.maximum(compute_time, memory_time)
+        time = larger(compute_time, memory_time)
     else:
-        time = np.maximum(attention_time, kv_time) + np.maximum(matmul_time, weight_time)
+        time = larger(attention_time, kv_time) + larger(matmul_time, weight_time)
+    flops = mm_flops
+    for extra in (attn_flops, idx_flops):  # a pass over a large array only where there are FLOPs
+        if not _is_zero(extra):
+            flops = flops + extra
+    if scalar:
+        return _scalar_step(compute_time=compute_time, weight_time=weight_time, kv_time=kv_time,
+                            memory_time=memory_time, time=time,
+                            bound=_bound(compute_time, memory_time), flops=flops,
+                            weight_bytes_read=wbytes, kv_bytes_read=kvbytes, tokens=tokens,
+                            batch=batch, n_chips=n_chips, kind=kind, overlap=overlap, model=model,
+                            chip=chip, matmul_time=matmul_time, attention_time=attention_time)
     shape = np.broadcast(compute_time, memory_time, tokens, batch, n_chips).shape
 
     def b(x):
@@ -130,7 +183,7 @@ def _finish(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_c
         compute_time=b(compute_time), weight_time=b(weight_time), kv_time=b(kv_time),
         memory_time=b(memory_time), time=b(time),
         bound=_bound(np.broadcast_to(compute_time, shape), np.broadcast_to(memory_time, shape)),
-        flops=b(mm_flops + attn_flops + idx_flops), weight_bytes_read=b(wbytes), kv_bytes_read=b(kvbytes),
+        flops=b(flops), weight_bytes_read=b(wbytes), kv_bytes_read=b(kvbytes),
         tokens=b(tokens), batch=b(batch), n_chips=b(n_chips),
         kind=kind, overlap=overlap, model=model, chip=chip,
         matmul_time=b(matmul_time), attention_time=b(attention_time),
@@ -173,16 +226,18 @@ def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes
     context = positive("context", context, allow_zero=True)
     n_chips, weight_bytes, kv_bytes, compute_efficiency, memory_efficiency = _check_step(
         n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency)
-    chip.peak(dtype)  # validates dtype early, naming the chip's dtypes
+    peak = chip.peak(dtype)  # validates dtype early, naming the chip's dtypes
+    context = model._context(context)  # within the model's window
 
     mm = batch * 2.0 * model.matmul_params_active
     attn = idx = 0.0
     if attention_flops:
-        attn = batch * model.attention_flops_per_token(context)
-        idx = batch * model.indexer_flops_per_token(context)
+        attn, idx = model._decode_flops(context)  # attention_flops_per_token, indexer_flops_...
+        attn = batch * attn
+        idx = batch * idx if model.has_indexer else 0.0
     wbytes = model.weight_params_read(batch) * weight_bytes
-    kvbytes = batch * model.kv_read_bytes(context, kv_bytes)
-    return _finish("decode", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, dtype,
+    kvbytes = batch * model._read_bytes(context, kv_bytes)  # kv_read_bytes, checked above
+    return _finish("decode", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, peak,
                    compute_efficiency, memory_efficiency, batch, batch, model, kv_bytes)
 
 
@@ -210,18 +265,18 @@ def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes
     past = positive("past", past, allow_zero=True)
     n_chips, weight_bytes, kv_bytes, compute_efficiency, memory_efficiency = _check_step(
         n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency)
-    chip.peak(dtype)
+    peak = chip.peak(dtype)
 
     tokens = batch * prompt
     mm = tokens * 2.0 * model.matmul_params_active
     attn = idx = 0.0
     if attention_flops:
         attn = batch * model.prefill_attention_flops(prompt, past)
-        idx = batch * model.prefill_indexer_flops(prompt, past)
+        idx = batch * model.prefill_indexer_flops(prompt, past) if model.has_indexer else 0.0
     wbytes = model.weight_params_read(tokens) * weight_bytes
     written = model.kv_cache_bytes(past + prompt, kv_bytes) - model.kv_cache_bytes(past, kv_bytes)
     kvbytes = batch * (written + model.kv_read_bytes(past, kv_bytes))
-    return _finish("prefill", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, dtype,
+    return _finish("prefill", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, peak,
                    compute_efficiency, memory_efficiency, tokens, batch, model, kv_bytes)
 
 
