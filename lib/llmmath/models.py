@@ -348,7 +348,7 @@ class Model:
         The indexer scores every cached token at every decode step, so a step reads all of it:
         these bytes are both held and read (``n_global x S x index_key_bytes``).
         """
-        context = np.asarray(self._context(context), dtype=float)
+        context = _floats(self._context(context))
         return self._n_global * context * (self.index_key_bytes or 0.0)
 
     def _spans(self, context, read: bool):
@@ -488,8 +488,9 @@ class Model:
 
         if cap is None:
             return tri(past + prompt) - tri(past)
-        full = tri(np.minimum(past + prompt, cap)) - tri(np.minimum(past, cap))
-        over = prompt - (np.minimum(past + prompt, cap) - np.minimum(past, cap))
+        lo = min if type(prompt) is float and type(past) is float else np.minimum
+        full = tri(lo(past + prompt, cap)) - tri(lo(past, cap))
+        over = prompt - (lo(past + prompt, cap) - lo(past, cap))
         return full + over * cap
 
     def prefill_attention_flops(self, prompt, past=0):
@@ -503,13 +504,15 @@ class Model:
         """
         prompt = positive("prompt", prompt)
         past = self._context(past, "past")
-        self._context(np.asarray(prompt) + past, "past + prompt")
+        self._context(prompt + past, "past + prompt")
+        lo = min if type(prompt) is float and type(past) is float else np.minimum
         pairs = self._prefill_pairs(prompt, past, self.sparse_attention_topk)
         flops = self._n_global * pairs * self._prefill_flops_per_pair
         if self.kv_lora_rank is not None:
-            held = past if self.sparse_attention_topk is None else np.minimum(past, self.sparse_attention_topk)
-            past_pairs = np.minimum(prompt * held, pairs)
-            extra = np.minimum(
+            topk = self.sparse_attention_topk
+            held = past if topk is None else lo(past, topk)
+            past_pairs = lo(prompt * held, pairs)
+            extra = lo(
                 held * self._mla_expand_flops_per_token,
                 past_pairs * (self._attention_flops_per_context_token - self._prefill_flops_per_pair))
             flops = flops + self._n_global * extra
