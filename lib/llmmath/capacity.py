@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._check import fraction, positive
+from ._check import MAX_CHIPS, fraction, positive, whole_count
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
 
@@ -48,7 +48,8 @@ def _weights_fit(model, chip, n_chips, weight_bytes, memory_fraction):
     if np.any(weights > budget):
         need = np.ceil(weights / (chip.hbm_capacity * memory_fraction))
         raise ValueError(
-            f"n_chips: got {float(np.min(n_chips)):g}; the {model.name} weights alone "
+            f"n_chips, weight_bytes, memory_fraction: got n_chips={float(np.min(n_chips)):g}; "
+            f"the {model.name} weights alone "
             f"({float(np.max(weights)) / 1e9:.4g} GB at {float(np.max(weight_bytes)):g} B/weight) do not fit; "
             f"at least {int(np.max(need))} x {chip.name} are needed (memory_fraction={float(np.min(memory_fraction)):g})"
         )
@@ -71,7 +72,7 @@ def max_batch(model, chip, context, n_chips=1, weight_bytes=2, kv_bytes=2, memor
     free = _weights_fit(model, chip, n_chips, weight_bytes, memory_fraction)
     per_seq = model.kv_cache_bytes(context, kv_bytes)
     b = np.floor(free / per_seq * (1 + 1e-12))
-    return int(b) if np.ndim(b) == 0 else b.astype(np.int64)
+    return whole_count(b, "context, n_chips, weight_bytes, kv_bytes, memory_fraction", "the batch")
 
 
 def max_context(model, chip, batch, n_chips=1, weight_bytes=2, kv_bytes=2, memory_fraction=1.0,
@@ -120,7 +121,8 @@ def max_context(model, chip, batch, n_chips=1, weight_bytes=2, kv_bytes=2, memor
         s_long = (target - model.n_sliding_layers * w) / n_global
         s = np.where(s_short <= w, s_short, s_long) if model.n_sliding_layers else s_short
     s = np.floor(np.asarray(s) * (1 + 1e-12))
-    return int(s) if s.ndim == 0 else s.astype(np.int64)
+    return whole_count(s, "batch, n_chips, weight_bytes, kv_bytes, memory_fraction, kv_fraction, "
+                       "kv_replicas", "the context")
 
 
 def min_chips(model, chip, batch=0, context=0, weight_bytes=2, kv_bytes=2, memory_fraction=1.0):
@@ -131,7 +133,11 @@ def min_chips(model, chip, batch=0, context=0, weight_bytes=2, kv_bytes=2, memor
     memory_fraction = fraction("memory_fraction", memory_fraction)
     need = memory_held(model, batch, context, weight_bytes=weight_bytes, kv_bytes=kv_bytes)
     n = np.maximum(np.ceil(need / (chip.hbm_capacity * memory_fraction) * (1 - 1e-12)), 1)
-    return int(n) if np.ndim(n) == 0 else n.astype(np.int64)
+    if np.any(n > MAX_CHIPS):
+        raise ValueError(
+            f"batch, context, weight_bytes, kv_bytes, memory_fraction: {model.name} would need "
+            f"{float(np.max(n)):.3g} x {chip.name}, more chips than any machine ({MAX_CHIPS:,})")
+    return whole_count(n, "batch, context, weight_bytes, kv_bytes, memory_fraction", "the chips")
 
 
 def drain_time(chip):

@@ -35,6 +35,12 @@ import numpy as np
 from ._check import index_by_name, lookup, positive
 from .units import fmt_count
 
+__all__ = [
+    "Model", "ParameterBreakdown", "parameter_breakdown", "kaplan_params",
+    "attention_crossover_context", "get", "names", "all_models", "MhaEquivalent",
+    "mha_equivalent", "palm_multihead_baseline",
+]
+
 
 def _floats(x):
     """A Python float as it is (the scalar fast path), anything else as a float array."""
@@ -311,7 +317,7 @@ class Model:
         The one rule plots and explorers use when a reader asks for more context than the
         model supports; the bounds themselves refuse such a context with a ValueError.
         """
-        context = float(positive("context", context, allow_zero=True))
+        context = positive("context", context, allow_zero=True, single=True)
         if self.max_context is not None and context > self.max_context:
             return float(self.max_context), f"context capped at {fmt_count(self.max_context)}"
         return context, ""

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._check import n_chips as n_chips_check
+from ._check import positive
 from .balance import critical_batch
 from .capacity import max_batch, min_chips
 from .step import Step, decode_step
@@ -64,7 +66,11 @@ def batch_sweep(model, chip, batches, context, n_chips=1, weight_bytes=2, kv_byt
                 overlap="step") -> BatchSweep:
     """:func:`decode_step` over ``batches`` at ``context`` with the floor, the critical batch, the
     largest batch that fits and the chips the weights need (see :class:`BatchSweep`)."""
-    batch = np.asarray(batches, dtype=float)
+    batch = np.atleast_1d(positive("batches", batches))
+    context = positive("context", context, allow_zero=True, single=True)
+    n_chips = n_chips_check(n_chips, single=True)
+    weight_bytes = positive("weight_bytes", weight_bytes, single=True)
+    kv_bytes = positive("kv_bytes", kv_bytes, single=True)
     step = decode_step(model, chip, batch, context, n_chips=n_chips, weight_bytes=weight_bytes,
                        kv_bytes=kv_bytes, dtype=dtype, overlap=overlap)
     mb = _or_none(max_batch, model, chip, max(context, 1.0), n_chips=n_chips,
