@@ -111,13 +111,15 @@ def critical_context(model, chip, kv_bytes=2, dtype="bf16", attention_flops=True
         per_pair = model._attention_flops_per_context_token
         kvb = float(np.max(kv_bytes))
         elem = model.kv_elements_per_token_per_layer * kvb
-        ridge = float(_attention_peak(chip, chip.peak(dtype), kvb)) / chip.hbm_bandwidth  # attention's own ridge
+        # attention's own ridge
+        ridge = float(_attention_peak(chip, chip.peak(dtype), kvb)) / chip.hbm_bandwidth
         if attention_flops and per_pair / elem >= ridge and not model.has_indexer:
             why = (f"attention does {per_pair / elem:.0f} FLOP per cached byte, at or above "
                    f"{chip.name}'s {ridge:.0f} FLOP/byte at the arithmetic it runs in, so KV reads "
                    "never outgrow compute")
         else:
-            why = ("its KV reads per step are capped (sliding window / sparse top-k) below the bytes "
+            why = ("its KV reads per step are capped (sliding window / sparse top-k) below the "
+                   "bytes "
                    "that balance one token's compute")
         raise ValueError(f"model {model.name!r} on {chip.name}: {why}; decode never becomes "
                          "memory-bound at every batch, so there is no critical context")
@@ -163,7 +165,8 @@ def critical_batch(model, chip, weight_bytes=2, dtype="bf16", context=0, kv_byte
             where = ""
         raise ValueError(
             f"context: got {float(np.max(context)):g} tokens; at or beyond the critical context of "
-            f"{model.name} on {chip.name}{where} decode is memory-bound at every batch, so there is no "
+            f"{model.name} on {chip.name}{where} decode is memory-bound at every batch, so there "
+            "is no "
             "critical batch"
         )
     if not (type(denom) is float and type(weight_bytes) is float):
@@ -201,7 +204,9 @@ def _weight_balance(model, denom, weight_bytes):
 
 
 def implied_kv_bytes_per_token(active_params, chip, critical_context, dtype="bf16"):
-    """KV bytes per token (all layers, ``b_kv``) that put the critical context at ``critical_context``.
+    """KV bytes per token (all layers, ``b_kv``) that put the critical context at a given value.
+
+    ``critical_context`` is that value (tokens).
 
     The inverse of :func:`critical_context` for dense attention: ``b_kv = 2 N_act W / (C S*)``.
     It is how the book reads architecture out of a price step: if a provider's cost turns

@@ -17,7 +17,7 @@ from ._check import scalar_or_array as _out
 __all__ = ["memory_held", "fits_in_memory", "max_batch", "max_context", "min_chips", "drain_time"]
 
 def memory_held(model, batch, context, weight_bytes=2, kv_bytes=2):
-    """Bytes a replica holds: every weight (all experts) plus ``batch`` KV caches of ``context`` tokens.
+    """Bytes a replica holds: every weight (all experts) plus ``batch`` KV caches of ``context``.
 
     ``N_tot b_w + B kv_held(S)`` (sliding-window layers cap at their window).
     """
@@ -50,8 +50,9 @@ def _weights_fit(model, chip, n_chips, weight_bytes, memory_fraction):
         raise ValueError(
             f"n_chips, weight_bytes, memory_fraction: got n_chips={float(np.min(n_chips)):g}; "
             f"the {model.name} weights alone "
-            f"({float(np.max(weights)) / 1e9:.4g} GB at {float(np.max(weight_bytes)):g} B/weight) do not fit; "
-            f"at least {int(np.max(need))} x {chip.name} are needed (memory_fraction={float(np.min(memory_fraction)):g})"
+            f"({float(np.max(weights)) / 1e9:.4g} GB at {float(np.max(weight_bytes)):g} B/weight) "
+            f"do not fit; at least {int(np.max(need))} x {chip.name} are needed "
+            f"(memory_fraction={float(np.min(memory_fraction)):g})"
         )
     return budget - weights
 

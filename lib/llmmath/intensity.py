@@ -9,10 +9,11 @@ import numpy as np
 from ._check import positive
 from ._check import scalar_or_array as _out
 
-__all__ = ["arithmetic_intensity", "attainable_flops", "elementwise_intensity", "matmul_ridge_batch"]
+__all__ = ["arithmetic_intensity", "attainable_flops", "elementwise_intensity",
+           "matmul_ridge_batch"]
 
 def arithmetic_intensity(m, k, n, bytes_per_element=2, weight_bytes=None, output_bytes=None):
-    """FLOP per byte of an (m x k) @ (k x n) matmul that reads both inputs and writes the output once.
+    """FLOP per byte of an (m x k) @ (k x n) matmul reading both inputs, writing the output once.
 
     ``I = 2 m k n / (m k b_in + k n b_w + m n b_out)``; ``weight_bytes`` and
     ``output_bytes`` default to ``bytes_per_element``. With ``m`` = tokens, ``k = n = D`` and

@@ -48,9 +48,10 @@ def speculative_step(model, chip, batch, context, draft_tokens, acceptance=1.0, 
     its ``k + 1`` queries. For a dense model, while ``B (k+1)`` stays below the critical batch
     the step costs about one memory-bound decode step. For MoE it does not: the ``B (k+1)``
     tokens route to more experts than ``B`` would, so the verify step reads more weight bytes
-    (DeepSeek-V3 at batch 1 with one draft: 1.54x), and attention's FLOPs grow with ``k + 1``. ``tokens`` is ``B x speculative_tokens_per_step(k,
-    acceptance)``: the expected tokens emitted, so :func:`llmmath.cost.tokens_per_second` and
-    :func:`llmmath.cost.cost_per_token` apply unchanged. Left out: the cost of drafting (a small
+    (DeepSeek-V3 at batch 1 with one draft: 1.54x), and attention's FLOPs grow with ``k + 1``.
+    ``tokens`` is ``B x speculative_tokens_per_step(k, acceptance)``: the expected tokens
+    emitted, so :func:`llmmath.cost.tokens_per_second` and :func:`llmmath.cost.cost_per_token`
+    apply unchanged. Left out: the cost of drafting (a small
     draft model's own steps, or an MTP head's extra layer) and the KV of the ``k + 1`` new
     positions (a few tokens next to ``S``). ``draft_tokens=0`` is :func:`decode_step`.
     """

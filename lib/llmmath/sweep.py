@@ -48,7 +48,8 @@ class BatchSweep:
         b0, b1 = self.batch[0], self.batch[-1]
         bs = (f"the critical batch B* is about {self.critical_batch:,.0f}" if self.critical_batch
               else "decode stays memory-bound at every batch")
-        return (f"the decode step time lower bound of {self.model.name} on {chips} at {ctx_s} tokens "
+        return (f"the decode step time lower bound of {self.model.name} on {chips} at {ctx_s} "
+                "tokens "
                 f"of context against batch {b0:g} to {b1:g}: compute, weight-read and KV-read "
                 f"times; weight reads set a floor of {fmt_time(self.floor, 2)}, {bs}, and at batch "
                 f"{b1:g} the step takes {fmt_time(float(self.step.time[-1]), 2)}")
