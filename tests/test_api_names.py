@@ -137,3 +137,13 @@ def test_no_two_used_names_differ_only_in_decoration():
     known = {n for n, _ in KNOWN_DEVIATIONS}
     clashes = {s: sorted(ns) for s, ns in by_stem.items() if len(ns - known) > 1}
     assert not clashes, f"one concept, two spellings: {clashes}"
+
+
+def test_the_api_appendix_documents_every_roofline_name_under_its_part():
+    """book/api.md lists roofline's names by hand, grouped by part: keep it whole."""
+    text = (README.parents[1] / "book" / "api.md").read_text(encoding="utf-8")
+    for part in roofline.PARTS:
+        assert f".. automodule:: {part.__name__}" in text
+        section = text.split(f".. automodule:: {part.__name__}", 1)[1].split("```", 1)[0]
+        documented = re.findall(r"\.\. auto(?:function|class):: (\w+)", section)
+        assert documented == part.__all__, part.__name__

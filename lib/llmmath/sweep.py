@@ -41,6 +41,7 @@ class BatchSweep:
     min_chips: int
 
     def describe(self) -> str:
+        """One sentence saying what the sweep shows, with its numbers (a figure's alt text)."""
         n = float(self.n_chips)
         chips = f"{n:g}x {self.chip.name}" if n != 1 else self.chip.name
         ctx = float(self.context)
