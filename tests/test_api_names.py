@@ -23,11 +23,17 @@ from llmmath import Chip, Model, roofline
 
 README = Path(__file__).resolve().parents[1] / "lib" / "README.md"
 
-# Spellings in modules this branch does not own that differ from the table; each entry is
-# (name, where). Strict: the test fails when one is fixed, so remove it here then.
+# Spellings that differ from the table, in code owned elsewhere, to rename there; each entry is
+# (name, where). Strict where the callable exists: once it stops using the name, the test
+# fails until the entry is removed here.
 KNOWN_DEVIATIONS = {
     ("chip_name", "widgets.chip_explorer"),  # the table's name is `chip`
     ("pipeline_stages", "parallel.pipeline_memory_per_chip"),  # the table's name is `stages`
+    ("price_per_hour", "moe.compute_cost_per_million_tokens"),  # `price_per_chip_hour`
+    ("price_per_hour", "moe.max_active_params"),  # `price_per_chip_hour`
+    ("ep", "plots.all_to_all_vs_chips"),  # `expert_parallel`
+    ("ep", "plots.ep_memory_per_chip"),  # `expert_parallel`
+    ("layers", "plots.boundary_ratio_vs_layers"),  # `n_layers`
 }
 
 
@@ -110,8 +116,10 @@ def test_every_argument_name_is_in_the_table(name):
 
 def test_known_deviations_still_exist():
     """Strict: a fixed deviation must leave KNOWN_DEVIATIONS."""
+    walked = set().union(*USED.values())
     for name, where in KNOWN_DEVIATIONS:
-        assert where in USED.get(name, set()), f"{name!r} in {where} is gone: remove it here"
+        if where in walked:  # the callable exists on this branch
+            assert where in USED.get(name, set()), f"{name!r} in {where} is gone: remove it here"
 
 
 def test_roofline_gathers_exactly_its_parts():

@@ -182,7 +182,11 @@ TARGETS = _fuzz_targets()
 # hole fails until removed from the list); not strict for the drawn arrays.
 KNOWN_HOLES: dict[str, set[str]] = {
     'test_bad_values_are_refused_by_name': set(),
-    'test_arrays_holding_one_bad_entry': set(),
+    'test_arrays_holding_one_bad_entry': {
+        # ch8's module (on main, not yet on this branch): a micro-batch of 1e30 sequences
+        # returns an infinite stage count instead of refusing it.
+        'pipeline.stages_to_fit:micro_batch',
+    },
 }
 
 
