@@ -3,8 +3,11 @@
 Prints one table and writes _build/bench/bench.json. Timings are measured, never asserted; the
 targets are printed beside them. Medians and spreads are over repeats.
 
-- library: `decode_step` over a 1e6-point (batch, context) grid in one vectorised call, and the
-  same formula point by point in a Python loop over 1e4 points: ns per configuration, ratio.
+- library: `decode_step` over a 1e6-point (batch, context) grid in one vectorised call beside the
+  bare numpy formula on the same grid (ns per configuration, ratio; target within 3x), the same
+  point by point in a Python loop over 1e4 points, and one scalar call of `decode_step`,
+  `prefill_step` and `critical_batch` (dense and MoE) beside the bare formula in plain Python
+  (best of the repeats, us per call; target 10 us).
 - explorers: one update (set the main slider, recompute, redraw to PNG) of each explorer, median
   and p95; and the same for a secondary control (a full redraw of the figure).
 - notebooks: each book/*.ipynb executed in a fresh kernel with nbclient (not written back).
@@ -35,7 +38,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "_build" / "bench" / "bench.json"
-TARGETS = {"sweep_s": 0.1, "update_median_s": 0.1, "notebook_s": 30.0, "build_s": 60.0,
+TARGETS = {"sweep_s": 0.1, "sweep_over_bare": 3.0, "scalar_call_s": 10e-6,
+           "update_median_s": 0.1, "notebook_s": 30.0, "build_s": 60.0,
            "median_page_bytes": 1.5e6}
 SECTIONS = ("library", "explorers", "notebooks", "book", "tests")
 
@@ -48,32 +52,76 @@ def _stats(xs):
 
 # ----- library ---------------------------------------------------------------------------------
 
+def _bare_decode_time(m, c, B, S, n_chips=8, dtype="bf16"):
+    """The decode bound as a bare numpy formula: the yardstick the library's speed is held to.
+
+    ``max(2 B N_mm / (n C), (N_tot b_w + B S b_kv) / (n W))`` with bf16 weights and KV, no
+    checks, no attention FLOPs, one output array.
+    """
+    N, C, W = m.matmul_params_active, c.peak(dtype), c.hbm_bandwidth
+    kv = m.kv_bytes_per_token(2)
+    return np.maximum(2.0 * B * N / (n_chips * C), (m.total_params * 2 + B * S * kv) / (n_chips * W))
+
+
+def _bare_decode_time_scalar(m, c, B, S, n_chips=8):
+    """The same bare formula in plain Python for one configuration (no numpy, no checks)."""
+    N, C, W = m.matmul_params_active, c.flops["bf16"], c.hbm_bandwidth
+    kv = 2 * m.n_layers * m.kv_elements_per_token_per_layer
+    return max(2.0 * B * N / (n_chips * C), (m.total_params * 2 + B * S * kv) / (n_chips * W))
+
+
+def _per_call(fn, repeats, number):
+    """Seconds per call: the best of ``repeats`` runs of ``number`` calls (load only adds)."""
+    import timeit
+
+    return min(timeit.repeat(fn, number=number, repeat=repeats)) / number
+
+
 def bench_library(repeats):
     from llmmath import chips, models
-    from llmmath.roofline import decode_step
+    from llmmath.roofline import critical_batch, decode_step, prefill_step
 
     m, c = models.get("Llama-3-70B"), chips.get("H100-SXM")
+    moe = models.get("DeepSeek-V3")
     B = np.geomspace(1, 4096, 1000)[None, :]
     S = np.geomspace(128, 8192, 1000)[:, None]
-    vec = []
+    vec, bare = [], []
     for _ in range(repeats):
         t = time.perf_counter()
         s = decode_step(m, c, B, S, n_chips=8)
         np.asarray(s.time).sum()
         vec.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        np.asarray(_bare_decode_time(m, c, B, S)).sum()
+        bare.append(time.perf_counter() - t)
     pts = [(float(b), float(x)) for b, x in zip(np.geomspace(1, 4096, 100).repeat(100),
-                                                np.tile(np.geomspace(128, 8192, 100), 100), strict=True)]
+                                                np.tile(np.geomspace(128, 8192, 100), 100),
+                                                strict=True)]
     loop = []
     for _ in range(max(1, repeats // 2)):
         t = time.perf_counter()
         for b, x in pts:
             _ = decode_step(m, c, b, x, n_chips=8).time
         loop.append(time.perf_counter() - t)
-    v, lp = _stats(vec), _stats(loop)
-    return {"sweep_points": B.size * S.size, "sweep_s": v, "loop_points": len(pts), "loop_s": lp,
+    v, bv, lp = _stats(vec), _stats(bare), _stats(loop)
+    n = 2000
+    scalar = {
+        "decode_step": _per_call(lambda: decode_step(m, c, 64, 4096, n_chips=8), repeats, n),
+        "prefill_step": _per_call(lambda: prefill_step(m, c, 1, 4096, n_chips=8), repeats, n),
+        "critical_batch": _per_call(lambda: critical_batch(m, c), repeats, n // 10),
+        "decode_step (MoE)": _per_call(lambda: decode_step(moe, c, 64, 4096, n_chips=8),
+                                       repeats, n),
+        "critical_batch (MoE)": _per_call(lambda: critical_batch(moe, c), repeats, n // 10),
+        "bare formula": _per_call(lambda: _bare_decode_time_scalar(m, c, 64.0, 4096.0), repeats, n),
+    }
+    return {"sweep_points": B.size * S.size, "sweep_s": v, "bare_sweep_s": bv,
+            "loop_points": len(pts), "loop_s": lp,
             "ns_per_config_vectorised": v["median"] / (B.size * S.size) * 1e9,
+            "ns_per_config_bare": bv["median"] / (B.size * S.size) * 1e9,
+            "sweep_over_bare": v["median"] / bv["median"],
             "ns_per_config_loop": lp["median"] / len(pts) * 1e9,
-            "speedup": (lp["median"] / len(pts)) / (v["median"] / (B.size * S.size))}
+            "speedup": (lp["median"] / len(pts)) / (v["median"] / (B.size * S.size)),
+            "scalar_call_s": scalar}
 
 
 # ----- explorers ---------------------------------------------------------------------------------
@@ -202,10 +250,21 @@ def report(res):
     if "library" in res:
         lib = res["library"]
         rows += [("library", f"decode_step sweep, {lib['sweep_points']:,} configs (one call)",
-                  f"{_fmt_s(lib['sweep_s']['median'])} ({lib['ns_per_config_vectorised']:.1f} ns/config)",
+                  f"{_fmt_s(lib['sweep_s']['median'])} "
+                  f"({lib['ns_per_config_vectorised']:.1f} ns/config)",
                   f"< {_fmt_s(TARGETS['sweep_s'])}"),
+                 ("library", "same grid, bare numpy formula (no checks, time only)",
+                  f"{_fmt_s(lib['bare_sweep_s']['median'])} "
+                  f"({lib['ns_per_config_bare']:.1f} ns/config)",
+                  f"sweep / bare {lib['sweep_over_bare']:.1f}x (< {TARGETS['sweep_over_bare']:g}x)"),
                  ("library", f"same, Python loop over {lib['loop_points']:,} configs",
                   f"{lib['ns_per_config_loop']:,.0f} ns/config", f"speedup {lib['speedup']:,.0f}x")]
+        bare = lib["scalar_call_s"]["bare formula"]
+        for name, sec in lib["scalar_call_s"].items():
+            target = (f"< {TARGETS['scalar_call_s'] * 1e6:.0f} us" if name != "bare formula"
+                      else "plain Python, no checks")
+            rows.append(("library", f"one scalar call: {name}",
+                         f"{sec * 1e6:.1f} us ({sec / bare:.0f}x bare)", target))
     for name, e in res.get("explorers", {}).items():
         u, f = e["update_s"], e["full_redraw_s"]
         rows.append(("explorer", f"{name}: move {e['main']} (median / p95)",

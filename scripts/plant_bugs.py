@@ -13,13 +13,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 TEST = ROOT / "tests" / "test_values_planted_bugs.py"
 
 bugs = [
- ("roofline.py", "ridge * (k * b_in + n * b_out)", "ridge * (k * b_in)"),
- ("roofline.py", "per_seq = model.kv_cache_bytes(context, kv_bytes)", "per_seq = model.kv_cache_bytes(context, 2)"),
+ ("intensity.py", "ridge * (k * b_in + n * b_out)", "ridge * (k * b_in)"),
+ ("capacity.py", "per_seq = model.kv_cache_bytes(context, kv_bytes)", "per_seq = model.kv_cache_bytes(context, 2)"),
  ("cost.py", "- 1.0, 0.0)\n                * np.asarray(s.batch))", "- 1.0, 0.0))"),
- ("roofline.py", "return _out(model.total_params * np.asarray(weight_bytes", "return _out(model.active_params * np.asarray(weight_bytes"),
+ ("capacity.py", "return _out(model.total_params * np.asarray(weight_bytes", "return _out(model.active_params * np.asarray(weight_bytes"),
  ("cost.py", "np.asarray(step.n_chips) * np.asarray(step.time) / np.asarray(step.tokens)", "np.asarray(step.time) / np.asarray(step.tokens)"),
- ("roofline.py", "kvbytes = batch * (written + model.kv_read_bytes(past, kv_bytes))", "kvbytes = batch * written"),
- ("models.py", "touched = E * -np.expm1(tokens * np.log1p(-k / E))", "touched = np.minimum(tokens * k, E)"),
+ ("step.py", "kvbytes = batch * (written + model.kv_read_bytes(past, kv_bytes))", "kvbytes = batch * written"),
+ ("models.py", "touched = E * -xp.expm1(tokens * xp.log1p(-k / E))", "touched = np.minimum(tokens * k, E)"),
  ("models.py", "kv_up = self.kv_lora_rank * nq * (self.qk_nope_head_dim + self.v_head_dim)", "kv_up = self.kv_lora_rank * nq * self.qk_nope_head_dim"),
 ]
 survived = 0

@@ -11,14 +11,31 @@ The reader's API::
     step = lm.decode_step(llama, h100, batch=64, context=4096, n_chips=8)
     lm.critical_batch(llama, h100), lm.critical_context(llama, h100), lm.max_batch(llama, h100, 8192, 8)
 
-The modules stay reachable as attributes: ``lm.roofline``, ``lm.cost``, ``lm.plots``,
+The modules stay reachable as attributes: ``lm.roofline`` (which gathers ``lm.step``,
+``lm.balance``, ``lm.capacity``, ``lm.intensity``, ``lm.speculative``, ``lm.sweep``), ``lm.cost``, ``lm.plots``,
 ``lm.widgets`` (the plotting and widget modules load on first use: they import matplotlib and
 ipywidgets, which a calculation does not need).
 """
 
 import importlib
 
-from . import chips, cost, memory, models, parallel, prices, roofline, training, units
+from . import (
+    balance,
+    capacity,
+    chips,
+    cost,
+    intensity,
+    memory,
+    models,
+    parallel,
+    prices,
+    roofline,
+    speculative,
+    step,
+    sweep,
+    training,
+    units,
+)
 from .chips import Chip
 from .cost import cost_per_million_tokens, cost_per_token, tokens_per_second
 from .models import Model
@@ -47,6 +64,7 @@ __all__ = [
     "tokens_per_second", "cost_per_token", "cost_per_million_tokens",
     "training_flops", "training_time", "mfu",
     "chips", "models", "roofline", "cost", "memory", "prices", "parallel", "training", "units",
+    "step", "balance", "capacity", "intensity", "speculative", "sweep",
     "plots", "widgets", "frames", "exercises", "book",
 ]
 

@@ -20,11 +20,27 @@ import numpy as np
 #: More chips than any machine built or announced: a count past this is a typo, not a plan.
 MAX_CHIPS = 10_000_000
 
+#: Bytes per stored number: fp64 is the widest format a model is stored or computed in.
+MAX_BYTES_PER_ELEMENT = 8
+
+#: Upper limits that go with an argument's name wherever it appears, so one concept has one
+#: rule in every module (the names are the ones lib/README.md lists): (limit, why).
+LIMITS = {
+    "n_chips": (MAX_CHIPS, "more chips than any machine"),
+    **{name: (MAX_BYTES_PER_ELEMENT, "8 bytes (fp64) is the widest number format")
+       for name in ("weight_bytes", "kv_bytes", "bytes_per_element", "output_bytes")},
+}
+
 _SCALARS = (int, float)
+_INF = math.inf
 
 
-def number(name: str, value):
-    """``value`` as a float (scalar) or a float array; TypeError for anything but real numbers."""
+def number(name: str, value, *, single: bool = False):
+    """``value`` as a float (scalar) or a float array; TypeError for anything but real numbers.
+
+    ``single=True`` refuses arrays (a TypeError naming the argument): for the few functions
+    that solve for one configuration at a time and do not broadcast.
+    """
     t = type(value)
     if t is float or t is int:
         return float(value)
@@ -42,16 +58,30 @@ def number(name: str, value):
         raise TypeError(f"{name}: got {value!r} (dtype {arr.dtype}); expected real numbers "
                         "(int or float), not strings, booleans or objects")
     arr = arr.astype(float, copy=False)
-    return float(arr) if arr.ndim == 0 else arr
+    if arr.ndim == 0:
+        return float(arr)
+    if single:
+        raise TypeError(f"{name}: got an array of shape {arr.shape}; this function takes one "
+                        "number at a time (call it once per value)")
+    return arr
 
 
 def positive(name: str, value, *, allow_zero: bool = False, integer: bool = False,
-             maximum: float | None = None):
+             maximum: float | None = None, single: bool = False):
     """``value`` as a float (or float array) after checking it is finite and > 0 (>= 0).
 
-    ``integer=True`` asks for whole numbers; ``maximum`` is an inclusive upper limit.
+    ``integer=True`` asks for whole numbers; ``maximum`` is an inclusive upper limit;
+    ``single=True`` refuses arrays (see :func:`number`).
     """
-    v = number(name, value)
+    why = ""
+    if maximum is None and name in LIMITS:
+        maximum, why = LIMITS[name]
+    t = type(value)
+    if (t is float or t is int) and 0 < value < _INF and not integer and (
+            maximum is None or value <= maximum):
+        return float(value)  # the commonest case, decided in a few comparisons
+    v = number(name, value, single=single)
+    why = f" ({why})" if why else ""
     allowed = ">= 0" if allow_zero else "> 0"
     if type(v) is float:  # fast path: plain Python arithmetic, no numpy reductions
         if not math.isfinite(v):
@@ -61,7 +91,7 @@ def positive(name: str, value, *, allow_zero: bool = False, integer: bool = Fals
         if integer and not v.is_integer():
             raise ValueError(f"{name}: got {v:g}; expected a whole number")
         if maximum is not None and v > maximum:
-            raise ValueError(f"{name}: got {v:g}; allowed values are at most {maximum:g}")
+            raise ValueError(f"{name}: got {v:g}; allowed values are at most {maximum:g}{why}")
         return v
     if not np.all(np.isfinite(v)):
         first = v[~np.isfinite(v)].flat[0]
@@ -72,13 +102,27 @@ def positive(name: str, value, *, allow_zero: bool = False, integer: bool = Fals
     if integer and np.any(v != np.round(v)):
         raise ValueError(f"{name}: got {v[v != np.round(v)].flat[0]:g}; expected whole numbers")
     if maximum is not None and np.any(v > maximum):
-        raise ValueError(f"{name}: got {np.max(v):g}; allowed values are at most {maximum:g}")
+        raise ValueError(f"{name}: got {np.max(v):g}; allowed values are at most {maximum:g}{why}")
     return v
 
 
-def n_chips(value, name: str = "n_chips"):
+def n_chips(value, name: str = "n_chips", *, single: bool = False):
     """A whole number of chips, 1 to :data:`MAX_CHIPS`."""
-    return positive(name, value, integer=True, maximum=MAX_CHIPS)
+    return positive(name, value, integer=True, maximum=MAX_CHIPS, single=single)
+
+
+def whole_count(value, names: str, what: str):
+    """A floored count (float or array) as an int (int64 array), refusing what no int can hold.
+
+    NaN, infinities and counts past 2**62 are a ValueError naming ``names`` (the arguments that
+    produced the count) instead of a silent cast to a garbage integer.
+    """
+    arr = np.asarray(value, dtype=float)
+    bad = ~np.isfinite(arr) | (np.abs(arr) > 2.0**62)
+    if np.any(bad):
+        raise ValueError(f"{names}: {what} is {float(arr[bad].flat[0]):g}, not a count an "
+                         "integer can hold; check these arguments")
+    return int(arr) if arr.ndim == 0 else arr.astype(np.int64)
 
 
 def scalar_or_array(x):
@@ -91,6 +135,9 @@ def scalar_or_array(x):
 
 def fraction(name: str, value):
     """A number in (0, 1]: efficiencies and utilisations."""
+    t = type(value)
+    if (t is float or t is int) and 0 < value <= 1:  # also refuses NaN
+        return float(value)
     v = number(name, value)
     if type(v) is float:
         if not (0 < v <= 1):  # also refuses NaN
@@ -175,4 +222,4 @@ def lookup(kind: str, name: str, catalogue: Mapping):
     years = {k: getattr(v, "year", None) for k, v in catalogue.items()}
     close = close_matches(name, list(catalogue), newest_first=years)
     hint = f"close matches: {', '.join(close)}" if close else "no close match"
-    raise KeyError(f"unknown {kind} {name!r}; {hint}. All {kind}s: {', '.join(catalogue)}")
+    raise KeyError(f"name: unknown {kind} {name!r}; {hint}. All {kind}s: {', '.join(catalogue)}")

@@ -135,6 +135,7 @@ def latency_cost_frontier(model, chip, batches, context, n_chips=1, weight_bytes
     ``fits=False``.
     """
     batches = np.atleast_1d(positive("batches", batches))
+    context = positive("context", context, allow_zero=True, single=True)  # one context per frontier
     step = decode_step(model, chip, batches, context, n_chips=n_chips, weight_bytes=weight_bytes,
                        kv_bytes=kv_bytes, dtype=dtype, overlap=overlap,
                        compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency)
@@ -178,8 +179,11 @@ def fast_mode(model, chip, batch, speedup, context, n_chips=1, weight_bytes=2, k
     ``(t(B_f) / B_f) / (t(B) / B)``. Beyond ``max_speedup = t(B) / t(1)`` only more chips per
     replica, lower precision or speculative decoding help.
     """
-    batch = float(positive("batch", batch))
-    speedup = float(positive("speedup", speedup))
+    batch = positive("batch", batch, single=True)
+    speedup = positive("speedup", speedup, single=True)
+    context = positive("context", context, allow_zero=True, single=True)
+    weight_bytes = positive("weight_bytes", weight_bytes, single=True)
+    kv_bytes = positive("kv_bytes", kv_bytes, single=True)
     kw = dict(n_chips=n_chips, weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dtype, overlap=overlap)
     t0 = decode_step(model, chip, batch, context, **kw).time
     t1 = decode_step(model, chip, 1.0, context, **kw).time

@@ -26,12 +26,25 @@ Conventions (the book states them where it uses them):
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from ._check import index_by_name, lookup, positive
 from .units import fmt_count
+
+__all__ = [
+    "Model", "ParameterBreakdown", "parameter_breakdown", "kaplan_params",
+    "attention_crossover_context", "get", "names", "all_models", "MhaEquivalent",
+    "mha_equivalent", "palm_multihead_baseline",
+]
+
+
+def _floats(x):
+    """A Python float as it is (the scalar fast path), anything else as a float array."""
+    return x if type(x) is float else np.asarray(x, dtype=float)
 
 
 @dataclass(frozen=True)
@@ -148,7 +161,7 @@ class Model:
     def n_moe_layers(self) -> int:
         return self.n_layers - self.n_dense_layers if self.is_moe else 0
 
-    @property
+    @cached_property
     def embedding_params(self) -> int:
         """Input embedding (V x D); for a tied model it is also the LM head."""
         return self.vocab_size * self.d_model
@@ -186,7 +199,7 @@ class Model:
         """One dense MLP layer: 3DF (gated) or 2DF."""
         return self._mlp_params(self.d_ff)
 
-    @property
+    @cached_property
     def expert_params(self) -> int:
         """One routed expert (an MLP of width d_ff_expert); 0 for a dense model."""
         return self._mlp_params(self.d_ff_expert) if self.is_moe else 0
@@ -210,7 +223,7 @@ class Model:
         per_layer = 1 if self.parallel_block else 2
         return per_layer * self.d_model * self.n_layers + self.d_model
 
-    @property
+    @cached_property
     def total_params(self) -> int:
         """N_tot: every parameter, embeddings included."""
         n_mlp_dense = self.n_layers - self.n_moe_layers
@@ -224,7 +237,7 @@ class Model:
             + self.norm_params
         )
 
-    @property
+    @cached_property
     def active_params(self) -> int:
         """N_act: parameters one token uses (routed experts not chosen are left out)."""
         idle = self.n_moe_layers * (self.n_experts - self.experts_per_token) * self.expert_params
@@ -235,7 +248,7 @@ class Model:
         """N_tot / N_act: 1 for a dense model."""
         return self.total_params / self.active_params
 
-    @property
+    @cached_property
     def matmul_params_active(self) -> int:
         """Active parameters that are multiplied per token: the untied input embedding is a gather."""
         gather = 0 if self.tied_embeddings else self.embedding_params
@@ -250,23 +263,49 @@ class Model:
         distinct ones on average (uniform routing). At one token that is k experts; at a
         large batch it tends to all E, and the total tends to N_tot.
         """
-        tokens = positive("tokens", tokens)
-        gather = 0 if self.tied_embeddings else self.embedding_params
-        routed = self.n_moe_layers * self.n_experts * self.expert_params
-        always = self.total_params - gather - routed
-        rows = np.minimum(tokens, self.vocab_size) * self.d_model if gather else 0.0
+        return self._weight_params_read(positive("tokens", tokens))
+
+    def _weight_params_read(self, tokens):
+        """:meth:`weight_params_read` without the argument check."""
+        xp, lo = (math, min) if type(tokens) is float else (np, np.minimum)  # scalar: no numpy
+        always = self._params_read_by_every_step
+        rows = lo(tokens, self.vocab_size) * self.d_model if not self.tied_embeddings else 0.0
         if self.is_moe:
             E, k = self.n_experts, self.experts_per_token
-            touched = E * -np.expm1(tokens * np.log1p(-k / E)) if k < E else E * np.ones_like(tokens)
+            touched = E * -xp.expm1(tokens * xp.log1p(-k / E)) if k < E else E * np.ones_like(tokens)
             routed_read = self.n_moe_layers * touched * self.expert_params
         else:
             routed_read = 0.0
         return always + rows + routed_read
 
+    def _weight_params_read_slope(self, tokens):
+        """d N_read / d tokens (unchecked): one embedding row per token below the vocabulary
+        size, and the routed experts a further token newly touches."""
+        scalar = type(tokens) is float
+        rows = 0.0
+        if not self.tied_embeddings:
+            rows = (self.d_model if tokens < self.vocab_size else 0.0) if scalar else \
+                np.where(tokens < self.vocab_size, float(self.d_model), 0.0)
+        if not self.is_moe or self.experts_per_token >= self.n_experts:
+            return rows
+        xp = math if scalar else np
+        log_miss = xp.log1p(-self.experts_per_token / self.n_experts)  # log P(an expert missed)
+        touched = -self.n_experts * log_miss * xp.exp(tokens * log_miss)
+        return rows + self.n_moe_layers * touched * self.expert_params
+
+    @cached_property
+    def _params_read_by_every_step(self) -> int:
+        """Shared weights every step reads whatever its tokens: all but the input embedding (a
+        gather) and the routed experts."""
+        gather = 0 if self.tied_embeddings else self.embedding_params
+        return self.total_params - gather - self.n_moe_layers * self.n_experts * self.expert_params
+
     # ----- attention span and KV cache -----------------------------------------------------
     def _context(self, context, name="context"):
         context = positive(name, context, allow_zero=True)
-        if self.max_context is not None and np.any(np.asarray(context) > self.max_context):
+        if self.max_context is None:
+            return context
+        if (context > self.max_context) if type(context) is float else np.any(context > self.max_context):
             raise ValueError(
                 f"{name}: got {np.max(context):g} tokens; {self.name} supports at most {self.max_context}"
             )
@@ -278,12 +317,12 @@ class Model:
         The one rule plots and explorers use when a reader asks for more context than the
         model supports; the bounds themselves refuse such a context with a ValueError.
         """
-        context = float(positive("context", context, allow_zero=True))
+        context = positive("context", context, allow_zero=True, single=True)
         if self.max_context is not None and context > self.max_context:
             return float(self.max_context), f"context capped at {fmt_count(self.max_context)}"
         return context, ""
 
-    @property
+    @cached_property
     def kv_elements_per_token_per_layer(self) -> int:
         """Cached numbers per token per layer: 2 n_kv d_h (K and V), or MLA's latent + RoPE key."""
         if self.kv_lora_rank is not None:
@@ -300,7 +339,7 @@ class Model:
         return (self.n_layers * self.kv_elements_per_token_per_layer * bytes_per_element
                 + self._n_global * (self.index_key_bytes or 0.0))
 
-    @property
+    @cached_property
     def _n_global(self) -> int:
         return self.n_layers - self.n_sliding_layers
 
@@ -315,17 +354,17 @@ class Model:
         The indexer scores every cached token at every decode step, so a step reads all of it:
         these bytes are both held and read (``n_global x S x index_key_bytes``).
         """
-        context = np.asarray(self._context(context), dtype=float)
+        context = _floats(self._context(context))
         return self._n_global * context * (self.index_key_bytes or 0.0)
 
     def _spans(self, context, read: bool):
         """Tokens held (read=False) or read per step (read=True) per layer group: (global, sliding)."""
-        n_global = self.n_layers - self.n_sliding_layers
+        lo = min if type(context) is float else np.minimum  # scalar: no numpy
         held_global = context
         if read and self.sparse_attention_topk is not None:
-            held_global = np.minimum(context, self.sparse_attention_topk)
-        sliding = np.minimum(context, self.sliding_window) if self.n_sliding_layers else 0.0
-        return n_global * held_global + self.n_sliding_layers * sliding
+            held_global = lo(context, self.sparse_attention_topk)
+        sliding = lo(context, self.sliding_window) if self.n_sliding_layers else 0.0
+        return self._n_global * held_global + self.n_sliding_layers * sliding
 
     def context_for_read_span(self, span):
         """Smallest context S (tokens) whose per-step read span reaches ``span`` token-layers.
@@ -381,13 +420,13 @@ class Model:
         """:meth:`kv_read_bytes` without the argument checks (any context, for root finding)."""
         attn = self._spans(context, read=True) * self.kv_elements_per_token_per_layer * bytes_per_element
         if self.has_indexer:
-            attn = attn + self._n_global * np.asarray(context, dtype=float) * self.index_key_bytes
+            attn = attn + self._n_global * _floats(context) * self.index_key_bytes
         return attn
 
     def _decode_flops(self, context):
         """(attention, indexer) FLOPs for one decoded token over ``context``, unchecked."""
         attn = self._spans(context, read=True) * self._attention_flops_per_context_token
-        idx = self._n_global * np.asarray(context, dtype=float) * self._index_flops_per_pair
+        idx = self._n_global * _floats(context) * self._index_flops_per_pair
         return attn, idx
 
     # ----- FLOPs ---------------------------------------------------------------------------
@@ -396,7 +435,7 @@ class Model:
     # K/V is ever built, 2 n_h (2 r + d_rope) FLOP per pair); prefill builds per-head K and V
     # once per token (the kv_b_proj matmul, already in 2 N_mm) and attends with ordinary heads
     # (2 n_h (d_qk + d_v) per pair, 3.4x fewer for DeepSeek-V3).
-    @property
+    @cached_property
     def _attention_flops_per_context_token(self) -> float:
         """Decode FLOPs per (query, key) pair per layer: QK^T and AV, 2 FLOP per multiply-add."""
         if self.kv_lora_rank is not None:  # absorbed form: scores and values in the latent
@@ -416,7 +455,7 @@ class Model:
         """FLOPs per layer to expand one cached latent into per-head K (nope part) and V."""
         return 2.0 * self.kv_lora_rank * self.n_heads * (self.qk_nope_head_dim + self.v_head_dim)
 
-    @property
+    @cached_property
     def _index_flops_per_pair(self) -> float:
         """Indexer FLOPs per (query, cached token) per layer: h dot products of width d, then a
         ReLU-weighted sum over the h heads (2 h (d + 1)); 0 without an indexer."""
@@ -455,8 +494,9 @@ class Model:
 
         if cap is None:
             return tri(past + prompt) - tri(past)
-        full = tri(np.minimum(past + prompt, cap)) - tri(np.minimum(past, cap))
-        over = prompt - (np.minimum(past + prompt, cap) - np.minimum(past, cap))
+        lo = min if type(prompt) is float and type(past) is float else np.minimum
+        full = tri(lo(past + prompt, cap)) - tri(lo(past, cap))
+        over = prompt - (lo(past + prompt, cap) - lo(past, cap))
         return full + over * cap
 
     def prefill_attention_flops(self, prompt, past=0):
@@ -470,13 +510,15 @@ class Model:
         """
         prompt = positive("prompt", prompt)
         past = self._context(past, "past")
-        self._context(np.asarray(prompt) + past, "past + prompt")
+        self._context(prompt + past, "past + prompt")
+        lo = min if type(prompt) is float and type(past) is float else np.minimum
         pairs = self._prefill_pairs(prompt, past, self.sparse_attention_topk)
         flops = self._n_global * pairs * self._prefill_flops_per_pair
         if self.kv_lora_rank is not None:
-            held = past if self.sparse_attention_topk is None else np.minimum(past, self.sparse_attention_topk)
-            past_pairs = np.minimum(prompt * held, pairs)
-            extra = np.minimum(
+            topk = self.sparse_attention_topk
+            held = past if topk is None else lo(past, topk)
+            past_pairs = lo(prompt * held, pairs)
+            extra = lo(
                 held * self._mla_expand_flops_per_token,
                 past_pairs * (self._attention_flops_per_context_token - self._prefill_flops_per_pair))
             flops = flops + self._n_global * extra

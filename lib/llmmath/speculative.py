@@ -1,0 +1,108 @@
+"""Speculative decoding and multi-token prediction: the second lever on speed.
+
+"Batching trades latency for token cost" (book/04_batching_cost.ipynb): a verify step scores
+``k + 1`` positions per sequence for about the weight reads of one decode step. Expected tokens
+per step (``speculative_tokens_per_step``), the verify step's bound
+(``speculative_step``) and the batch at which it turns compute-bound
+(``speculative_critical_batch``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._check import positive
+from ._check import scalar_or_array as _out
+from .step import Step, _check_step, _finish
+
+__all__ = ["speculative_tokens_per_step", "speculative_step", "speculative_critical_batch"]
+
+def speculative_tokens_per_step(draft_tokens, acceptance):
+    """Expected tokens one sequence emits per verification step with ``k`` drafted tokens.
+
+    Each drafted token is accepted with probability ``acceptance`` (alpha), independently, until
+    the first rejection; the verifying pass always yields one token of its own (the correction,
+    or the bonus token after k acceptances). The expectation is ``(1 - alpha^(k+1)) / (1 - alpha)``
+    (Leviathan et al. 2023, eq. 1): ``1`` at ``k = 0``, ``k + 1`` at ``alpha = 1``.
+    """
+    k = positive("draft_tokens", draft_tokens, allow_zero=True, integer=True)
+    a = np.asarray(positive("acceptance", acceptance, allow_zero=True), dtype=float)
+    if np.any(a > 1):
+        raise ValueError(f"acceptance: got {float(np.max(a)):g}; allowed values are in [0, 1]")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        geo = (1.0 - a ** (k + 1)) / (1.0 - a)
+    return _out(np.where(a >= 1.0, k + 1.0, geo))
+
+
+def speculative_step(model, chip, batch, context, draft_tokens, acceptance=1.0, n_chips=1,
+                     weight_bytes=2, kv_bytes=2, dtype="bf16", overlap="step",
+                     compute_efficiency=1.0, memory_efficiency=1.0, attention_flops=True) -> Step:
+    """Lower bound on one verification step of speculative decoding (or multi-token prediction).
+
+    Each of ``batch`` sequences carries ``k = draft_tokens`` drafted tokens; one forward pass
+    scores all ``k + 1`` positions at once:
+
+    ``t = max(B (k+1) (2 N_mm + attn(S)) / (n C),  (N_read(B (k+1)) b_w + B kv_read(S)) / (n W))``
+
+    The weights are read once for all ``B (k+1)`` tokens and each sequence's KV cache once for
+    its ``k + 1`` queries. For a dense model, while ``B (k+1)`` stays below the critical batch
+    the step costs about one memory-bound decode step. For MoE it does not: the ``B (k+1)``
+    tokens route to more experts than ``B`` would, so the verify step reads more weight bytes
+    (DeepSeek-V3 at batch 1 with one draft: 1.54x), and attention's FLOPs grow with ``k + 1``.
+    ``tokens`` is ``B x speculative_tokens_per_step(k, acceptance)``: the expected tokens
+    emitted, so :func:`llmmath.cost.tokens_per_second` and :func:`llmmath.cost.cost_per_token`
+    apply unchanged. Left out: the cost of drafting (a small
+    draft model's own steps, or an MTP head's extra layer) and the KV of the ``k + 1`` new
+    positions (a few tokens next to ``S``). ``draft_tokens=0`` is :func:`decode_step`.
+    """
+    batch = positive("batch", batch)
+    context = positive("context", context, allow_zero=True)
+    n_chips, weight_bytes, kv_bytes, compute_efficiency, memory_efficiency = _check_step(
+        n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency)
+    peak = chip.peak(dtype)
+    k = positive("draft_tokens", draft_tokens, allow_zero=True, integer=True)
+    per_seq = speculative_tokens_per_step(k, acceptance)
+    scored = batch * (k + 1.0)
+    mm = scored * 2.0 * model.matmul_params_active
+    attn = idx = 0.0
+    if attention_flops:
+        attn = scored * model.attention_flops_per_token(context)
+        idx = scored * model.indexer_flops_per_token(context) if model.has_indexer else 0.0
+    wbytes = model.weight_params_read(scored) * weight_bytes
+    kvbytes = batch * model.kv_read_bytes(context, kv_bytes)
+    return _finish("decode", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, peak,
+                   compute_efficiency, memory_efficiency, batch * np.asarray(per_seq), batch, model,
+                   kv_bytes)
+
+
+def speculative_critical_batch(model, chip, draft_tokens, context=0, weight_bytes=2, kv_bytes=2,
+                               dtype="bf16", attention_flops=True):
+    """Batch (sequences) at which a verify step with ``k`` drafts turns compute-bound.
+
+    Solves ``B (k+1) 2 N_mm / C = (N_read(B (k+1)) b_w + B kv_read(S)) / W`` for B (bisection in
+    log B; chip count cancels). Below it speculative decoding gains its full expected tokens per
+    step; above it rejected drafts cost FLOPs. ``B (k+1)`` at this batch lies between the
+    weights-only critical batch and ``critical_batch(..., context=S)``. ValueError if the verify
+    step is memory-bound at every batch (the KV reads outgrow the compute).
+    """
+    k = positive("draft_tokens", draft_tokens, allow_zero=True, integer=True, single=True)
+    context = model._context(positive("context", context, allow_zero=True, single=True))
+    weight_bytes = positive("weight_bytes", weight_bytes, single=True)
+    kv_bytes = positive("kv_bytes", kv_bytes, single=True)
+
+    def gap(logb):
+        s = speculative_step(model, chip, np.exp(logb), context, k, 1.0, weight_bytes=weight_bytes,
+                             kv_bytes=kv_bytes, dtype=dtype, attention_flops=attention_flops)
+        return s.compute_time - s.memory_time
+
+    lo, hi = np.log(1e-6), np.log(1e12)
+    if gap(hi) < 0:
+        raise ValueError(f"context: {model.name} on {chip.name} stays memory-bound at every batch "
+                         f"with {k:g} drafts at {float(context):g} tokens")
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if gap(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+    return float(np.exp(0.5 * (lo + hi)))

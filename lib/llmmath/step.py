@@ -1,0 +1,303 @@
+"""Roofline lower bounds for one decode or prefill step: ``Step``, ``decode_step``,
+``prefill_step``, and two readings of a step (``min_latency``, ``serial_step``).
+
+Every time is a **lower bound**: the step cannot finish before its FLOPs are done at peak rate,
+nor before the bytes it must move have crossed the HBM bus. The core inequality of the book,
+for a decode step of ``B`` sequences with ``S`` tokens of context on ``n`` chips::
+
+    t_step >= max( 2 B N_act / (n C),  (N_tot b_w + B S b_kv) / (n W) )
+
+with the MoE refinement that only the experts the batch touches are read (see
+:meth:`llmmath.models.Model.weight_params_read`). The rules the bounds follow (cheapest valid
+algorithm, every term over 10%, two overlap models) are in ``llmmath.roofline``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._check import choice, fraction, positive
+from ._check import n_chips as n_chips_check
+from ._check import scalar_or_array as _out
+
+__all__ = ["Step", "decode_step", "prefill_step", "min_latency", "serial_step"]
+
+OVERLAPS = ("step", "per-op")
+_BOUND_NAMES = np.array(["memory", "compute"])
+
+
+def _bound(compute_time, memory_time):
+    if type(compute_time) is float and type(memory_time) is float:
+        return "compute" if compute_time >= memory_time else "memory"
+    is_compute = np.asarray(compute_time) >= np.asarray(memory_time)
+    if is_compute.ndim == 0:
+        return "compute" if is_compute else "memory"
+    return np.take(_BOUND_NAMES, is_compute.view(np.uint8))
+
+
+@dataclass(frozen=True)
+class Step:
+    """Lower bound on one forward step (decode or prefill), SI units.
+
+    - ``matmul_time``: the weight matmuls' FLOPs (``2 N_mm`` per token) / (n_chips x peak x
+      compute_efficiency), s
+    - ``attention_time``: attention's own FLOPs (QK^T and AV, and a sparse-attention indexer's
+      scoring) / (n_chips x peak of the KV cache's format x compute_efficiency), s: bf16 for a
+      2-byte cache, fp8 for a 1-byte one, never above the step's ``dtype`` peak; the indexer's
+      scoring at the fp8 peak where the chip has one; 0 with ``attention_flops=False``
+    - ``compute_time``: ``matmul_time + attention_time``, s
+    - ``weight_time``: weight bytes read / (n_chips x HBM bandwidth x memory_efficiency), s
+    - ``kv_time``: KV-cache bytes read (and, in prefill, written) over the same bandwidth, s
+    - ``memory_time``: ``weight_time + kv_time``, s
+    - ``time``: the step bound, s. ``overlap="step"``: ``max(compute, memory)``, every byte
+      overlapping every FLOP. ``overlap="per-op"``: each kernel overlaps only its own traffic,
+      the attention kernel its KV reads and the matmuls their weight reads:
+      ``max(attention, kv) + max(matmul, weight)`` (never below the ``"step"`` bound).
+    - ``bound``: ``"compute"`` where ``compute_time >= memory_time``, else ``"memory"``
+      (an array of strings when the inputs are arrays)
+    - ``flops`` (FLOP), ``weight_bytes_read`` and ``kv_bytes_read`` (B): totals over all chips
+    - ``tokens``: tokens the step produces (decode: ``batch``) or processes (prefill:
+      ``batch x prompt``); ``batch`` sequences; ``n_chips`` chips serving the replica
+    """
+
+    compute_time: float | np.ndarray
+    weight_time: float | np.ndarray
+    kv_time: float | np.ndarray
+    memory_time: float | np.ndarray
+    time: float | np.ndarray
+    bound: str | np.ndarray
+    flops: float | np.ndarray
+    weight_bytes_read: float | np.ndarray
+    kv_bytes_read: float | np.ndarray
+    tokens: float | np.ndarray
+    batch: float | np.ndarray
+    n_chips: float | np.ndarray
+    kind: str = "decode"
+    overlap: str = "step"
+    model: object = field(default=None, repr=False, compare=False)
+    chip: object = field(default=None, repr=False, compare=False)
+    matmul_time: float | np.ndarray = 0.0
+    attention_time: float | np.ndarray = 0.0
+
+
+def _all_floats(*values) -> bool:
+    """True when every value is a Python float: the scalar fast path applies."""
+    for v in values:
+        if type(v) is not float:
+            return False
+    return True
+
+
+def _is_zero(flops) -> bool:
+    """True for a Python 0.0 (no such FLOPs); an array is never tested element by element."""
+    return type(flops) is float and flops == 0.0
+
+
+def _scalar_step(**fields) -> Step:
+    """A :class:`Step` of Python floats, built without the dataclass ``__init__``.
+
+    A frozen dataclass's ``__init__`` writes each of its 18 fields through
+    ``object.__setattr__``, a third of a scalar step's cost; this fills the instance dictionary
+    in one call. The result equals ``Step(**fields)`` (every field is given).
+    """
+    step = object.__new__(Step)
+    step.__dict__.update(fields)
+    return step
+
+
+def _index_peak(chip, peak):
+    """The rate an indexer's fp8 scoring runs at: the fp8 peak where the chip lists one.
+
+    ``peak`` is ``chip.peak(dtype)``, the step's own rate (FLOP/s).
+    """
+    return max(peak, float(chip.flops.get("fp8", 0.0)))
+
+
+def _attention_peak(chip, peak, kv_bytes):
+    """The rate attention's own FLOPs run at: the arithmetic of the KV cache's format.
+
+    Attention multiplies queries by the cached keys and values, so it computes in the cache's
+    format (bf16 for a 2-byte cache, fp8 for a 1-byte one where the chip has fp8), never faster
+    than the step's ``dtype`` (whose rate is ``peak``): fp4 weights do not make attention run
+    at the fp4 peak.
+    """
+    fallback = peak
+    bf16 = min(fallback, float(chip.flops.get("bf16", fallback)))
+    fp8 = min(fallback, float(chip.flops.get("fp8", bf16)))
+    if type(kv_bytes) is float:  # scalar fast path
+        return fp8 if kv_bytes <= 1 else bf16
+    return np.where(np.asarray(kv_bytes) <= 1, fp8, bf16)
+
+
+def _finish(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_chips, chip, peak,
+            compute_efficiency, memory_efficiency, tokens, batch, model, kv_bytes=2):
+    """Times from FLOPs and bytes, and the :class:`Step` that holds them.
+
+    ``peak`` is ``chip.peak(dtype)`` (FLOP/s). Python floats in, Python floats out with no numpy
+    call (the scalar fast path); anything else is broadcast to one shape.
+    """
+    scalar = _all_floats(mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_chips, tokens, batch,
+                         kv_bytes)
+    larger = max if scalar else np.maximum
+    compute_rate = n_chips * peak * compute_efficiency
+    memory_rate = n_chips * chip.hbm_bandwidth * memory_efficiency
+    matmul_time = mm_flops / compute_rate
+    attention_time = 0.0
+    if not _is_zero(attn_flops):
+        attention_time = attn_flops / (n_chips * _attention_peak(chip, peak, kv_bytes)
+                                       * compute_efficiency)
+    if not _is_zero(idx_flops):
+        attention_time = attention_time + idx_flops / (n_chips * _index_peak(chip, peak)
+                                                       * compute_efficiency)
+    compute_time = matmul_time + attention_time
+    weight_time = wbytes / memory_rate
+    kv_time = kvbytes / memory_rate
+    memory_time = weight_time + kv_time
+    if overlap == "step":
+        time = larger(compute_time, memory_time)
+    else:
+        time = larger(attention_time, kv_time) + larger(matmul_time, weight_time)
+    flops = mm_flops
+    for extra in (attn_flops, idx_flops):  # a pass over a large array only where there are FLOPs
+        if not _is_zero(extra):
+            flops = flops + extra
+    if scalar:
+        return _scalar_step(compute_time=compute_time, weight_time=weight_time, kv_time=kv_time,
+                            memory_time=memory_time, time=time,
+                            bound=_bound(compute_time, memory_time), flops=flops,
+                            weight_bytes_read=wbytes, kv_bytes_read=kvbytes, tokens=tokens,
+                            batch=batch, n_chips=n_chips, kind=kind, overlap=overlap, model=model,
+                            chip=chip, matmul_time=matmul_time, attention_time=attention_time)
+    shape = np.broadcast(compute_time, memory_time, tokens, batch, n_chips).shape
+
+    def b(x):
+        if not shape:
+            return _out(x)
+        x = np.asarray(x, dtype=float)
+        return x if x.shape == shape else np.broadcast_to(x, shape)  # read-only view, no copy
+
+    return Step(
+        compute_time=b(compute_time), weight_time=b(weight_time), kv_time=b(kv_time),
+        memory_time=b(memory_time), time=b(time),
+        bound=_bound(np.broadcast_to(compute_time, shape), np.broadcast_to(memory_time, shape)),
+        flops=b(flops), weight_bytes_read=b(wbytes), kv_bytes_read=b(kvbytes),
+        tokens=b(tokens), batch=b(batch), n_chips=b(n_chips),
+        kind=kind, overlap=overlap, model=model, chip=chip,
+        matmul_time=b(matmul_time), attention_time=b(attention_time),
+    )
+
+
+def _check_step(n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency):
+    """Validate the arguments every step bound shares (ValueError naming the argument)."""
+    choice("overlap", overlap, OVERLAPS)
+    return (n_chips_check(n_chips), positive("weight_bytes", weight_bytes),
+            positive("kv_bytes", kv_bytes), fraction("compute_efficiency", compute_efficiency),
+            fraction("memory_efficiency", memory_efficiency))
+
+
+def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes=2,
+                dtype="bf16", overlap="step", compute_efficiency=1.0, memory_efficiency=1.0,
+                attention_flops=True) -> Step:
+    """Lower bound on one decode step: ``batch`` sequences each emit one token.
+
+    ``t = max(B (2 N_mm + attn(S)) / (n C),  (N_read(B) b_w + B kv_read(S)) / (n W))``
+
+    - ``batch`` (sequences), ``context`` (tokens already in each sequence's KV cache),
+      ``n_chips`` (chips per replica), ``weight_bytes`` (bytes per weight, b_w),
+      ``kv_bytes`` (bytes per KV-cache element), ``dtype`` (which peak of ``chip.flops``).
+    - Compute counts ``2 x matmul_params_active`` FLOP per token plus attention's own FLOPs
+      (QK^T and AV over the context, in MLA's absorbed form; a sparse-attention indexer's
+      scoring at fp8). ``attention_flops=False`` drops attention's FLOPs: the episode's and
+      Pope et al.'s first approximation, good for GQA at moderate context, not for MLA, whose
+      attention does about as many FLOPs per cached byte as a chip's ridge point.
+    - Weights read are ``model.weight_params_read(batch)``: for MoE, only the experts the
+      batch touches; KV read is ``batch x model.kv_read_bytes(context)`` (with an indexer's keys).
+    - The work is assumed perfectly shared by the ``n_chips`` (batch-sharded KV, sharded
+      weights): communication is left out, so this is a lower bound.
+    - ``overlap="step"`` lets all memory traffic overlap all compute; ``"per-op"`` lets each
+      kernel overlap only its own traffic: ``max(attention, kv) + max(matmul, weight)``.
+    - ``compute_efficiency`` and ``memory_efficiency`` in (0, 1] derate the peaks; 1.0 is the
+      pure lower bound.
+    """
+    batch = positive("batch", batch)
+    context = positive("context", context, allow_zero=True)
+    n_chips, weight_bytes, kv_bytes, compute_efficiency, memory_efficiency = _check_step(
+        n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency)
+    peak = chip.peak(dtype)  # validates dtype early, naming the chip's dtypes
+    context = model._context(context)  # within the model's window
+
+    mm = batch * 2.0 * model.matmul_params_active
+    attn = idx = 0.0
+    if attention_flops:
+        attn, idx = model._decode_flops(context)  # attention_flops_per_token, indexer_flops_...
+        attn = batch * attn
+        idx = batch * idx if model.has_indexer else 0.0
+    wbytes = model.weight_params_read(batch) * weight_bytes
+    kvbytes = batch * model._read_bytes(context, kv_bytes)  # kv_read_bytes, checked above
+    return _finish("decode", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, peak,
+                   compute_efficiency, memory_efficiency, batch, batch, model, kv_bytes)
+
+
+def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes=2,
+                 dtype="bf16", past=0, compute_efficiency=1.0, memory_efficiency=1.0,
+                 attention_flops=True, overlap="step") -> Step:
+    """Lower bound on prefilling ``prompt`` new tokens for each of ``batch`` sequences.
+
+    ``t = max(B (P 2 N_mm + attn(P, past)) / (n C),
+    (N_read(B P) b_w + B (kv_held(past+P) - kv_held(past)) + B kv_read(past)) / (n W))``
+
+    - The weights are read once for the whole pass (all ``batch x prompt`` tokens share
+      them): for MoE, ``weight_params_read(batch * prompt)``.
+    - The KV cache of the new tokens is written once; the ``past`` tokens already cached
+      (prompt caching, multi-turn chat) are read once.
+    - Attention FLOPs (causal, see :meth:`llmmath.models.Model.prefill_attention_flops`: MLA
+      in its cheaper un-absorbed form) and an indexer's scoring are included by default: at
+      long prompts they stop being small.
+    - Short prompts are memory-bound, like decode; long ones are compute-bound.
+
+    Other arguments as in :func:`decode_step`; ``tokens`` in the result is ``batch x prompt``.
+    """
+    batch = positive("batch", batch)
+    prompt = positive("prompt", prompt)
+    past = positive("past", past, allow_zero=True)
+    n_chips, weight_bytes, kv_bytes, compute_efficiency, memory_efficiency = _check_step(
+        n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency)
+    peak = chip.peak(dtype)
+
+    tokens = batch * prompt
+    mm = tokens * 2.0 * model.matmul_params_active
+    attn = idx = 0.0
+    if attention_flops:
+        attn = batch * model.prefill_attention_flops(prompt, past)
+        idx = batch * model.prefill_indexer_flops(prompt, past) if model.has_indexer else 0.0
+    wbytes = model.weight_params_read(tokens) * weight_bytes
+    written = model.kv_cache_bytes(past + prompt, kv_bytes) - model.kv_cache_bytes(past, kv_bytes)
+    kvbytes = batch * (written + model.kv_read_bytes(past, kv_bytes))
+    return _finish("prefill", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, peak,
+                   compute_efficiency, memory_efficiency, tokens, batch, model, kv_bytes)
+
+
+def min_latency(model, chip, n_chips=1, weight_bytes=2, dtype="bf16"):
+    """Fastest possible decode step (s): batch 1, no context, weights read once.
+
+    ``t_min = max(2 N_mm / (n C), N_read(1) b_w / (n W))``. For a dense model that is the
+    episode's floor ``N_tot b_w / (n W)`` (the untied input embedding contributes one row);
+    for MoE only the shared weights and the ``k`` experts one token uses are read.
+    """
+    return decode_step(model, chip, batch=1, context=0, n_chips=n_chips,
+                       weight_bytes=weight_bytes, dtype=dtype).time
+
+
+def serial_step(step: Step) -> Step:
+    """The same step with **no** overlap of compute and memory traffic: ``t = compute + memory``.
+
+    Real kernels overlap imperfectly, most of all near the ridge point, so a measured step lies
+    between ``step.time`` (the lower bound, ``max``) and this pessimistic estimate (the sum),
+    which is at most twice the bound, exactly twice where compute and memory times are equal
+    (at the critical batch). Every other field is kept.
+    """
+    t = np.asarray(step.compute_time) + np.asarray(step.memory_time)
+    return dataclasses.replace(step, time=_out(t) if t.ndim == 0 else t, overlap="none")
