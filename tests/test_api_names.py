@@ -29,8 +29,6 @@ README = Path(__file__).resolve().parents[1] / "lib" / "README.md"
 KNOWN_DEVIATIONS = {
     ("chip_name", "widgets.chip_explorer"),  # the table's name is `chip`
     ("pipeline_stages", "parallel.pipeline_memory_per_chip"),  # the table's name is `stages`
-    ("price_per_hour", "moe.compute_cost_per_million_tokens"),  # `price_per_chip_hour`
-    ("price_per_hour", "moe.max_active_params"),  # `price_per_chip_hour`
     ("ep", "plots.all_to_all_vs_chips"),  # `expert_parallel`
     ("ep", "plots.ep_memory_per_chip"),  # `expert_parallel`
     ("layers", "plots.boundary_ratio_vs_layers"),  # `n_layers`

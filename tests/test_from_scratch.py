@@ -177,7 +177,7 @@ def _ch7(ns):
                 assert n_tot == pytest.approx(moe.max_total_params(c, weight_bytes=b, kv_fraction=0.3),
                                               rel=1e-12), (c.name, dtype)
                 assert n_act == pytest.approx(moe.max_active_params(
-                    c, 0.10, dtype=dtype, compute_efficiency=0.6, price_per_hour=c.price_per_hour or 1.0),
+                    c, 0.10, dtype=dtype, compute_efficiency=0.6, price_per_chip_hour=c.price_per_hour or 1.0),
                     rel=1e-12), (c.name, dtype)
                 assert b_star == pytest.approx(moe.critical_batch_for_sparsity(
                     c, s, weight_bytes=b, dtype=dtype), rel=1e-12), (c.name, dtype, s)

@@ -52,7 +52,7 @@ def test_active_params_from_cost():
     assert moe.max_active_params(H100, c, dtype="fp8", compute_efficiency=0.5) == pytest.approx(37e9)
     with pytest.raises(ValueError, match="price_per_hour"):
         moe.max_active_params(GB200, 0.1)  # no catalogue price
-    assert moe.max_active_params(GB200, 0.1, price_per_hour=6.0) > 0
+    assert moe.max_active_params(GB200, 0.1, price_per_chip_hour=6.0) > 0
 
 
 def test_critical_batch_for_sparsity():

@@ -27,7 +27,9 @@ from . import (
     intensity,
     memory,
     models,
+    moe,
     parallel,
+    pipeline,
     prices,
     roofline,
     speculative,
@@ -64,7 +66,7 @@ __all__ = [
     "tokens_per_second", "cost_per_token", "cost_per_million_tokens",
     "training_flops", "training_time", "mfu",
     "chips", "models", "roofline", "cost", "memory", "prices", "parallel", "training", "units",
-    "step", "balance", "capacity", "intensity", "speculative", "sweep",
+    "step", "balance", "capacity", "intensity", "speculative", "sweep", "moe", "pipeline",
     "plots", "widgets", "frames", "exercises", "book",
 ]
 

@@ -27,6 +27,7 @@ from .roofline import Step, decode_step, fits_in_memory, prefill_step
 __all__ = [
     "ASSUMED_PRICE_PER_CHIP_HOUR",
     "chip_hour_price",
+    "price_per_chip_second",
     "tokens_per_second",
     "tokens_per_second_per_chip",
     "chip_seconds_per_token",
@@ -63,10 +64,13 @@ def chip_hour_price(chip, price_per_chip_hour=None) -> tuple[float, str]:
     return ASSUMED_PRICE_PER_CHIP_HOUR, f"assumed ${ASSUMED_PRICE_PER_CHIP_HOUR:g}/chip-h"
 
 
-def _price_per_second(step_or_chip, price_per_chip_hour):
+def price_per_chip_second(chip, price_per_chip_hour=None):
+    """USD per chip-second: ``price_per_chip_hour`` / 3600, else ``chip``'s catalogue price.
+
+    Unlike :func:`chip_hour_price` (figures), a chip with no price is an error, not an assumption.
+    """
     if price_per_chip_hour is not None:
         return positive("price_per_chip_hour", price_per_chip_hour) / 3600.0
-    chip = getattr(step_or_chip, "chip", step_or_chip)
     if chip is None or getattr(chip, "price_per_hour", None) is None:
         name = getattr(chip, "name", "?")
         raise ValueError(f"price_per_chip_hour: got None and chip {name!r} has no price_per_hour; "
@@ -94,7 +98,7 @@ def cost_per_token(step: Step, price_per_chip_hour=None):
 
     ValueError when no price is given and the step's chip has none.
     """
-    return _out(chip_seconds_per_token(step) * _price_per_second(step, price_per_chip_hour))
+    return _out(chip_seconds_per_token(step) * price_per_chip_second(step.chip, price_per_chip_hour))
 
 
 def cost_per_million_tokens(step: Step, price_per_chip_hour=None):

@@ -35,6 +35,7 @@ import numpy as np
 from ._check import fraction, number, positive
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
+from .cost import price_per_chip_second
 
 __all__ = [
     "ScaleUpDomain",
@@ -154,36 +155,27 @@ def max_total_params(chip, n_chips=None, weight_bytes=2, kv_fraction=0.0, memory
     return _out(n * chip.hbm_capacity * f * (1.0 - kv) / weight_bytes)
 
 
-def _price_per_second(chip, price_per_hour):
-    if price_per_hour is None:
-        price_per_hour = getattr(chip, "price_per_hour", None)
-        if not price_per_hour:
-            raise ValueError(f"price_per_hour: {getattr(chip, 'name', chip)!r} has no catalogue "
-                             "price; pass price_per_hour")
-    return positive("price_per_hour", price_per_hour) / 3600.0
-
-
 def max_active_params(chip, cost_per_million_tokens, dtype="bf16", compute_efficiency=1.0,
-                      price_per_hour=None):
+                      price_per_chip_hour=None):
     """Largest active (matmul) parameter count whose compute-bound token costs at most the target.
 
     At or above the critical batch a token costs ``2 N_act / (C e)`` chip-seconds, so at ``p``
     USD per chip-second ``N_act,max = (cost per token) C e / (2 p)``. This is the compute side of
     the episode's rule: total parameters do not enter (they set the batch at which the bound is
-    reached, not the cost there). ``price_per_hour`` defaults to the catalogue price.
+    reached, not the cost there). ``price_per_chip_hour`` defaults to the catalogue price.
     """
     c = positive("cost_per_million_tokens", cost_per_million_tokens)
     e = fraction("compute_efficiency", compute_efficiency)
-    p = _price_per_second(chip, price_per_hour)
+    p = price_per_chip_second(chip, price_per_chip_hour)
     return _out(c / 1e6 * chip.peak(dtype) * e / (2.0 * p))
 
 
 def compute_cost_per_million_tokens(active_params, chip, dtype="bf16", compute_efficiency=1.0,
-                                    price_per_hour=None):
+                                    price_per_chip_hour=None):
     """Compute-bound floor of the cost of a million tokens: ``1e6 x 2 N_act p / (C e)`` USD."""
     n_act = positive("active_params", active_params)
     e = fraction("compute_efficiency", compute_efficiency)
-    p = _price_per_second(chip, price_per_hour)
+    p = price_per_chip_second(chip, price_per_chip_hour)
     return _out(1e6 * 2.0 * n_act * p / (chip.peak(dtype) * e))
 
 
