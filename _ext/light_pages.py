@@ -12,15 +12,24 @@ A post-build pass over every HTML page of the site (``build-finished``, HTML bui
 - **Icons from the icon font, not from 1.5 MB of script.** The theme loads Font Awesome twice:
   as a webfont through its CSS (every ``fa-*`` class, 157 kB of woff2) and as fontawesome.js,
   which swaps each icon for an SVG. The script is dropped; the same icons render from the font.
+- **Explorer frames as files, fetched when shown.** A kernel-free explorer (llmmath.frames) is
+  self-contained HTML with every frame as a base64 data URI, so a chapter's page carried a few
+  hundred kB of frames the reader may never look at, ahead of its text. In the site each frame
+  becomes a file under ``_images/frames/`` (named by its hash) and the visible one loads lazily;
+  the slider's script swaps file URLs instead of data URIs. The notebooks keep the
+  self-contained form (JupyterLab, Colab).
 - **The search index does not block the page.** The theme loads searchtools.js,
   language_data.js and searchindex.js in the head without ``defer``; they are deferred, in order
   (searchtools initialises on DOMContentLoaded, which deferred scripts precede).
 
-Each rule is a plain function on the page's text (``lighten``), tested in tests/test_light_pages.py.
+Each rule is a plain function on the page's text (``lighten``, ``externalise_frames``), tested in
+tests/test_light_pages.py.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 from pathlib import Path
 
@@ -55,12 +64,47 @@ def lighten(html: str) -> str:
     return _SEARCH_JS.sub(lambda m: f'<script defer src="{m.group("src")}"></script>', html)
 
 
+_FRAMES_BLOCK = re.compile(r'<div class="llm-frames\b.*?</script></div>', re.S)
+_DATA_URI = re.compile(r"data:image/(png|jpeg|webp);base64,([A-Za-z0-9+/=]+)")
+FRAMES_DIR = "_images/frames"
+
+
+def externalise_frames(html: str, prefix: str) -> tuple[str, dict[str, bytes]]:
+    """Each data URI of an explorer's frames as a file: (new html, {file name: bytes}).
+
+    ``prefix`` is the path from the page to the site's root ("../" for book/x.html). The frame
+    shown first gets ``loading="lazy"``. Pages without explorers are returned unchanged.
+    """
+    files: dict[str, bytes] = {}
+
+    def to_file(m: re.Match) -> str:
+        data = base64.b64decode(m.group(2))
+        name = f"{hashlib.sha256(data).hexdigest()[:24]}.{m.group(1)}"
+        files[name] = data
+        return f"{prefix}{FRAMES_DIR}/{name}"
+
+    def block(m: re.Match) -> str:
+        text = _DATA_URI.sub(to_file, m.group(0))
+        if 'loading="lazy"' not in text:
+            text = text.replace("<img src=", '<img loading="lazy" src=', 1)
+        return text
+
+    return _FRAMES_BLOCK.sub(block, html), files
+
+
 def _lighten_site(app, exception):
     if exception is not None or app.builder.format != "html":
         return
-    for page in Path(app.outdir).rglob("*.html"):
+    out = Path(app.outdir)
+    for page in out.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
-        light = lighten(text)
+        prefix = "../" * (len(page.relative_to(out).parts) - 1)
+        light, frames = externalise_frames(lighten(text), prefix)
+        for name, data in frames.items():
+            path = out / FRAMES_DIR / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists():
+                path.write_bytes(data)
         if light != text:
             page.write_text(light, encoding="utf-8")
 

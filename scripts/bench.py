@@ -14,9 +14,12 @@ targets are printed beside them. Medians and spreads are over repeats.
 - book: `jupyter-book build . --all --path-output <tmpdir>` time, and each built page's size
   with the assets it loads (HTML + images + scripts + CSS it references; shared assets counted
   on every page that loads them); median page.
+- pages: each page of _build/html (make book first) opened in Chromium on a throttled link
+  (1.6 Mbit/s, 150 ms, gzip, empty cache): largest contentful paint and bytes transferred
+  (scripts/page_load.py).
 - tests: _build/bench/test_stages.json if `make test` wrote it.
 
-Usage: python scripts/bench.py [--only library,explorers,notebooks,book,tests] [--repeats N]
+Usage: python scripts/bench.py [--only library,explorers,notebooks,book,pages,tests] [--repeats N]
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ OUT = ROOT / "_build" / "bench" / "bench.json"
 TARGETS = {"sweep_s": 0.1, "sweep_over_bare": 3.0, "scalar_call_s": 10e-6,
            "update_median_s": 0.1, "notebook_s": 30.0, "build_s": 60.0,
            "median_page_bytes": 1.5e6}
-SECTIONS = ("library", "explorers", "notebooks", "book", "tests")
+SECTIONS = ("library", "explorers", "notebooks", "book", "pages", "tests")
 
 
 def _stats(xs):
@@ -295,6 +298,22 @@ def report(res):
         print(line.format(*r))
 
 
+def bench_pages():
+    """Each page of _build/html on a throttled link (scripts/page_load.py); None without a site."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import page_load
+
+    if not (page_load.HTML / "index.html").exists():
+        print("pages: no _build/html (run make book first); skipped")
+        return None
+    results = page_load.measure(page_load.toc_pages())
+    print(page_load.report(results))
+    lcps = [r["lcp_s"] for r in results.values() if r["lcp_s"]]
+    return {"per_page": results, "lcp_max_s": max(lcps) if lcps else None,
+            "lcp_median_s": statistics.median(lcps) if lcps else None,
+            "lcp_target_s": page_load.LCP_TARGET_S}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated: " + ",".join(SECTIONS))
@@ -317,6 +336,8 @@ def main(argv=None):
         res["notebooks"] = bench_notebooks()
     if "book" in only:
         res["book"] = bench_book()
+    if "pages" in only:
+        res["pages"] = bench_pages()
     if "tests" in only:
         stages = ROOT / "_build" / "bench" / "test_stages.json"
         res["tests"] = json.loads(stages.read_text()) if stages.exists() else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import importlib.util
 from pathlib import Path
 
@@ -54,3 +56,24 @@ def test_lighten_is_idempotent():
     for view in ("", VIEW):
         once = light.lighten(HEAD.replace("{view}", view))
         assert light.lighten(once) == once
+
+
+PNG = base64.b64encode(b"\x89PNG fake frame one").decode()
+PNG2 = base64.b64encode(b"\x89PNG fake frame two").decode()
+FRAMES = (f'<p>x</p><div class="llm-frames mathjax_ignore" id="u" data-llm-frames="u">'
+          f'<img src="data:image/png;base64,{PNG}" alt="a" width="5" height="3">'
+          f'<script>(function(){{var F=[null,"data:image/png;base64,{PNG2}"];}})();</script></div>'
+          f'<img src="data:image/png;base64,{PNG}" alt="not an explorer">')
+
+
+def test_explorer_frames_become_files_and_the_first_loads_lazily():
+    html, files = light.externalise_frames(FRAMES, "../")
+    one = hashlib.sha256(base64.b64decode(PNG)).hexdigest()[:24] + ".png"
+    two = hashlib.sha256(base64.b64decode(PNG2)).hexdigest()[:24] + ".png"
+    assert files == {one: base64.b64decode(PNG), two: base64.b64decode(PNG2)}
+    assert f'<img loading="lazy" src="../_images/frames/{one}"' in html
+    assert f'"../_images/frames/{two}"' in html
+    # outside an explorer nothing changes
+    assert html.endswith(f'<img src="data:image/png;base64,{PNG}" alt="not an explorer">')
+    again, more = light.externalise_frames(html, "../")
+    assert again == html and more == {}

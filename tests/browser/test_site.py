@@ -122,7 +122,13 @@ def test_page(browser, site_url, rel):
         raw = re.findall(r"\$\$|\\(?:frac|text|max|left|right|mathrm)\b|\{glue:?\}|\{glue_text\}", prose)
         assert not raw, f"raw TeX or unresolved glue in the prose: {raw[:5]}"
 
-        # Images: loaded, and figures carry alt text.
+        # Images: loaded, and figures carry alt text. Explorer frames load lazily (when scrolled
+        # to): load them now, so a broken file URL fails here.
+        page.evaluate("""async () => {
+            for (const i of document.querySelectorAll('img[loading=lazy]')) {
+              i.loading = 'eager';
+              if (!i.complete) await new Promise(r => { i.onload = i.onerror = r; });
+            }}""")
         images = page.evaluate("""() => Array.from(document.images).map(i => ({
             src: i.currentSrc || i.src, w: i.naturalWidth, alt: i.getAttribute('alt') || '',
             fig: !!i.closest('.cell_output, figure, .llm-frames')}))""")
