@@ -38,7 +38,7 @@ VALID = {
     "bandwidth": 4.5e11, "ops_per_byte": 600.0, "price_ratio": 1.5, "bytes_per_chip_out": 1e8, "bytes_per_chip_in": 1e8,
     "bytes_per_chip": 1e8, "micro_batch": 16, "expert_parallel": 8, "pipeline_stages": 4,
     "experts_per_token": 8, "layers_per_stage": 4, "layout": "2d-ws", "d_model": 8192,
-    "d_ff": 28672,
+    "d_ff": 28672, "seq_len": 4096, "tokens_per_chip": 8192, "chip_hours": 1e6,
 }
 # Callables that are not inputs to fuzz: result records and catalogue listings.
 SKIP = {"Step", "Frontier", "FastMode", "InputOutputCost", "PipelineMemory", "MemoryPerParam",

@@ -214,3 +214,51 @@ def test_chapter10_bad_input():
         mfu_from_chip_hours(1e24, 0, H100)
     with pytest.raises(ValueError, match="seq_len|context|supports"):
         attention_training_share(m, 1e6)  # beyond the model's 8,192-token context
+
+
+# ----- chapter 10 figure builders: every chip and model, units on the axes, finite data, alt text --
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from llmmath import plots  # noqa: E402
+
+_UNIT = ("(tokens)", "(%)", "(count)", "(B)", "(s)")
+
+
+def _check_figure(fig):
+    ax = fig.axes[0]
+    for label in (ax.get_xlabel(), ax.get_ylabel()):
+        assert label.endswith(_UNIT), label
+    for line in ax.get_lines():
+        x, y = (np.asarray(a, dtype=float) for a in line.get_data())
+        assert np.all(np.isfinite(x)) and np.all(np.isfinite(y))
+    assert len(fig.alt_text) > 40 and "nan" not in fig.alt_text.lower().split()
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("chip", chips.names())
+def test_ch10_builders_on_every_chip(chip):
+    with plots.offscreen():
+        _check_figure(plots.zero_memory_vs_chips(LLAMA, chip, mark_chips=256))
+        fig = plots.dp_sync_vs_tokens(LLAMA, chip, n_chips=64, mark_tokens=4096)
+    assert set(fig.numbers["critical"]) == {n for n in ("scale_up", "scale_out")
+                                            if getattr(chips.get(chip), f"{n}_bandwidth")}
+    _check_figure(fig)
+
+
+@pytest.mark.parametrize("model", models.names())
+def test_ch10_builders_on_every_model(model):
+    m = models.get(model)
+    with plots.offscreen():
+        fig = plots.attention_share_vs_seq([m, LLAMA], mark_seq=1024)
+        assert fig.numbers["share"] == pytest.approx(attention_training_share(m, 1024))
+        _check_figure(fig)
+        fig = plots.zero_memory_vs_chips(m, H100)
+        assert fig.numbers["state"] == pytest.approx(16 * m.total_params)
+        _check_figure(fig)
+        fig = plots.dp_sync_vs_tokens(m, H100)
+        assert fig.numbers["critical"]["scale_out"] == pytest.approx(dp_critical_tokens(m, H100, 1024))
+        _check_figure(fig)

@@ -183,7 +183,7 @@ def attention_training_flops_per_token(model, seq_len):
     attention cap it as in serving. A sparse-attention indexer's FLOPs are left out.
     """
     model = _model_object(model)
-    seq_len = positive("seq_len", seq_len)
+    seq_len = model._context(positive("seq_len", seq_len), "seq_len")  # within the model's context
     return _out(3.0 * np.asarray(model.prefill_attention_flops(seq_len)) / seq_len)
 
 
@@ -210,7 +210,7 @@ def activation_bytes_per_token_per_layer(model, seq_len, recompute="none"):
     the ``5 n_q S`` term, so they behave as ``selective`` here.
     """
     model = _model_object(model)
-    seq_len = positive("seq_len", seq_len)
+    seq_len = model._context(positive("seq_len", seq_len), "seq_len")
     choice("recompute", recompute, list(ACTIVATION_RECOMPUTE))
     per_d, per_hs = ACTIVATION_RECOMPUTE[recompute]
     return _out(per_d * model.d_model + per_hs * model.n_heads * seq_len)
@@ -223,6 +223,13 @@ def activation_memory(model, tokens, seq_len, recompute="none"):
     return _out(model.n_layers * tokens * np.asarray(per))
 
 
+def _zero_stage(name, value):
+    """A ZeRO stage: one of the integers 0, 1, 2, 3 (not an array, not a boolean)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: got {value!r}; expected one of the integers 0, 1, 2, 3")
+    return int(choice(name, int(value), [0, 1, 2, 3]))
+
+
 def zero_memory_per_chip(model, n_chips, stage=0, optimizer="adam", mixed_precision=True):
     """Training state per chip (bytes, activations excluded) with ZeRO sharding over ``n_chips``.
 
@@ -232,7 +239,7 @@ def zero_memory_per_chip(model, n_chips, stage=0, optimizer="adam", mixed_precis
     16 N, 4 N + 12 N/n, 2 N + 14 N/n, 16 N/n.
     """
     n = n_chips_check(n_chips)
-    stage = choice("stage", stage, [0, 1, 2, 3])
+    stage = _zero_stage("stage", stage)
     m = training_memory_per_param(optimizer, mixed_precision)
     params = _params(model, "total_params")
     opt = m.master_weights + m.optimizer_states
@@ -250,7 +257,9 @@ def min_training_chips(model, chip, activation_bytes=0.0, optimizer="adam", mixe
     """
     activation_bytes = positive("activation_bytes", activation_bytes, allow_zero=True)
     need = training_memory(model, optimizer, mixed_precision) + activation_bytes
-    return int(math.ceil(need / chip.hbm_capacity))
+    if isinstance(need, float):
+        return int(math.ceil(need / chip.hbm_capacity))
+    return np.ceil(need / chip.hbm_capacity)  # one count per entry of an array of activations
 
 
 _NETWORKS = ("scale_up", "scale_out")
@@ -277,7 +286,7 @@ def dp_gradient_sync_time(model, chip, n_chips, network="scale_out", grad_bytes=
 
     n = n_chips_check(n_chips)
     grad_bytes = positive("grad_bytes", grad_bytes)
-    zero_stage = choice("zero_stage", zero_stage, [0, 1, 2, 3])
+    zero_stage = _zero_stage("zero_stage", zero_stage)
     bw = _network_bandwidth(chip, network)
     t = np.asarray(all_reduce_time(_params(model, "total_params") * grad_bytes, n, bw))
     return _out(t * (1.5 if zero_stage == 3 else 1.0))

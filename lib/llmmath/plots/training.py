@@ -84,7 +84,7 @@ def _share_setup(p):
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_count(v, 2)))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
     ax.set_xlabel("training sequence length S (tokens)")
-    ax.set_ylabel("attention's share of training FLOPs")
+    ax.set_ylabel("attention's share of training FLOPs (%)")
 
 
 @builder(setup=_share_setup)
@@ -175,7 +175,7 @@ def _dp_setup(p):
     ax = p.ax
     p.l, = ax.plot([], [], color=ROLE["compute"], lw=2.5, label="compute, 6 N_act T / C")
     set_log(ax, x=lambda v: fmt_count(v, 2), y=fmt_t)
-    ax.set_xlabel("tokens per chip per step T (count)")
+    ax.set_xlabel("tokens per chip per step T (tokens)")
     ax.set_ylabel("time per step (s)")
 
 
@@ -186,8 +186,9 @@ def dp_sync_vs_tokens(p, model, chip, n_chips=1024, tokens=None, grad_bytes=2, m
     crossings are the per-chip batches below which the sync cannot hide. ``tokens`` default
     64 .. 4M."""
     m, c = model_of(model), chip_of(chip)
+    dt, dnote = c.resolve_dtype("bf16")
     T = grid(tokens, 64, 4 * 2**20, n=40)
-    comp = np.asarray(dp_compute_time(m, c, T))
+    comp = np.asarray(dp_compute_time(m, c, T, dtype=dt))
     p.l.set_data(T, comp)
     ax = p.ax
     crit, sync = {}, {}
@@ -196,7 +197,7 @@ def dp_sync_vs_tokens(p, model, chip, n_chips=1024, tokens=None, grad_bytes=2, m
         if not getattr(c, f"{net}_bandwidth"):
             continue
         t = float(dp_gradient_sync_time(m, c, n_chips, net, grad_bytes))
-        sync[net], crit[net] = t, float(dp_critical_tokens(m, c, n_chips, net, grad_bytes))
+        sync[net], crit[net] = t, float(dp_critical_tokens(m, c, n_chips, net, grad_bytes, dtype=dt))
         word = "scale-up" if net == "scale_up" else "scale-out"
         bw = getattr(c, f"{net}_bandwidth")
         p.hline(t, f"all-reduce over {word} ({fmt_si(bw, 'B/s')}): {fmt_t(t)}", color=styles[net][0],
@@ -212,10 +213,10 @@ def dp_sync_vs_tokens(p, model, chip, n_chips=1024, tokens=None, grad_bytes=2, m
     with p.marking():
         if mark_tokens is not None:
             mt = float(mark_tokens)
-            tc = float(dp_compute_time(m, c, mt))
+            tc = float(dp_compute_time(m, c, mt, dtype=dt))
             p.point(mt, tc, f"T = {fmt_count(mt, 3)}: {fmt_t(tc)}")
             p.numbers = {"compute": tc}
-    ax.set_title(f"{m.name} data-parallel over {n_chips:,} {c.name}")
+    ax.set_title(with_notes(f"{m.name} data-parallel over {n_chips:,} {c.name}", dnote))
     p.numbers.update(critical=crit, sync=sync)
     parts = "; ".join(f"over {k.replace('_', '-')} the all-reduce takes {fmt_time(sync[k], 2)} and hides "
                       f"above {fmt_count(crit[k], 3)} tokens per chip" for k in sync)
