@@ -8,15 +8,25 @@ from hypothesis import strategies as st
 from llmmath import chips, models
 from llmmath.training import (
     MemoryPerParam,
+    activation_bytes_per_token_per_layer,
+    activation_memory,
+    attention_training_flops_per_token,
+    attention_training_share,
     compute_optimal_model,
     compute_optimal_tokens,
+    dp_compute_time,
+    dp_critical_tokens,
+    dp_gradient_sync_time,
     inference_mfu,
     mfu,
+    mfu_from_chip_hours,
+    min_training_chips,
     overtraining_factor,
     training_flops,
     training_memory,
     training_memory_per_param,
     training_time,
+    zero_memory_per_chip,
 )
 
 H100 = chips.get("H100-SXM")
@@ -105,3 +115,150 @@ def test_mfu_inverts_training_time(n, d, chips_, u):
     t = training_time(n, d, H100, chips_, u)
     assert mfu(n, d, t, H100, chips_) == pytest.approx(u, rel=1e-9)
     assert training_flops(n, d, recompute=True) == pytest.approx(4 / 3 * training_flops(n, d))
+
+
+# ----- chapter 10 additions: attention in training, activations, ZeRO, data-parallel sync ------
+# Expected values are computed by hand from the cited formulas (comments show the arithmetic).
+
+def test_attention_training_flops_by_hand():
+    m = models.get("Llama-3-8B")  # 32 layers, 32 query heads of 128 (config.json)
+    # forward: 4 n_q d_h per (query, key) pair per layer, S (S + 1) / 2 causal pairs;
+    # backward twice the forward; per token divide by S.
+    S = 4096
+    expected = 3 * 32 * (4 * 32 * 128) * (S * (S + 1) / 2) / S
+    assert attention_training_flops_per_token(m, S) == pytest.approx(expected, rel=1e-12)
+    a = expected
+    assert attention_training_share(m, S) == pytest.approx(a / (6 * m.active_params + a), rel=1e-12)
+
+
+def test_activation_bytes_korthikanti():
+    # Korthikanti et al. 2022: 34 s b h + 5 a s^2 b bytes per layer; per token 34 D + 5 n_q S.
+    m = models.get("Llama-3.1-405B")  # D = 16384, 128 heads
+    assert activation_bytes_per_token_per_layer(m, 8192) == 34 * 16384 + 5 * 128 * 8192  # 5,799,936
+    assert activation_bytes_per_token_per_layer(m, 8192, "selective") == 557_056
+    assert activation_bytes_per_token_per_layer(m, 8192, "full") == 32_768
+    # one 8,192-token sequence over 126 layers, full recomputation: 126 x 8192 x 32768 B
+    assert activation_memory(m, 8192, 8192, "full") == pytest.approx(126 * 8192 * 32768)
+
+
+def test_zero_stages_by_hand():
+    # Rajbhandari et al. 2020, mixed-precision Adam, N = 1e9 over n = 4 chips:
+    # stage 0: 16 N; 1: 4 N + 12 N/4; 2: 2 N + 14 N/4; 3: 16 N/4.
+    n = 1e9
+    assert zero_memory_per_chip(n, 4, 0) == pytest.approx(16e9)
+    assert zero_memory_per_chip(n, 4, 1) == pytest.approx(7e9)
+    assert zero_memory_per_chip(n, 4, 2) == pytest.approx(5.5e9)
+    assert zero_memory_per_chip(n, 4, 3) == pytest.approx(4e9)
+    assert zero_memory_per_chip(n, 1, 3) == pytest.approx(16e9)  # one chip: nothing to shard
+
+
+def test_min_training_chips_by_hand():
+    # 16 B per parameter over 80 GB: 5e9 -> 1 chip, 10e9 -> exactly 2, 10.1e9 -> 161.6/80 -> 3
+    assert min_training_chips(5e9, H100) == 1
+    assert min_training_chips(10e9, H100) == 2
+    assert min_training_chips(10.1e9, H100) == 3
+    # Llama 3.1 405B: 405.85e9 x 16 = 6.49 TB over 80 GB = 81.2 -> 82
+    assert min_training_chips(models.get("Llama-3.1-405B"), H100) == 82
+    assert min_training_chips(5e9, H100, activation_bytes=70e9) == 2  # 80e9 + 70e9 over 80e9
+
+
+def test_dp_sync_and_threshold_by_hand():
+    # ring all-reduce of N b_g bytes over n chips: 2 (n-1)/n N b_g / W; N = 1e9, n = 2, W = 50 GB/s
+    assert dp_gradient_sync_time(1e9, H100, 2) == pytest.approx(2 * 0.5 * 2e9 / 50e9)
+    assert dp_gradient_sync_time(1e9, H100, 2, zero_stage=3) == pytest.approx(1.5 * 0.04)
+    assert dp_gradient_sync_time(1e9, H100, 2, "scale_up") == pytest.approx(2e9 / 450e9)
+    # compute: 6 N T / C; 1e9 params, 1,000 tokens, 989.4 TFLOP/s at MFU 0.5
+    assert dp_compute_time(1e9, H100, 1000, mfu=0.5) == pytest.approx(6e12 / 494.7e12)
+    # T* = (n-1)/n (b_g/3) C/W N_tot/N_act: H100 over 50 GB/s, n = 1024, dense
+    expected = 1023 / 1024 * (2 / 3) * 989.4e12 / 50e9
+    assert dp_critical_tokens(1e9, H100, 1024) == pytest.approx(expected, rel=1e-12)  # ~13,179
+    ds = models.get("DeepSeek-V3")
+    assert dp_critical_tokens(ds, H100, 1024) == pytest.approx(expected * ds.total_params / ds.active_params)
+
+
+def test_mfu_from_chip_hours_by_hand():
+    # Llama 3.1 405B: 3.8e25 FLOP over 30.84M H100-hours (model card): 3.8e25 / (30.84e6 x 3600 x 989.4e12)
+    assert mfu_from_chip_hours(3.8e25, 30.84e6, H100) == pytest.approx(0.34594, rel=1e-4)
+
+
+def test_published_training_totals():
+    # PaLM 540B: 2527.2 zettaFLOP reported (Chowdhery et al. 2022) for 780B tokens; 6ND within 0.5%
+    palm = models.get("PaLM-540B")
+    assert training_flops(palm, 780e9) == pytest.approx(2527.2e21, rel=0.005)
+    # Llama 3.1 405B: 3.8e25 FLOP for 15.6T tokens (Llama 3 herd), within 1%
+    assert training_flops(models.get("Llama-3.1-405B"), 15.6e12) == pytest.approx(3.8e25, rel=0.01)
+    # DeepSeek-V3: 180K H800-hours per trillion tokens and 2.664M for 14.8T tokens: the paper's
+    # own numbers agree (2.664e6 / 14.8 = 180e3, within 0.1%)
+    assert 2.664e6 / 14.8 == pytest.approx(180e3, rel=0.001)
+
+
+def test_chapter10_bad_input():
+    m = models.get("Llama-3-8B")
+    with pytest.raises(TypeError, match="model"):
+        attention_training_flops_per_token(8e9, 4096)
+    with pytest.raises(ValueError, match="seq_len"):
+        attention_training_share(m, 0)
+    with pytest.raises(ValueError, match="recompute"):
+        activation_bytes_per_token_per_layer(m, 4096, "partial")
+    with pytest.raises(ValueError, match="stage"):
+        zero_memory_per_chip(m, 8, 4)
+    with pytest.raises(ValueError, match="network"):
+        dp_gradient_sync_time(m, H100, 8, "infiniband")
+    with pytest.raises(ValueError, match="network"):
+        dp_gradient_sync_time(m, chips.get("TPU v4"), 8, "scale_out")
+    with pytest.raises(ValueError, match="tokens_per_chip"):
+        dp_compute_time(m, H100, 0)
+    with pytest.raises(ValueError, match="activation_bytes"):
+        min_training_chips(m, H100, activation_bytes=-1)
+    with pytest.raises(ValueError, match="chip_hours"):
+        mfu_from_chip_hours(1e24, 0, H100)
+    with pytest.raises(ValueError, match="seq_len|context|supports"):
+        attention_training_share(m, 1e6)  # beyond the model's 8,192-token context
+
+
+# ----- chapter 10 figure builders: every chip and model, units on the axes, finite data, alt text --
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from llmmath import plots  # noqa: E402
+
+_UNIT = ("(tokens)", "(%)", "(count)", "(B)", "(s)")
+
+
+def _check_figure(fig):
+    ax = fig.axes[0]
+    for label in (ax.get_xlabel(), ax.get_ylabel()):
+        assert label.endswith(_UNIT), label
+    for line in ax.get_lines():
+        x, y = (np.asarray(a, dtype=float) for a in line.get_data())
+        assert np.all(np.isfinite(x)) and np.all(np.isfinite(y))
+    assert len(fig.alt_text) > 40 and "nan" not in fig.alt_text.lower().split()
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("chip", chips.names())
+def test_ch10_builders_on_every_chip(chip):
+    with plots.offscreen():
+        _check_figure(plots.zero_memory_vs_chips(LLAMA, chip, mark_chips=256))
+        fig = plots.dp_sync_vs_tokens(LLAMA, chip, n_chips=64, mark_tokens=4096)
+    assert set(fig.numbers["critical"]) == {n for n in ("scale_up", "scale_out")
+                                            if getattr(chips.get(chip), f"{n}_bandwidth")}
+    _check_figure(fig)
+
+
+@pytest.mark.parametrize("model", models.names())
+def test_ch10_builders_on_every_model(model):
+    m = models.get(model)
+    with plots.offscreen():
+        fig = plots.attention_share_vs_seq([m, LLAMA], mark_seq=1024)
+        assert fig.numbers["share"] == pytest.approx(attention_training_share(m, 1024))
+        _check_figure(fig)
+        fig = plots.zero_memory_vs_chips(m, H100)
+        assert fig.numbers["state"] == pytest.approx(16 * m.total_params)
+        _check_figure(fig)
+        fig = plots.dp_sync_vs_tokens(m, H100)
+        assert fig.numbers["critical"]["scale_out"] == pytest.approx(dp_critical_tokens(m, H100, 1024))
+        _check_figure(fig)

@@ -14,6 +14,7 @@ a plain parameter count.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -151,3 +152,173 @@ def overtraining_factor(model, tokens, tokens_per_param=CHINCHILLA_TOKENS_PER_PA
     """How many times the compute-optimal token count a run used: ``D / (20 N)``."""
     tokens = positive("tokens", tokens)
     return _out(tokens / compute_optimal_tokens(model, tokens_per_param))
+
+
+# ----- chapter 10: attention in training, activations, sharded state, data-parallel traffic ------
+# Added for "Training compute, time and utilisation". Sources: Korthikanti et al. 2022 (activation
+# bytes per layer), Rajbhandari et al. 2020 (ZeRO stages), Chowdhery et al. 2022 (MFU).
+
+__all__ += [
+    "attention_training_flops_per_token", "attention_training_share", "ACTIVATION_RECOMPUTE",
+    "activation_bytes_per_token_per_layer", "activation_memory", "zero_memory_per_chip",
+    "min_training_chips", "dp_gradient_sync_time", "dp_compute_time", "dp_critical_tokens",
+    "mfu_from_chip_hours",
+]
+
+
+def _model_object(model, name="model"):
+    if not hasattr(model, "prefill_attention_flops"):
+        raise TypeError(f"{name}: got {model!r}; expected an llmmath Model (from llmmath.models), "
+                        "not a plain parameter count")
+    return model
+
+
+def attention_training_flops_per_token(model, seq_len):
+    """Attention-kernel FLOPs (QK^T and AV) per trained token, forward and backward, all layers.
+
+    A causal sequence of ``seq_len`` tokens costs ``prefill_attention_flops(seq_len)`` forward;
+    the backward pass costs twice that (the same rule as for matmuls), so per token
+    ``3 x prefill_attention_flops(seq_len) / seq_len``, about ``6 L n_q d_h S / 2`` for a dense
+    GQA model (the ``/2`` is causality). Not in ``6 N_act D``; sliding windows and sparse
+    attention cap it as in serving. A sparse-attention indexer's FLOPs are left out.
+    """
+    model = _model_object(model)
+    seq_len = model._context(positive("seq_len", seq_len), "seq_len")  # within the model's context
+    return _out(3.0 * np.asarray(model.prefill_attention_flops(seq_len)) / seq_len)
+
+
+def attention_training_share(model, seq_len):
+    """Attention's share of training FLOPs per token: ``a / (6 N_act + a)``, ``a`` as above."""
+    a = attention_training_flops_per_token(model, seq_len)
+    return _out(np.asarray(a) / (6.0 * float(model.active_params) + np.asarray(a)))
+
+
+#: Bytes per token per layer of stored activations in 16-bit, in units of the width D (the
+#: constant) plus a term in n_heads x seq_len (the attention scores and softmax), Korthikanti et
+#: al. 2022, Table 2 (no tensor or sequence parallelism, dropout masks of 1 byte included).
+ACTIVATION_RECOMPUTE = {"none": (34.0, 5.0), "selective": (34.0, 0.0), "full": (2.0, 0.0)}
+
+
+def activation_bytes_per_token_per_layer(model, seq_len, recompute="none"):
+    """Bytes of activations one layer keeps per token for the backward pass (16-bit activations).
+
+    Korthikanti et al. 2022 for a GPT layer (4D MLP, multi-head attention, dropout):
+    ``34 D + 5 n_q S`` with nothing recomputed; ``34 D`` with *selective* recomputation (the
+    attention scores, which grow with S, are recomputed); ``2 D`` with *full* recomputation (only
+    the layer's input is kept; the whole forward pass is run again in the backward). Layers with
+    SwiGLU, GQA or experts differ by tens of percent; FlashAttention-style kernels never store
+    the ``5 n_q S`` term, so they behave as ``selective`` here.
+    """
+    model = _model_object(model)
+    seq_len = model._context(positive("seq_len", seq_len), "seq_len")
+    choice("recompute", recompute, list(ACTIVATION_RECOMPUTE))
+    per_d, per_hs = ACTIVATION_RECOMPUTE[recompute]
+    return _out(per_d * model.d_model + per_hs * model.n_heads * seq_len)
+
+
+def activation_memory(model, tokens, seq_len, recompute="none"):
+    """Bytes of activations held for ``tokens`` tokens in flight (sequences of ``seq_len``), all layers."""
+    tokens = positive("tokens", tokens)
+    per = activation_bytes_per_token_per_layer(model, seq_len, recompute)
+    return _out(model.n_layers * tokens * np.asarray(per))
+
+
+def _zero_stage(name, value):
+    """A ZeRO stage: one of the integers 0, 1, 2, 3 (not an array, not a boolean)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: got {value!r}; expected one of the integers 0, 1, 2, 3")
+    return int(choice(name, int(value), [0, 1, 2, 3]))
+
+
+def zero_memory_per_chip(model, n_chips, stage=0, optimizer="adam", mixed_precision=True):
+    """Training state per chip (bytes, activations excluded) with ZeRO sharding over ``n_chips``.
+
+    Rajbhandari et al. 2020: stage 0 replicates everything (plain data parallelism); stage 1
+    shards the optimiser state (fp32 master and Adam's m, v); stage 2 also the gradients; stage 3
+    (FSDP) also the weights. With mixed-precision Adam and N_tot parameters per replica:
+    16 N, 4 N + 12 N/n, 2 N + 14 N/n, 16 N/n.
+    """
+    n = n_chips_check(n_chips)
+    stage = _zero_stage("stage", stage)
+    m = training_memory_per_param(optimizer, mixed_precision)
+    params = _params(model, "total_params")
+    opt = m.master_weights + m.optimizer_states
+    kept, sharded = {0: (m.total, 0.0), 1: (m.weights + m.gradients, opt),
+                     2: (m.weights, m.gradients + opt), 3: (0.0, m.total)}[stage]
+    return _out(params * (kept + sharded / np.asarray(n)))
+
+
+def min_training_chips(model, chip, activation_bytes=0.0, optimizer="adam", mixed_precision=True):
+    """Fewest chips whose HBM holds the training state plus ``activation_bytes``, fully sharded.
+
+    ``ceil((bytes_per_param x N_tot + activations) / M)``: ZeRO-3/FSDP or any layout that splits
+    every byte evenly. Buffers, fragmentation and the communication workspace are left out, so
+    real runs need more.
+    """
+    activation_bytes = positive("activation_bytes", activation_bytes, allow_zero=True)
+    need = training_memory(model, optimizer, mixed_precision) + activation_bytes
+    if isinstance(need, float):
+        return int(math.ceil(need / chip.hbm_capacity))
+    return np.ceil(need / chip.hbm_capacity)  # one count per entry of an array of activations
+
+
+_NETWORKS = ("scale_up", "scale_out")
+
+
+def _network_bandwidth(chip, network):
+    choice("network", network, list(_NETWORKS))
+    bw = getattr(chip, f"{network}_bandwidth")
+    if not bw:
+        raise ValueError(f"network: {chip.name} has no {network} bandwidth in the catalogue; "
+                         f"allowed: one of {[n for n in _NETWORKS if getattr(chip, f'{n}_bandwidth')]}")
+    return float(bw)
+
+
+def dp_gradient_sync_time(model, chip, n_chips, network="scale_out", grad_bytes=2, zero_stage=0):
+    """Seconds to synchronise one step's gradients across ``n_chips`` data-parallel replicas.
+
+    Bandwidth-only ring all-reduce of ``N_tot b_g`` bytes: ``2 (n-1)/n N_tot b_g / W``
+    (:func:`llmmath.parallel.all_reduce_time`; the per-hop latency is left out). ZeRO-3/FSDP
+    instead all-gathers the weights twice (forward and backward) and reduce-scatters the
+    gradients: 1.5 times the traffic (``zero_stage=3``). Stages 0-2 move what an all-reduce does.
+    """
+    from .parallel import all_reduce_time
+
+    n = n_chips_check(n_chips)
+    grad_bytes = positive("grad_bytes", grad_bytes)
+    zero_stage = _zero_stage("zero_stage", zero_stage)
+    bw = _network_bandwidth(chip, network)
+    t = np.asarray(all_reduce_time(_params(model, "total_params") * grad_bytes, n, bw))
+    return _out(t * (1.5 if zero_stage == 3 else 1.0))
+
+
+def dp_compute_time(model, chip, tokens_per_chip, mfu=1.0, dtype="bf16"):
+    """Seconds of forward and backward compute for ``tokens_per_chip`` tokens: ``6 N_act T / (C MFU)``."""
+    tokens_per_chip = positive("tokens_per_chip", tokens_per_chip)
+    mfu = fraction("mfu", mfu)
+    return _out(6.0 * _params(model) * tokens_per_chip / (chip.peak(dtype) * mfu))
+
+
+def dp_critical_tokens(model, chip, n_chips, network="scale_out", grad_bytes=2, mfu=1.0,
+                       dtype="bf16", zero_stage=0):
+    """Tokens per chip per step below which the gradient sync cannot hide behind compute.
+
+    Setting ``6 N_act T / (C MFU) = 2 (n-1)/n N_tot b_g / W`` gives
+    ``T* = (n-1)/n x (b_g / 3) x (C MFU / W) x (N_tot / N_act)``: the chip's FLOP-to-network
+    ratio times the sparsity, as the critical batch of decode is ``C/W`` times the sparsity.
+    ``mfu = 1`` (the default) is the most demanding case; a slower step hides more traffic.
+    """
+    mfu = fraction("mfu", mfu)
+    t = np.asarray(dp_gradient_sync_time(model, chip, n_chips, network, grad_bytes, zero_stage))
+    return _out(t * chip.peak(dtype) * mfu / (6.0 * _params(model)))
+
+
+def mfu_from_chip_hours(flops, chip_hours, chip, dtype="bf16"):
+    """MFU implied by a run's model FLOPs and its chip-hours: ``F / (chip_hours x 3600 x C)``.
+
+    Chip-hours that include restarts, evaluation and idle time give a lower figure than the
+    MFU measured over the steady steps.
+    """
+    flops = positive("flops", flops)
+    chip_hours = positive("chip_hours", chip_hours)
+    return _out(flops / (chip_hours * 3600.0 * chip.peak(dtype)))

@@ -482,7 +482,14 @@ def pipeline_explorer(model="DeepSeek-V3", chip="H100-SXM", stages=4, chips_per_
 
 def training_explorer(model="Llama-3-70B", tokens=15e12, chip="H100-SXM", n_chips=4096, mfu=0.4):
     """Training time vs chip count at a given MFU: 6 N D / (n C MFU)."""
-    from .training import training_flops, training_memory, training_time
+    from .training import (
+        dp_critical_tokens,
+        min_training_chips,
+        training_flops,
+        training_memory,
+        training_time,
+        zero_memory_per_chip,
+    )
 
     controls = {
         "model": _model_picker(model), "chip": _chip_picker(chip),
@@ -509,7 +516,12 @@ def training_explorer(model="Llama-3-70B", tokens=15e12, chip="H100-SXM", n_chip
                 ("wall-clock time", fmt_time(t)), ("chip-hours", fmt_count(chip_h)),
                 (f"cost at {fmt_usd(price)}/chip-h", fmt_usd(chip_h * price)),
                 ("training state (16 B/param)", fmt_bytes(training_memory(m))),
-                ("state per chip", fmt_bytes(training_memory(m) / v["n_chips"]))]
+                ("state per chip (ZeRO-3)", fmt_bytes(zero_memory_per_chip(m, v["n_chips"], 3))),
+                ("fewest chips for the state", f"{min_training_chips(m, c):,}")]
+        for net, word in (("scale_up", "scale-up"), ("scale_out", "scale-out")):
+            if getattr(c, f"{net}_bandwidth"):
+                t_star = dp_critical_tokens(m, c, v["n_chips"], net, dtype=dt)
+                rows.append((f"DP sync hides above ({word})", f"{fmt_count(t_star)} tokens/chip"))
         return state["fig"], _table(rows)
 
     return Explorer("training_explorer", controls, compute, main="n_chips")

@@ -84,7 +84,12 @@ from .style import (
                        series_colour,
                        setup_notebook,
 )
-from .training import training_time_vs_chips
+from .training import (
+                       attention_share_vs_seq,
+                       dp_sync_vs_tokens,
+                       training_time_vs_chips,
+                       zero_memory_vs_chips,
+)
 
 __all__ = [
     # house style and figures
@@ -107,6 +112,8 @@ __all__ = [
     "tier_drain_times", "cache_cost_vs_lifetime",
     # mixture of experts, pipelines, training
     "moe_weights_vs_batch", "memory_per_chip", "training_time_vs_chips",
+    # chapter 10: training compute
+    "attention_share_vs_seq", "zero_memory_vs_chips", "dp_sync_vs_tokens",
     # chapter 7: experts across a scale-up domain
     "domain_capacity", "all_to_all_vs_chips", "imbalance_vs_chips", "ep_memory_per_chip",
     # chapter 8: pipelining

@@ -5,17 +5,29 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from matplotlib.ticker import FuncFormatter
 
-from ..training import training_flops, training_memory, training_time
-from ..units import fmt_count, fmt_si
-from .figure import builder, grid, mask
+from ..training import (
+    attention_training_share,
+    dp_compute_time,
+    dp_critical_tokens,
+    dp_gradient_sync_time,
+    training_flops,
+    training_memory,
+    training_time,
+    zero_memory_per_chip,
+)
+from ..units import fmt_bytes, fmt_count, fmt_percent, fmt_si, fmt_time
+from .figure import as_list, builder, chip_of, grid, mask, model_of
 from .labels import (
+    fmt_b,
     fmt_days,
+    fmt_t,
     loglim,
     set_log,
     with_notes,
 )
-from .style import PALETTE, ROLE
+from .style import CYCLE, PALETTE, ROLE
 
 
 def _training_time_vs_chips_setup(p):
@@ -43,13 +55,11 @@ def training_time_vs_chips(p, model, tokens, chip, chips_range=None, mfu=0.4, dt
     ax.set_ylim(*loglim(days, pad=1.5))
     for d, lab in ((7, "1 week"), (30, "1 month"), (90, "3 months")):
         if ax.get_ylim()[0] < d < ax.get_ylim()[1]:
-            p.hline(d, lab, color=PALETTE["grey"], x=0.01, ha="left", ls=":")
+            p.hline(d, lab, color=PALETTE["grey"], x=0.99, ha="right", ls=":")
     state = training_memory(model)
     need = math.ceil(state / chip.hbm_capacity)
     if need > n.min():
-        p.nofit(n.min(), min(need, n.max()), "")
-        p.add(ax.text(0.02, 0.04, f"training state (16 B/param)\nneeds >= {need:,} chips",
-                         transform=ax.transAxes, fontsize=9, color="#444444"))
+        p.nofit(n.min(), min(need, n.max()), f"state needs {need:,} chips")
     flops = training_flops(model, tokens)
     with p.marking():
         if mark_chips is not None:
@@ -63,3 +73,153 @@ def training_time_vs_chips(p, model, tokens, chip, chips_range=None, mfu=0.4, dt
     return (f"Log-log plot of training time in days against chip count for {name} on "
             f"{fmt_count(tokens)} tokens ({fmt_si(flops, 'FLOP')}) on {chip.name} at {mfu:.0%} MFU: "
             f"{fmt_days(days[0])} days on {n[0]:,.0f} chips, {fmt_days(days[-1])} days on {n[-1]:,.0f}.")
+
+
+# ----- chapter 10: attention's share, sharded training state, data-parallel gradient sync -------
+
+
+def _share_setup(p):
+    ax = p.ax
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_count(v, 2)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
+    ax.set_xlabel("training sequence length S (tokens)")
+    ax.set_ylabel("attention's share of training FLOPs (%)")
+
+
+@builder(setup=_share_setup)
+def attention_share_vs_seq(p, model_list, seq_lens=None, mark_seq=None):
+    """Attention's share of training FLOPs per token against the training sequence length.
+
+    ``a / (6 N_act + a)`` with ``a`` from :func:`llmmath.training.attention_training_flops_per_token`
+    (causal, forward and backward). Each line stops at its model's maximum context.
+    ``seq_lens`` default 512 .. 131,072; ``mark_seq`` marks that length on the first model.
+    """
+    ms = [model_of(m) for m in as_list(model_list, None)]
+    S = grid(seq_lens, 512, 131072, n=30) if seq_lens is not None else 2.0 ** np.arange(9, 18)
+    ax = p.ax
+    ends, names, last = [], [], {}
+    for i, m in enumerate(ms):
+        s = S[S <= m.max_context]
+        y = np.asarray([attention_training_share(m, v) for v in s])
+        p.add(ax.plot(s, y, "o-", ms=3.5, color=CYCLE[i % len(CYCLE)])[0])
+        ends.append((s[-1], y[-1], CYCLE[i % len(CYCLE)]))
+        names.append(m.name)
+        last[m.name] = (float(s[-1]), float(y[-1]))
+    ax.set_xlim(S.min() / 1.2, S.max() * 9)
+    top = max(e[1] for e in ends)  # names go at the lines' ends, in their colours
+    ax.set_ylim(0, max(0.1, top * 1.15))
+    for (x, y, colour), name in sorted(zip(ends, names, strict=True), key=lambda e: -e[0][1]):
+        p.label(x, y, name, [(6, 0, "left", "center"), (6, 8, "left", "bottom"),
+                             (6, -8, "left", "top"), (0, 10, "center", "bottom")], color=colour)
+    with p.marking():
+        if mark_seq is not None and ms:
+            sm = float(mark_seq)
+            f = float(attention_training_share(ms[0], sm))
+            p.point(sm, f, f"{ms[0].name}, S = {fmt_count(sm, 3)}: {fmt_percent(f, 2)}")
+            p.numbers = {"share": f}
+    ax.set_title("Attention's share of training FLOPs (6 N_act D leaves it out)")
+    p.numbers.update(last=last)
+    body = "; ".join(f"{n} {fmt_percent(y, 2)} at {fmt_count(s, 3)} tokens" for n, (s, y) in last.items())
+    return ("Plot of attention's share of training FLOPs per token against training sequence length "
+            f"(log scale) for {', '.join(names)}: every line rises with the length; at each line's "
+            f"longest length: {body}.")
+
+
+_STAGE_NAMES = {0: "no sharding (DP)", 1: "ZeRO-1: optimiser", 2: "ZeRO-2: + gradients",
+                3: "ZeRO-3 / FSDP: + weights"}
+
+
+def _zero_setup(p):
+    ax = p.ax
+    set_log(ax, x=lambda v: fmt_count(v, 2), y=fmt_b)
+    ax.set_xlabel("data-parallel chips n (count)")
+    ax.set_ylabel("training state per chip (B)")
+
+
+@builder(setup=_zero_setup)
+def zero_memory_vs_chips(p, model, chip, chips_range=None, mark_chips=None):
+    """Training state per chip (16 B per parameter, mixed-precision Adam) against the chips it is
+    sharded over, for ZeRO stages 0-3, with the chip's HBM as a line. Activations excluded.
+    ``chips_range`` default 1 .. 16,384."""
+    m, c = model_of(model), chip_of(chip)
+    n = grid(chips_range, 1, 16384, n=30) if chips_range is not None else 2.0 ** np.arange(0, 15)
+    ax = p.ax
+    vals = {}
+    for i, stage in enumerate((0, 1, 2, 3)):
+        y = np.asarray(zero_memory_per_chip(m, n, stage)) * np.ones_like(n)
+        vals[stage] = y
+        p.add(ax.plot(n, y, "o-", ms=3.5, color=CYCLE[i], label=_STAGE_NAMES[stage])[0])
+    ax.set_xlim(n.min() / 1.3, n.max() * 1.3)
+    lo, hi = loglim(np.concatenate(list(vals.values())), pad=1.5)
+    ax.set_ylim(min(lo, c.hbm_capacity / 3), hi * 8)
+    p.hline(c.hbm_capacity, f"{c.name} HBM {fmt_bytes(c.hbm_capacity)}", color=ROLE["capacity"],
+            x=0.01, ha="left")
+    p.add(ax.legend(loc="upper right", ncol=2, fontsize=8.5))
+    fit3 = float(n[np.argmax(vals[3] <= c.hbm_capacity)]) if (vals[3] <= c.hbm_capacity).any() else math.inf
+    with p.marking():
+        if mark_chips is not None:
+            mc = float(mark_chips)
+            b = float(zero_memory_per_chip(m, mc, 3))
+            p.point(mc, b, f"ZeRO-3 on {fmt_count(mc, 3)}: {fmt_bytes(b)}")
+            p.numbers = {"zero3_bytes": b}
+    ax.set_title(f"{m.name}: training state per chip on {c.name}")
+    p.numbers.update(state=float(vals[0][0]), zero3_fits_from=fit3)
+    return (f"Log-log plot of training state per chip against data-parallel chips for {m.name} "
+            f"({fmt_bytes(vals[0][0])} at 16 B per parameter): without sharding it stays at that; "
+            f"ZeRO-1 and ZeRO-2 level off at 4 and 2 bytes per parameter; ZeRO-3 falls as 1/n and "
+            f"drops under the {fmt_bytes(c.hbm_capacity)} of one {c.name} from {fit3:,.0f} chips.")
+
+
+def _dp_setup(p):
+    ax = p.ax
+    p.l, = ax.plot([], [], color=ROLE["compute"], lw=2.5, label="compute, 6 N_act T / C")
+    set_log(ax, x=lambda v: fmt_count(v, 2), y=fmt_t)
+    ax.set_xlabel("tokens per chip per step T (tokens)")
+    ax.set_ylabel("time per step (s)")
+
+
+@builder(setup=_dp_setup)
+def dp_sync_vs_tokens(p, model, chip, n_chips=1024, tokens=None, grad_bytes=2, mark_tokens=None):
+    """Compute time per step against tokens per chip, beside the gradient all-reduce time over the
+    chip's scale-up and scale-out networks (bandwidth only, bf16 gradients, peak FLOP/s): the
+    crossings are the per-chip batches below which the sync cannot hide. ``tokens`` default
+    64 .. 4M."""
+    m, c = model_of(model), chip_of(chip)
+    dt, dnote = c.resolve_dtype("bf16")
+    T = grid(tokens, 64, 4 * 2**20, n=40)
+    comp = np.asarray(dp_compute_time(m, c, T, dtype=dt))
+    p.l.set_data(T, comp)
+    ax = p.ax
+    crit, sync = {}, {}
+    styles = {"scale_up": (PALETTE["green"], "--"), "scale_out": (PALETTE["vermillion"], "-.")}
+    for net in ("scale_up", "scale_out"):
+        if not getattr(c, f"{net}_bandwidth"):
+            continue
+        t = float(dp_gradient_sync_time(m, c, n_chips, net, grad_bytes))
+        sync[net], crit[net] = t, float(dp_critical_tokens(m, c, n_chips, net, grad_bytes, dtype=dt))
+        word = "scale-up" if net == "scale_up" else "scale-out"
+        bw = getattr(c, f"{net}_bandwidth")
+        p.hline(t, f"all-reduce over {word} ({fmt_si(bw, 'B/s')}): {fmt_t(t)}", color=styles[net][0],
+                x=0.99, ha="right", va="bottom", ls=styles[net][1])
+        if T.min() <= crit[net] <= T.max():
+            p.add(ax.plot([crit[net]], [t], "o", ms=7, mfc=styles[net][0], mec="white", mew=1.5,
+                          zorder=5)[0])
+            p.label(crit[net], t, f"hides above\n{fmt_count(crit[net], 3)} tokens",
+                    [(8, -6, "left", "top"), (-8, -6, "right", "top")], color=styles[net][0])
+    ax.set_xlim(T.min(), T.max())
+    ax.set_ylim(*loglim(np.concatenate([comp, list(sync.values())]), pad=2.0))
+    p.add(ax.legend(loc="upper left"))
+    with p.marking():
+        if mark_tokens is not None:
+            mt = float(mark_tokens)
+            tc = float(dp_compute_time(m, c, mt, dtype=dt))
+            p.point(mt, tc, f"T = {fmt_count(mt, 3)}: {fmt_t(tc)}")
+            p.numbers = {"compute": tc}
+    ax.set_title(with_notes(f"{m.name} data-parallel over {n_chips:,} {c.name}", dnote))
+    p.numbers.update(critical=crit, sync=sync)
+    parts = "; ".join(f"over {k.replace('_', '-')} the all-reduce takes {fmt_time(sync[k], 2)} and hides "
+                      f"above {fmt_count(crit[k], 3)} tokens per chip" for k in sync)
+    return (f"Log-log plot of compute time per step against tokens per chip for {m.name} on "
+            f"{c.name}, a rising line, beside flat gradient all-reduce times over {n_chips:,} chips: "
+            f"{parts}.")

@@ -1,0 +1,132 @@
+"""The rules of thumb of chapter 10 ("Training compute, time and utilisation",
+book/10_training_compute.ipynb), asserted over the whole chip and model catalogues.
+
+When a rule fails for some chip or model, the chapter's prose changes (its scope), not the test.
+
+Sources: Kaplan et al. 2020 (kaplan2020scaling) for 6 N D; Korthikanti et al. 2022
+(korthikanti2022reducing) for 34 D + 5 n_q S bytes per token per layer; Rajbhandari et al. 2020
+(rajbhandari2020zero) for the ZeRO stages; the ring all-reduce 2 (n-1)/n bytes / W. Expected values
+are derived by hand from those formulas, never read off the library.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from llmmath import chips, models
+from llmmath import training as tr
+
+CHIPS = chips.all_chips()
+MODELS = models.all_models()
+DENSE = [m for m in MODELS if not m.is_moe]
+MOE = [m for m in MODELS if m.is_moe]
+NET = [(c, net) for c in CHIPS for net in ("scale_up", "scale_out") if getattr(c, f"{net}_bandwidth")
+       and "bf16" in c.flops]
+
+
+# Claim: "training costs 6 N_act D_pre FLOP; 8 with full recomputation" for every model.
+@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+def test_six_and_eight_per_active_parameter(m):
+    assert tr.training_flops(m, 1e12) == pytest.approx(6 * m.active_params * 1e12, rel=1e-12)
+    assert tr.training_flops(m, 1e12, recompute=True) == pytest.approx(8 * m.active_params * 1e12, rel=1e-12)
+
+
+# Claim: "a mixture of experts pays for its active parameters only": N_tot / N_act times less
+# than if every parameter were active.
+@pytest.mark.parametrize("m", MOE, ids=lambda m: m.name)
+def test_moe_trains_on_active_parameters(m):
+    ratio = tr.training_flops(m.total_params, 1e12) / tr.training_flops(m, 1e12)
+    assert ratio == pytest.approx(m.total_params / m.active_params, rel=1e-12)
+    assert ratio > 2
+
+
+# Claim: attention's share of training FLOPs is about L n_q d_h S / N_act relative to 6 N_act, and
+# grows with S. Exact (up to the causal (S+1)/S) for models whose every layer attends to the whole
+# sequence with ordinary heads (no MLA, no sliding window, no sparse attention).
+@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+def test_attention_share_formula_and_growth(m):
+    lengths = [S for S in (1024, 2048, 4096, 8192, 32768, 131072) if S <= m.max_context]
+    shares = [tr.attention_training_share(m, S) for S in lengths]
+    assert all(b > a for a, b in zip(shares, shares[1:], strict=False)), m.name
+    plain = m.kv_lora_rank is None and not m.n_sliding_layers and m.sparse_attention_topk is None
+    if plain:
+        for S in lengths:
+            ratio = m.n_layers * m.n_heads * m.head_dim * (S + 1) / m.active_params
+            got = tr.attention_training_flops_per_token(m, S) / (6 * m.active_params)
+            assert got == pytest.approx(ratio, rel=1e-9), (m.name, S)
+
+
+# Claim: "attention is small while the sequence is short compared with twelve times the width":
+# at S = D every full-attention dense model of the catalogue spends under 10% on attention.
+@pytest.mark.parametrize("m", DENSE, ids=lambda m: m.name)
+def test_attention_small_below_twelve_widths(m):
+    S = min(m.d_model, m.max_context)
+    assert tr.attention_training_share(m, S) < 0.10, m.name
+
+
+# Claim: "training state is 16 bytes per parameter, over total parameters", and the fewest chips
+# is the state over one chip's HBM, rounded up.
+@pytest.mark.parametrize("c", CHIPS, ids=lambda c: c.name)
+def test_fewest_chips_hold_sixteen_bytes_per_parameter(c):
+    for m in MODELS:
+        n = tr.min_training_chips(m, c)
+        assert n == math.ceil(16 * m.total_params / c.hbm_capacity), (m.name, c.name)
+        assert tr.zero_memory_per_chip(m, n, 3) <= c.hbm_capacity * (1 + 1e-12)
+
+
+# Claim (ZeRO table): stage 3 <= 2 <= 1 <= 0 per chip; stages 1 and 2 level off at 4 and 2 bytes
+# per parameter; only stage 3 falls as 1/n.
+@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+def test_zero_stages_order_and_limits(m):
+    N = m.total_params
+    for n in (2, 8, 64, 1024, 16384):
+        z = [tr.zero_memory_per_chip(m, n, s) for s in (0, 1, 2, 3)]
+        assert z[0] > z[1] > z[2] > z[3]
+        assert z[3] == pytest.approx(16 * N / n)
+    big = 10**6
+    assert tr.zero_memory_per_chip(m, big, 1) == pytest.approx(4 * N, rel=1e-4)
+    assert tr.zero_memory_per_chip(m, big, 2) == pytest.approx(2 * N, rel=1e-4)
+
+
+# Claim: "T* = (n-1)/n (b_g/3) (C/W) N_tot/N_act does not depend on the model's size, only on the
+# chip's FLOP-to-network ratio and the sparsity"; "faster chips need bigger per-chip batches";
+# scale-up's threshold is below scale-out's.
+@pytest.mark.parametrize("c,net", NET, ids=lambda x: getattr(x, "name", x))
+def test_dp_threshold_formula(c, net):
+    W = getattr(c, f"{net}_bandwidth")
+    for n in (8, 1024):
+        dense = (n - 1) / n * (2 / 3) * c.peak("bf16") / W
+        for m in MODELS:
+            got = tr.dp_critical_tokens(m, c, n, net)
+            assert got == pytest.approx(dense * m.total_params / m.active_params, rel=1e-9), (m.name, n)
+
+
+def test_dp_threshold_scale_up_below_scale_out_and_grows_with_flops():
+    m = models.get("Llama-3.1-405B")
+    for c in CHIPS:
+        if c.scale_up_bandwidth and c.scale_out_bandwidth and "bf16" in c.flops:
+            assert tr.dp_critical_tokens(m, c, 1024, "scale_up") < tr.dp_critical_tokens(m, c, 1024, "scale_out")
+    h100, b200 = chips.get("H100-SXM"), chips.get("B200")
+    assert b200.scale_out_bandwidth == h100.scale_out_bandwidth  # same 400 Gb/s port
+    assert tr.dp_critical_tokens(m, b200, 1024) > 2 * tr.dp_critical_tokens(m, h100, 1024)
+
+
+# Claim (reality check): MFU over all reported chip-hours is below the MFU reported for steady
+# training, for PaLM (46.2%) and Llama 3.1 405B (38-43%).
+def test_mfu_over_chip_hours_below_reported():
+    palm = tr.mfu_from_chip_hours(2527.2e21, 1200 * 6144 + 336 * 3072, chips.get("TPU v4"))
+    llama = tr.mfu_from_chip_hours(3.8e25, 30.84e6, chips.get("H100-SXM"))
+    assert palm < 0.462 and llama < 0.38
+    assert 0.25 < palm and 0.30 < llama  # by hand: 0.304 and 0.346
+
+
+# Claim: "full recomputation stores 17 times less than selective" (34 D over 2 D, for any model),
+# and selective recomputation drops exactly the 5 n_q S term.
+@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+def test_recomputation_ratios(m):
+    S = min(8192, m.max_context)
+    sel = tr.activation_bytes_per_token_per_layer(m, S, "selective")
+    assert sel / tr.activation_bytes_per_token_per_layer(m, S, "full") == pytest.approx(17)
+    assert tr.activation_bytes_per_token_per_layer(m, S) - sel == 5 * m.n_heads * S
