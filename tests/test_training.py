@@ -196,7 +196,7 @@ def test_chapter10_bad_input():
     m = models.get("Llama-3-8B")
     with pytest.raises(TypeError, match="model"):
         attention_training_flops_per_token(8e9, 4096)
-    with pytest.raises(ValueError, match="seq_len"):
+    with pytest.raises(ValueError, match="sequence_length"):
         attention_training_share(m, 0)
     with pytest.raises(ValueError, match="recompute"):
         activation_bytes_per_token_per_layer(m, 4096, "partial")
@@ -212,7 +212,7 @@ def test_chapter10_bad_input():
         min_training_chips(m, H100, activation_bytes=-1)
     with pytest.raises(ValueError, match="chip_hours"):
         mfu_from_chip_hours(1e24, 0, H100)
-    with pytest.raises(ValueError, match="seq_len|context|supports"):
+    with pytest.raises(ValueError, match="sequence_length|context|supports"):
         attention_training_share(m, 1e6)  # beyond the model's 8,192-token context
 
 
@@ -253,7 +253,7 @@ def test_ch10_builders_on_every_chip(chip):
 def test_ch10_builders_on_every_model(model):
     m = models.get(model)
     with plots.offscreen():
-        fig = plots.attention_share_vs_seq([m, LLAMA], mark_seq=1024)
+        fig = plots.attention_share_vs_seq([m, LLAMA], mark_sequence_length=1024)
         assert fig.numbers["share"] == pytest.approx(attention_training_share(m, 1024))
         _check_figure(fig)
         fig = plots.zero_memory_vs_chips(m, H100)

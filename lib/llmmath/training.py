@@ -173,33 +173,33 @@ def _model_object(model, name="model"):
     return model
 
 
-def attention_training_flops_per_token(model, seq_len):
+def attention_training_flops_per_token(model, sequence_length):
     """Attention-kernel FLOPs (QK^T and AV) per trained token, forward and backward, all layers.
 
-    A causal sequence of ``seq_len`` tokens costs ``prefill_attention_flops(seq_len)`` forward;
+    A causal sequence of ``sequence_length`` tokens costs ``prefill_attention_flops(sequence_length)`` forward;
     the backward pass costs twice that (the same rule as for matmuls), so per token
-    ``3 x prefill_attention_flops(seq_len) / seq_len``, about ``6 L n_q d_h S / 2`` for a dense
+    ``3 x prefill_attention_flops(sequence_length) / sequence_length``, about ``6 L n_q d_h S / 2`` for a dense
     GQA model (the ``/2`` is causality). Not in ``6 N_act D``; sliding windows and sparse
     attention cap it as in serving. A sparse-attention indexer's FLOPs are left out.
     """
     model = _model_object(model)
-    seq_len = model._context(positive("seq_len", seq_len), "seq_len")  # within the model's context
-    return _out(3.0 * np.asarray(model.prefill_attention_flops(seq_len)) / seq_len)
+    sequence_length = model._context(positive("sequence_length", sequence_length), "sequence_length")  # within the model's context
+    return _out(3.0 * np.asarray(model.prefill_attention_flops(sequence_length)) / sequence_length)
 
 
-def attention_training_share(model, seq_len):
+def attention_training_share(model, sequence_length):
     """Attention's share of training FLOPs per token: ``a / (6 N_act + a)``, ``a`` as above."""
-    a = attention_training_flops_per_token(model, seq_len)
+    a = attention_training_flops_per_token(model, sequence_length)
     return _out(np.asarray(a) / (6.0 * float(model.active_params) + np.asarray(a)))
 
 
 #: Bytes per token per layer of stored activations in 16-bit, in units of the width D (the
-#: constant) plus a term in n_heads x seq_len (the attention scores and softmax), Korthikanti et
+#: constant) plus a term in n_heads x sequence_length (the attention scores and softmax), Korthikanti et
 #: al. 2022, Table 2 (no tensor or sequence parallelism, dropout masks of 1 byte included).
 ACTIVATION_RECOMPUTE = {"none": (34.0, 5.0), "selective": (34.0, 0.0), "full": (2.0, 0.0)}
 
 
-def activation_bytes_per_token_per_layer(model, seq_len, recompute="none"):
+def activation_bytes_per_token_per_layer(model, sequence_length, recompute="none"):
     """Bytes of activations one layer keeps per token for the backward pass (16-bit activations).
 
     Korthikanti et al. 2022 for a GPT layer (4D MLP, multi-head attention, dropout):
@@ -210,16 +210,16 @@ def activation_bytes_per_token_per_layer(model, seq_len, recompute="none"):
     the ``5 n_q S`` term, so they behave as ``selective`` here.
     """
     model = _model_object(model)
-    seq_len = model._context(positive("seq_len", seq_len), "seq_len")
+    sequence_length = model._context(positive("sequence_length", sequence_length), "sequence_length")
     choice("recompute", recompute, list(ACTIVATION_RECOMPUTE))
     per_d, per_hs = ACTIVATION_RECOMPUTE[recompute]
-    return _out(per_d * model.d_model + per_hs * model.n_heads * seq_len)
+    return _out(per_d * model.d_model + per_hs * model.n_heads * sequence_length)
 
 
-def activation_memory(model, tokens, seq_len, recompute="none"):
-    """Bytes of activations held for ``tokens`` tokens in flight (sequences of ``seq_len``), all layers."""
+def activation_memory(model, tokens, sequence_length, recompute="none"):
+    """Bytes of activations held for ``tokens`` tokens in flight (sequences of ``sequence_length``), all layers."""
     tokens = positive("tokens", tokens)
-    per = activation_bytes_per_token_per_layer(model, seq_len, recompute)
+    per = activation_bytes_per_token_per_layer(model, sequence_length, recompute)
     return _out(model.n_layers * tokens * np.asarray(per))
 
 
@@ -230,7 +230,7 @@ def _zero_stage(name, value):
     return int(choice(name, int(value), [0, 1, 2, 3]))
 
 
-def zero_memory_per_chip(model, n_chips, stage=0, optimizer="adam", mixed_precision=True):
+def zero_memory_per_chip(model, n_chips, zero_stage=0, optimizer="adam", mixed_precision=True):
     """Training state per chip (bytes, activations excluded) with ZeRO sharding over ``n_chips``.
 
     Rajbhandari et al. 2020: stage 0 replicates everything (plain data parallelism); stage 1
@@ -239,12 +239,12 @@ def zero_memory_per_chip(model, n_chips, stage=0, optimizer="adam", mixed_precis
     16 N, 4 N + 12 N/n, 2 N + 14 N/n, 16 N/n.
     """
     n = n_chips_check(n_chips)
-    stage = _zero_stage("stage", stage)
+    zero_stage = _zero_stage("zero_stage", zero_stage)
     m = training_memory_per_param(optimizer, mixed_precision)
     params = _params(model, "total_params")
     opt = m.master_weights + m.optimizer_states
     kept, sharded = {0: (m.total, 0.0), 1: (m.weights + m.gradients, opt),
-                     2: (m.weights, m.gradients + opt), 3: (0.0, m.total)}[stage]
+                     2: (m.weights, m.gradients + opt), 3: (0.0, m.total)}[zero_stage]
     return _out(params * (kept + sharded / np.asarray(n)))
 
 
@@ -313,12 +313,12 @@ def dp_critical_tokens(model, chip, n_chips, network="scale_out", grad_bytes=2, 
     return _out(t * chip.peak(dtype) * mfu / (6.0 * _params(model)))
 
 
-def mfu_from_chip_hours(flops, chip_hours, chip, dtype="bf16"):
+def mfu_from_chip_hours(compute, chip_hours, chip, dtype="bf16"):
     """MFU implied by a run's model FLOPs and its chip-hours: ``F / (chip_hours x 3600 x C)``.
 
     Chip-hours that include restarts, evaluation and idle time give a lower figure than the
     MFU measured over the steady steps.
     """
-    flops = positive("flops", flops)
+    compute = positive("compute", compute)
     chip_hours = positive("chip_hours", chip_hours)
-    return _out(flops / (chip_hours * 3600.0 * chip.peak(dtype)))
+    return _out(compute / (chip_hours * 3600.0 * chip.peak(dtype)))

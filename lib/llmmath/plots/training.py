@@ -88,15 +88,15 @@ def _share_setup(p):
 
 
 @builder(setup=_share_setup)
-def attention_share_vs_seq(p, model_list, seq_lens=None, mark_seq=None):
+def attention_share_vs_seq(p, model_list, sequence_lengths=None, mark_sequence_length=None):
     """Attention's share of training FLOPs per token against the training sequence length.
 
     ``a / (6 N_act + a)`` with ``a`` from :func:`llmmath.training.attention_training_flops_per_token`
     (causal, forward and backward). Each line stops at its model's maximum context.
-    ``seq_lens`` default 512 .. 131,072; ``mark_seq`` marks that length on the first model.
+    ``sequence_lengths`` default 512 .. 131,072; ``mark_sequence_length`` marks that length on the first model.
     """
     ms = [model_of(m) for m in as_list(model_list, None)]
-    S = grid(seq_lens, 512, 131072, n=30) if seq_lens is not None else 2.0 ** np.arange(9, 18)
+    S = grid(sequence_lengths, 512, 131072, n=30) if sequence_lengths is not None else 2.0 ** np.arange(9, 18)
     ax = p.ax
     ends, names, last = [], [], {}
     for i, m in enumerate(ms):
@@ -113,8 +113,8 @@ def attention_share_vs_seq(p, model_list, seq_lens=None, mark_seq=None):
         p.label(x, y, name, [(6, 0, "left", "center"), (6, 8, "left", "bottom"),
                              (6, -8, "left", "top"), (0, 10, "center", "bottom")], color=colour)
     with p.marking():
-        if mark_seq is not None and ms:
-            sm = float(mark_seq)
+        if mark_sequence_length is not None and ms:
+            sm = float(mark_sequence_length)
             f = float(attention_training_share(ms[0], sm))
             p.point(sm, f, f"{ms[0].name}, S = {fmt_count(sm, 3)}: {fmt_percent(f, 2)}")
             p.numbers = {"share": f}
