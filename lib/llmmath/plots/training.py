@@ -15,7 +15,7 @@ from .labels import (
     set_log,
     with_notes,
 )
-from .style import PALETTE, ROLE
+from .style import PALETTE, ROLE, SMALL
 
 
 def _training_time_vs_chips_setup(p):
@@ -49,7 +49,7 @@ def training_time_vs_chips(p, model, tokens, chip, chips_range=None, mfu=0.4, dt
     if need > n.min():
         p.nofit(n.min(), min(need, n.max()), "")
         p.add(ax.text(0.02, 0.04, f"training state (16 B/param)\nneeds >= {need:,} chips",
-                         transform=ax.transAxes, fontsize=9, color="#444444"))
+                         transform=ax.transAxes, fontsize=SMALL, color="#444444"))
     flops = training_flops(model, tokens)
     with p.marking():
         if mark_chips is not None:
