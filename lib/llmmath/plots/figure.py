@@ -172,7 +172,19 @@ class Drawing:
                 self.ax.relim()
             before = {id(a) for a in self._children()}
             self._legend_is_marked = False
-            alt = self._draw(self, **self.params)
+            try:
+                alt = self._draw(self, **self.params)
+            except Exception:  # leave no half-drawn artists behind for the next update
+                for a in self._children():
+                    if id(a) not in before and id(a) not in self._kept:
+                        a.remove()
+                for a in self._mark_artists:
+                    try:
+                        a.remove()
+                    except (ValueError, AttributeError, NotImplementedError):
+                        pass
+                self._mark_artists = []
+                raise
             marks = {id(a) for a in self._mark_artists}
             self._dyn = [a for a in self._children() if id(a) not in before
                          and id(a) not in marks and id(a) not in self._kept]
