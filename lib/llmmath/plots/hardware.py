@@ -286,6 +286,7 @@ def matmul_throughput_vs_batch(chip, dtypes=None, k=8192, n=8192, batches=None):
                 ax.plot([knee], [chip.peak(d)], "o", ms=7, color=col)
                 ax.annotate(f"B = {knee:.0f}", (knee, chip.peak(d)), xytext=(6, 5),
                             textcoords="offset points", fontsize=SMALL, color=col)
+        set_log(ax, x=lambda v: f"{v:g}", y=lambda v: fmt_si(v, "FLOP/s", 2))  # one tick style
         ax.set_xlabel("batch B (tokens sharing the weights)")
         ax.set_ylabel("attainable FLOP/s")
         ax.set_title(f"({k:,.0f} x {n:,.0f}) weight matmul on {chip.name}")
@@ -317,7 +318,9 @@ def roofline_measured(chip, measured, dtype="bf16", intensity_range=(1, 1e4)):
                   f"{fmt_si(bw, 'B/s')}")
         ax.loglog(i, real, color=ROLE["cost"], lw=2.0, ls="--",
                   label=f"measured: {fmt_si(f_meas, 'FLOP/s')}, {fmt_si(w_meas, 'B/s')}")
-        ax.fill_between(i, real, roof, color=ROLE["cost"], alpha=0.12, lw=0)
+        set_log(ax, x=lambda v: f"{v:g}", y=lambda v: fmt_si(v, "FLOP/s", 2))  # one tick style
+        ax.fill_between(i, real, roof, color=ROLE["cost"], alpha=0.35, lw=0,
+                        label="gap the datasheet bound does not see")
         r_ds, r_me = peak / bw, f_meas / w_meas
         ax.axvline(r_ds, color=ROLE["total"], lw=1, ls=":")
         ax.axvline(r_me, color=ROLE["cost"], lw=1, ls=":")
