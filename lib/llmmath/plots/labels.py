@@ -436,6 +436,12 @@ def wrap_title(ax):
         title.set_text("\n".join(lines))
 
 
+def _restore_height(fig):
+    base = getattr(fig, "_llm_base_height", None)
+    if base is not None and fig.get_figheight() != base:
+        fig.set_figheight(base)
+
+
 def settle_legend(ax):
     """Keep the Axes' legend off the data: the builder's location if it is clear of every line,
     marker and label, else the first clear one of the standard corners and sides, else outside
@@ -489,11 +495,13 @@ def settle_legend(ax):
             b, lines, collections=ax.collections)
 
     if clear():
+        _restore_height(ax.figure)
         return
     first = leg._loc
     for loc in _LEGEND_LOCS:
         leg.set_loc(loc)
         if clear():
+            _restore_height(ax.figure)
             return
     leg.set_loc(first)
     handles, labels = leg.legend_handles, [t.get_text() for t in leg.get_texts()]
@@ -515,3 +523,7 @@ def settle_legend(ax):
         out.remove()
         ncol -= 1
     ax._llm_outside_legend = out
+    # the figure grows by the legend's height, so the plot keeps its size and its labels fit
+    base = getattr(fig, "_llm_base_height", None) or fig.get_figheight()
+    fig._llm_base_height = base
+    fig.set_figheight(base + out.get_window_extent(renderer).height / fig.dpi + 0.1)
