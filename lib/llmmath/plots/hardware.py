@@ -330,8 +330,16 @@ def roofline_measured(chip, measured, dtype="bf16", intensity_range=(1, 1e4)):
                     xytext=(0, -6), textcoords="offset points", fontsize=SMALL, color=ROLE["cost"],
                     ha="right", va="top")
         ax.annotate(f"ridge {r_ds:.0f}", (r_ds, peak), xytext=(4, 6), textcoords="offset points", fontsize=SMALL)
-        ax.annotate(f"ridge {r_me:.0f}", (r_me, f_meas), xytext=(-6, -60), textcoords="offset points",
-                    fontsize=SMALL, color=ROLE["cost"], ha="right")
+        ax.set_xlim(*intensity_range)
+        ax.set_ylim(intensity_range[0] * bw * 0.5, peak * 2.5)
+        fig.canvas.draw()  # settle the layout, then place the measured ridge's label off the lines
+
+        def make(c):
+            return ax.annotate(f"ridge {r_me:.0f}", (r_me, f_meas), xytext=c[:2], textcoords="offset points",
+                               fontsize=SMALL, color=ROLE["cost"], ha=c[2], va="top")
+
+        place(ax, make, [(-6, -60, "right"), (6, -60, "left"), (-6, -90, "right"), (6, -90, "left"),
+                         (-6, -30, "right"), (6, -30, "left")])
         ax.set_xlim(*intensity_range)
         ax.set_ylim(intensity_range[0] * bw * 0.5, peak * 2.5)
         ax.set_xlabel("arithmetic intensity (FLOP/byte)")
