@@ -141,6 +141,8 @@ class Drawing:
         if isinstance(self.params.get("model"), str):
             self.params["model"] = _models.get(self.params["model"])
         was_outside = getattr(self.ax, "_llm_outside_legend", None) is not None
+        height = self.fig.get_figheight()
+        mark_only = bool(changes) and all(k.startswith("mark_") or k in self.marked for k in changes)
         alt = self._render()
         now_outside = getattr(self.ax, "_llm_outside_legend", None) is not None
         engine = self.fig.get_layout_engine()
@@ -149,6 +151,9 @@ class Drawing:
             # the title and the tick labels change), then place them again in the final frame.
             engine.execute(self.fig)
             alt = self._render()
+        if mark_only and self.fig.get_figheight() != height:
+            # moving only the marked point keeps the figure's size (frames of one slider match)
+            self.fig.set_figheight(height)
         if self._mark_text:
             alt = f"{alt} Marked: {self._mark_text.replace(chr(10), ' ')}."
         self.alt_text = alt
