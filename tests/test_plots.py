@@ -17,7 +17,7 @@ from llmmath.roofline import critical_batch, max_batch  # noqa: E402
 
 CHIPS = chips.names()
 MODELS = models.names()
-UNIT = re.compile(r"\((s|B|USD|FLOP/byte|FLOP/s|sequences|tokens|tokens/s|days|%|count|"
+UNIT = re.compile(r"\((s|B|bytes|USD|FLOP/byte|FLOP/s|sequences|tokens|tokens/s|days|%|count|"
                   r"tokens per step|tokens per sequence|tokens in the KV cache|tokens per sequence)\)")
 H100 = chips.get("H100-SXM")
 LLAMA = models.get("Llama-3-70B")
@@ -71,7 +71,7 @@ def _check(fig, name):
     assert isinstance(fig.alt_text, str) and len(fig.alt_text) > 40, f"{name}: no alt text"
     assert "nan" not in fig.alt_text.lower().split(), fig.alt_text
     w, h = fig.get_size_inches()
-    assert 6 <= w <= 7 and 3.5 <= h <= 5
+    assert 6 <= w <= 7 and 3.5 <= h <= 7  # taller when the legend sits below the plot
     assert fig.get_facecolor()[:3] == (1.0, 1.0, 1.0), "figures need an opaque white background"
 
 
@@ -92,9 +92,12 @@ def test_every_builder_on_every_model(name, model):
 
 
 def _texts(fig):
+    """Every text of the figure's axes, its legend's entries included (inside or outside)."""
     ax = fig.axes[0]
-    return [t.get_text() for t in ax.texts] + [c.get_text() for c in ax.get_children()
-                                               if hasattr(c, "get_text") and c not in ax.texts]
+    legends = [lg for lg in [ax.get_legend(), *fig.legends] if lg is not None and lg.get_visible()]
+    return ([t.get_text() for t in ax.texts] + [c.get_text() for c in ax.get_children()
+                                                if hasattr(c, "get_text") and c not in ax.texts]
+            + [t.get_text() for lg in legends for t in lg.get_texts()])
 
 
 def test_decode_vs_batch_marks_the_knee_and_the_floor():
@@ -118,7 +121,9 @@ def test_cost_curve_stops_at_the_memory_limit():
     cost = [ln for ln in fig.axes[0].get_lines() if ln.get_label() == "cost (lower bound)"][0]
     assert cost.get_xdata().max() <= mb
     texts = " ".join(_texts(fig))
-    assert f"B > {mb:,}" in texts and "floor $" in texts
+    # one memory limit, named once: the point where the curve stops (issue 18: not 1,424 and 1,486)
+    assert f"memory limit B = {mb:,}" in texts and "floor $" in texts
+    assert "HBM full" in texts
     assert fig.numbers["max_batch"] == mb
 
 
@@ -132,7 +137,7 @@ def test_crossover_context_is_annotated():
     with plots.offscreen():
         fig = plots.decode_time_vs_context(LLAMA, H100, batch=64, n_chips=8)
     assert fig.numbers["crossover_context"] is not None
-    assert "KV reads = weight reads" in " ".join(_texts(fig))
+    assert "KV = weights" in " ".join(_texts(fig))
 
 
 def test_update_in_place_keeps_one_figure_and_lines():
@@ -169,7 +174,7 @@ def test_roofline_and_bars():
         fig = plots.param_breakdown()
         assert fig.axes[0].get_xlabel().endswith("(%)")
         fig = plots.kv_per_token()
-        assert "(B)" in fig.axes[0].get_xlabel()
+        assert "(bytes)" in fig.axes[0].get_xlabel()
         fig = plots.kv_vs_context([LLAMA, models.get("DeepSeek-V3"), models.get("GPT-3-175B")], H100, n_chips=8)
         _check(fig, "kv_vs_context")
 

@@ -98,3 +98,71 @@ def test_plots_offscreen_figures_are_not_in_pyplot():
     widgets.kv_explorer()
     assert len(plt.get_fignums()) == n
     assert plots.STYLE["figure.facecolor"] == "white"
+
+
+# ----- no traceback, whatever the controls (issue 21) -------------------------------------------
+
+def _extremes(w):
+    """The extreme values of a control: first and last option, or min and max."""
+    if hasattr(w, "options") and len(w.options):
+        opts = [o[1] if isinstance(o, tuple) else o for o in w.options]
+        return [opts[0], opts[-1]]
+    if hasattr(w, "min") and hasattr(w, "max"):
+        return [w.min, w.max]
+    return []
+
+
+def _offered(w, v):
+    if hasattr(w, "options") and len(w.options):
+        return v in [o[1] if isinstance(o, tuple) else o for o in w.options]
+    return True
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_controls_at_their_extremes_never_raise(name, no_render):
+    """Every control alone at each extreme, then all controls at their low ends and at their high
+    ends together, then each model and each chip: every combination either draws a readout table
+    or says in the readout why it is not possible; no exception reaches the reader."""
+    factory, _main, _values = widgets.EXPLORERS[name]
+    e = factory()
+    combos = []
+    for k, w in e.controls.items():
+        combos += [{k: v} for v in _extremes(w)]
+    lows = {k: _extremes(w)[0] for k, w in e.controls.items() if _extremes(w)}
+    highs = {k: _extremes(w)[-1] for k, w in e.controls.items() if _extremes(w)}
+    combos += [lows, highs]
+    for k in ("model", "chip"):
+        if k in e.controls:
+            combos += [{k: o, **{j: highs[j] for j in highs if j not in ("model", "chip")}}
+                       for o in e.controls[k].options]
+    for values in combos:
+        # a reader picks only what a control offers now (a chip's formats follow the chip)
+        values = {k: v for k, v in values.items() if _offered(e.controls[k], v)}
+        e.update(**values)  # must not raise
+        panel = e.numbers.value
+        assert ("<table class='llm-numbers'>" in panel) != ("Not possible" in panel), (name, values)
+        if getattr(e, "error", None):
+            assert "Traceback" not in panel and len(e.error) > 10, (name, values, e.error)
+
+
+def test_impossible_combinations_say_why():
+    """A model that cannot fit, a chip without the format, a context past the window."""
+    e = widgets.decode_explorer("Llama-3-70B", "H100-SXM", batch=64, context=4096, n_chips=8)
+    e.update(model="DeepSeek-V3", chip="A100-SXM-80GB", n_chips=1)
+    assert "needs 18 chips" in e.numbers.value or "Not possible" in e.numbers.value
+    e.update(model="Llama-3-70B", chip="H100-SXM", n_chips=8)
+    assert getattr(e, "error", None) is None and "<table class='llm-numbers'>" in e.numbers.value
+
+
+def test_a_failing_compute_shows_its_reason(monkeypatch):
+    e = widgets.decode_explorer()
+    image = bytes(e.image.value)
+
+    def boom(values):
+        raise ValueError("context: got 999999 tokens; Llama-3-70B supports at most 8192")
+
+    monkeypatch.setattr(e, "_compute", boom)
+    e.update(batch=1)
+    assert "Not possible with these settings" in e.numbers.value
+    assert "supports at most 8192" in e.numbers.value
+    assert bytes(e.image.value) == image, "the last possible figure stays"

@@ -17,6 +17,7 @@ kernel-free twin from :func:`llmmath.frames.slider`, built by the same plot buil
 
 from __future__ import annotations
 
+import html
 import io
 import time
 
@@ -141,7 +142,17 @@ class Explorer(W.VBox):
         t0 = time.perf_counter()
         values = self.values
         prev, self._prev = getattr(self, "_prev", None), values
-        fig, html = self._compute(values)
+        try:
+            fig, html = self._compute(values)
+        except (ValueError, KeyError, TypeError, ZeroDivisionError, OverflowError) as err:
+            # an impossible combination (does not fit, no such format, past the window ...):
+            # say why in the readout, keep the last figure, never show a traceback
+            self.error = str(err).strip("'\"")
+            self.numbers.value = _impossible(self.error, values)
+            self._prev = prev
+            self.last_update_s = time.perf_counter() - t0
+            return
+        self.error = None
         # Lay the figure out again only when what its title and tick labels hold can change a
         # lot (first draw, another model, chip or view); other controls keep the layout, which
         # halves a full redraw.
@@ -169,6 +180,14 @@ class Explorer(W.VBox):
             self._holding = False
         self._render()
         return self
+
+
+def _impossible(message: str, values: dict) -> str:
+    """The readout for a control combination the model cannot compute: what was asked, why not."""
+    asked = ", ".join(f"{k} {Explorer._show(v)}" for k, v in values.items())
+    return ("<div class='llm-numbers llm-impossible'><b>Not possible with these settings.</b><br>"
+            f"{html.escape(message)}<br><small>({html.escape(asked)}; the figure shows the last "
+            "possible setting)</small></div>")
 
 
 def _figure(builder, **kwargs):

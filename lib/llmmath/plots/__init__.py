@@ -79,7 +79,9 @@ from .style import (
                        PHONE,
                        ROLE,
                        STYLE,
+                       chip_colour,
                        house_style,
+                       model_colour,
                        offscreen,
                        series_colour,
                        setup_notebook,
@@ -94,6 +96,7 @@ from .training import (
 __all__ = [
     # house style and figures
     "PALETTE", "CYCLE", "ROLE", "KIND_COLOUR", "NOFIT", "STYLE", "PHONE", "series_colour",
+    "chip_colour", "model_colour",
     "house_style", "setup_notebook", "offscreen", "label_si",
     "render_rgba", "BookFigure",
     # chips and the roofline

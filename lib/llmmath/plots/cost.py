@@ -21,7 +21,7 @@ from .labels import (
     set_log,
     with_notes,
 )
-from .style import PALETTE, ROLE
+from .style import PALETTE, ROLE, SMALL
 
 
 def _cost_vs_batch_setup(p):
@@ -50,12 +50,14 @@ def cost_vs_batch(p, model, chip, price_per_chip_hour=None, batches=None, contex
     ctx, cnote = model.cap_context(context)
     price, pnote = chip_hour_price(chip, price_per_chip_hour)
     B = grid(batches, 1, 4096)
+    mb, need = _fits(model, chip, ctx, n_chips, weight_bytes, kv_bytes)
+    if mb is not None and B.min() < mb < B.max():
+        B = np.unique(np.append(B, float(mb)))  # the curve ends exactly at the memory limit
     s = _decode(model, chip, B, ctx, n_chips, weight_bytes, kv_bytes, dt, overlap)
     cost = np.asarray(cost_per_million_tokens(s, price))
     per_second = cost / np.asarray(s.time)  # USD/Mtok per second of step: splits cost into parts
     parts = {"w": per_second * s.weight_time, "c": per_second * s.compute_time,
              "kv": per_second * s.kv_time, "t": cost}
-    mb, need = _fits(model, chip, ctx, n_chips, weight_bytes, kv_bytes)
     ok = B <= (mb if mb is not None else 0)
     fits = bool(ok.any())
     keep = ok if fits else np.ones_like(ok)
@@ -76,15 +78,20 @@ def cost_vs_batch(p, model, chip, price_per_chip_hour=None, batches=None, contex
         i = int(np.nonzero(ok)[0][-1])
         best = float(parts["t"][i])
         if mb < B.max():
-            p.nofit(max(mb, B.min()), B.max(), f"B > {mb:,}: HBM full")
+            p.nofit(max(mb, B.min()), B.max(), "HBM full")
             limit = i
+            # the curve and the marked limit end at the largest batch that fits, not at the
+            # last grid point below it: one memory limit in the figure
+            at_mb = _decode(model, chip, float(mb), ctx, n_chips, weight_bytes, kv_bytes, dt, overlap)
+            best = float(cost_per_million_tokens(at_mb, price))
     bstar = try_value(critical_batch, model, chip, weight_bytes=weight_bytes, dtype=dt, context=ctx,
                  kv_bytes=kv_bytes)
     if bstar is not None and B.min() <= bstar <= B.max():
         p.vline(bstar, f"B* = {bstar:,.0f}", y=0.55)
     if limit is not None:
-        p.point(B[limit], best, f"memory limit B={B[limit]:,.0f}:\n{fmt_usd(best)}/Mtok",
-                   color=ROLE["capacity"], offset=(-10, -30))
+        p.add(ax.plot([float(mb)], [best], "o", ms=7, mfc=ROLE["capacity"], mec="white", mew=1.5,
+                      zorder=5, label=f"memory limit B = {mb:,}: {fmt_usd(best)}/Mtok")[0])
+        ax.legend(loc="upper right")
     mark = None
     with p.marking():
         if mark_batch is not None:
@@ -143,7 +150,7 @@ def latency_cost_frontier(p, model, chip, batches=None, context=4096, n_chips=1,
     cands = [(-5, 4, "right", "bottom"), (5, 4, "left", "bottom"), (5, -4, "left", "top"),
              (-5, -4, "right", "top")]
     for i in labelled:
-        p.label(x[i], y[i], f"B={B[i]:g}", cands, color="#333333", fontsize=8.5, box=False)
+        p.label(x[i], y[i], f"B={B[i]:g}", cands, color="#333333", fontsize=SMALL, box=False)
     with p.marking():
         if mark_batch is not None:
             g = _frontier(model, chip, float(mark_batch), ctx, n_chips=n_chips, weight_bytes=weight_bytes,

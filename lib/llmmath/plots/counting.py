@@ -12,10 +12,12 @@ from ..units import fmt_count, fmt_percent
 from .figure import as_list, new_axes
 from .labels import (
     fmt_b,
+    fmt_params,
     fmt_tokens_binary,
     set_log,
+    settle_legend,
 )
-from .style import CYCLE, KIND_COLOUR, PALETTE, ROLE, house_style
+from .style import KIND_COLOUR, PALETTE, ROLE, SMALL, house_style, model_colour
 
 _PARTS = [("embeddings + head", PALETTE["grey"]), ("attention", ROLE["kv"]),
           ("dense MLP", ROLE["compute"]), ("routed experts, active", ROLE["cost"]),
@@ -58,17 +60,17 @@ def param_breakdown(model_list=None):
                 ax.barh(y, share * 100, left=left, color=col, label=name, height=0.7)
             left += share * 100
         for yi, m in zip(y, ms, strict=False):
-            txt = fmt_count(m.total_params, 3)
+            txt = fmt_params(m.total_params, 3)
             if m.is_moe:
-                txt += f" ({fmt_count(m.active_params, 2)} active)"
-            ax.text(101, yi, txt, va="center", fontsize=8.5)
+                txt += f" ({fmt_params(m.active_params, 2)} active)"
+            ax.text(101, yi, txt, va="center", fontsize=SMALL)
         ax.set_yticks(y, [m.name for m in ms])
         ax.invert_yaxis()
         ax.set_xlim(0, 135)
         ax.set_xticks([0, 25, 50, 75, 100])
         ax.set_xlabel("share of parameters (%)")
         ax.grid(axis="y", visible=False)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14 - 0.4 / max(len(ms), 1)), ncol=3, fontsize=8.5)
+        fig.legend(loc="outside lower center", ncol=2)
         ax.set_title("Where the parameters are\n(total, and active per token, at right)")
     idle = [(m, t["routed experts, idle"] / m.total_params) for m, t in zip(ms, table, strict=False) if m.is_moe]
     alt = (f"Stacked bars of the share of parameters in embeddings, attention, MLPs and experts for "
@@ -79,6 +81,7 @@ def param_breakdown(model_list=None):
         alt += f"; in {m.name} {f:.0%} of the parameters are experts a token does not use"
     fig.alt_text = alt + "."
     fig.numbers = {m.name: t for m, t in zip(ms, table, strict=False)}
+    settle_legend(ax)
     return fig
 
 
@@ -92,12 +95,12 @@ def kv_per_token(model_list=None, kv_bytes=2):
         y = np.arange(len(ms))
         ax.barh(y, vals, color=[KIND_COLOUR[m.attention_kind] for m in ms], height=0.7)
         for yi, v in zip(y, vals, strict=False):
-            ax.text(v * 1.05, yi, fmt_b(v), va="center", fontsize=8.5)
+            ax.text(v * 1.05, yi, fmt_b(v), va="center", fontsize=SMALL)
         ax.set_yticks(y, [m.name for m in ms])
         ax.invert_yaxis()
         set_log(ax, x=fmt_b)
         ax.set_xlim(vals.min() / 2, vals.max() * 6)
-        ax.set_xlabel(f"KV-cache bytes per token, all layers, {kv_bytes:g} B per element (B)")
+        ax.set_xlabel(f"KV cache per token, all layers, {kv_bytes:g} bytes per element (bytes)")
         ax.grid(axis="y", visible=False)
         kinds = [k for k in KIND_COLOUR if any(m.attention_kind == k for m in ms)]
         ax.legend(handles=[Patch(color=KIND_COLOUR[k], label=k) for k in kinds], loc="lower right",
@@ -108,6 +111,7 @@ def kv_per_token(model_list=None, kv_bytes=2):
                     f"{fmt_b(vals[lo])} ({ms[lo].name}, {ms[lo].attention_kind}) to {fmt_b(vals[hi])} "
                     f"({ms[hi].name}, {ms[hi].attention_kind}).")
     fig.numbers = {m.name: v for m, v in zip(ms, vals, strict=False)}
+    settle_legend(ax)
     return fig
 
 
@@ -127,8 +131,8 @@ def attention_flops_share(model_list, contexts=None, context=None):
     fig, ax = new_axes((6.4, 4.2))
     with house_style():
         shares_at = []
-        for i, m in enumerate(model_list):
-            color = CYCLE[i % len(CYCLE)]
+        for m in model_list:
+            color = model_colour(m)
             s = contexts[contexts <= (m.max_context or np.inf)]
             att = m.attention_flops_per_token(s)
             share = att / (2.0 * m.matmul_params_active + att)
@@ -140,7 +144,7 @@ def attention_flops_share(model_list, contexts=None, context=None):
                 a = float(m.attention_flops_per_token(context))
                 shares_at.append((m.name, a / (2.0 * m.matmul_params_active + a)))
         ax.axhline(50, color=PALETTE["grey"], lw=1, ls="--")
-        ax.text(contexts[0], 51.5, "attention = matmuls", fontsize=9, color=PALETTE["grey"])
+        ax.text(contexts[0], 51.5, "attention = matmuls", fontsize=SMALL, color=PALETTE["grey"])
         if context is not None:
             ax.axvline(context, color=PALETTE["black"], lw=1, ls=":")
             ax.set_title(f"Attention's share of forward FLOPs; line at {fmt_tokens_binary(context)} tokens")
@@ -151,7 +155,7 @@ def attention_flops_share(model_list, contexts=None, context=None):
         ax.set_xlabel("context attended to, S (tokens)")
         ax.set_ylabel("attention share of FLOPs (%)")
         ax.set_ylim(0, 100)
-        ax.legend(loc="upper left", fontsize=9)
+        ax.legend(loc="upper left", fontsize=SMALL)
     crossing = "; ".join(
         f"{m.name} at {fmt_count(attention_crossover_context(m))} tokens"
         for m in model_list if np.isfinite(attention_crossover_context(m)))
@@ -161,6 +165,7 @@ def attention_flops_share(model_list, contexts=None, context=None):
     if shares_at:
         alt += " At the marked context: " + ", ".join(f"{n} {fmt_percent(v)}" for n, v in shares_at) + "."
     fig.alt_text = alt
+    settle_legend(ax)
     return fig
 
 
@@ -181,7 +186,7 @@ def attention_crossover(model_list=None):
         ax.barh(y, finite, color=colors)
         for yi, v in zip(y, vals, strict=True):
             ax.text(v if np.isfinite(v) else 0, yi, f" {v:.1f} D" if np.isfinite(v) else " never (top-k)",
-                    va="center", fontsize=9)
+                    va="center", fontsize=SMALL)
         ax.set_yticks(y, [m.name for m in model_list])
         ax.invert_yaxis()
         ax.grid(axis="y", visible=False)
@@ -191,10 +196,11 @@ def attention_crossover(model_list=None):
         ax.legend(handles=[Patch(color=ROLE["compute"], label="dense"), Patch(color=ROLE["weights"], label="MoE"),
                            Patch(color=PALETTE["grey"], alpha=0.2, label="6-7 D")],
                   loc="upper center", bbox_to_anchor=(0.5, -0.09 - 0.6 / len(model_list)), ncol=3,
-                  fontsize=9, frameon=False)
+                  fontsize=SMALL, frameon=False)
     fin = [(m.name, v) for m, v in zip(model_list, vals, strict=True) if np.isfinite(v)]
     lo, hi = min(fin, key=lambda t: t[1]), max(fin, key=lambda t: t[1])
     fig.alt_text = (f"Bar chart of the context, in multiples of the model width D, at which attention FLOPs "
                     f"equal the matmul FLOPs for {len(model_list)} models; dense MHA/GQA models sit at 6-7 D, "
                     f"the range runs from {lo[1]:.1f} D ({lo[0]}) to {hi[1]:.1f} D ({hi[0]}).")
+    settle_legend(ax)
     return fig

@@ -29,9 +29,10 @@ from .labels import (
     fmt_t,
     loglim,
     set_log,
+    settle_legend,
     with_notes,
 )
-from .style import NOFIT, PALETTE, ROLE, house_style
+from .style import NOFIT, PALETTE, ROLE, SMALL, house_style
 
 
 def _decode(model, chip, batch, context, n_chips, weight_bytes, kv_bytes, dtype, overlap):
@@ -99,10 +100,10 @@ def decode_time_vs_batch(p, model, chip, batches=None, context=4096, n_chips=1, 
         p.note(f"does not fit: weights + 1 sequence need {need} x {chip.name}", loc=(0.98, 0.03),
                   ha="right")
     elif mb < B.max():
-        p.nofit(max(mb, B.min()), B.max(), f"B > {mb:,}: KV does not fit")
+        p.nofit(max(mb, B.min()), B.max(), f"KV does not fit (B > {mb:,})")
     bstar = sweep.critical_batch
     if bstar is not None and B.min() <= bstar <= B.max():
-        p.vline(bstar, f"critical batch\n B* = {bstar:,.0f}", y=0.6)
+        p.vline(bstar, f"critical\nB* = {bstar:,.0f}", y=0.6)
     with p.marking():
         if mark_batch is not None:
             m = _decode(model, chip, float(mark_batch), ctx, n_chips, weight_bytes, kv_bytes, dt, overlap)
@@ -148,13 +149,13 @@ def decode_time_vs_context(p, model, chip, batch=64, contexts=None, n_chips=1, w
         p.nofit(max(mc, S.min()), S.max(), "KV does not fit")
     cross = log_interp(S, s.kv_time, s.weight_time)
     if cross is not None:
-        p.vline(cross, f"KV reads = weight reads\n S = {fmt_count(cross, 2)}", color=ROLE["kv"], y=0.6)
+        p.vline(cross, f"S = {fmt_count(cross, 2)}:\nKV = weights", color=ROLE["kv"], y=0.6)
     flip = log_interp(S, s.memory_time, s.compute_time)
     if flip is not None and (cross is None or abs(math.log(flip / cross)) > 0.3):
-        p.vline(flip, f"memory-bound from\n S = {fmt_count(flip, 2)}", y=0.35)
+        p.vline(flip, f"memory-bound\nfrom S = {fmt_count(flip, 2)}", y=0.35)
     sstar = try_value(critical_context, model, chip, kv_bytes=kv_bytes, dtype=dt)
     if sstar is not None and S.min() <= sstar <= S.max():
-        p.vline(sstar, f"critical context\n S* = {fmt_count(sstar, 2)}", color=ROLE["capacity"],
+        p.vline(sstar, f"critical\nS* = {fmt_count(sstar, 2)}", color=ROLE["capacity"],
                    y=0.97)
     with p.marking():
         if mark_context is not None:
@@ -219,7 +220,7 @@ def regime_map(p, model, chip, n_chips=1, batches=None, contexts=None, weight_by
         p.add(ax.plot(bx[inside], by[inside], color=ROLE["total"], lw=2, label="B*(S)")[0])
         j = int(np.nonzero(inside)[0][0])
         p.add(ax.annotate("critical batch B*(S)", (bx[j], by[j]), xytext=(6, 6), textcoords="offset points",
-                             fontsize=9.5))
+                             fontsize=SMALL))
     if sstar is not None and S.min() <= sstar <= S.max():
         p.hline(sstar, f"critical context S* = {fmt_count(sstar, 2)}", color=ROLE["capacity"], x=0.01,
                    ha="left", va="bottom")
@@ -265,7 +266,7 @@ def speculative_gain_vs_batch(model, chip, draft_tokens=(1, 3, 7), acceptance=0.
             ax.plot(B, g, color=col, label=f"k = {k} drafts ({ideal:.2f} tokens/step)")
         ax.axhline(1.0, color=PALETTE["black"], lw=1.0, ls=":")
         ax.text(0.01, 1.0, " no gain", transform=ax.get_yaxis_transform(), ha="left", va="bottom",
-                fontsize=9)
+                fontsize=SMALL)
         set_log(ax, x=fmt_batch)
         ax.set_xlim(B.min(), B.max())
         top = max(float(np.max(g)) for g in gains.values())
@@ -281,4 +282,5 @@ def speculative_gain_vs_batch(model, chip, draft_tokens=(1, 3, 7), acceptance=0.
                     f"{acceptance:g}: with k = {k0} drafts the gain is {gains[k0][0]:.2f}x at batch 1 and "
                     f"{gains[k0][-1]:.2f}x at batch {B[-1]:g}; every curve falls once the verify step "
                     f"turns compute-bound.")
+    settle_legend(ax)
     return fig

@@ -26,11 +26,11 @@ from matplotlib.figure import Figure
 
 from .. import chips as _chips
 from .. import models as _models
-from .labels import flip_ha, place, point_candidates
-from .style import NOFIT, PALETTE, STYLE, house_style, new_figure
+from .labels import flip_ha, place, point_candidates, settle_legend
+from .style import NOFIT, PALETTE, SMALL, STYLE, house_style, new_figure
 
 __all__ = ["BookFigure", "Drawing", "builder", "render_rgba", "grid", "mask", "as_list",
-           "try_value", "log_interp", "new_axes", "chip_of", "model_of"]
+           "try_value", "log_interp", "refine_root", "new_axes", "chip_of", "model_of"]
 
 
 class BookFigure(Figure):
@@ -81,6 +81,8 @@ class Drawing:
         self.numbers: dict = {}
         self.alt_text = ""
         self.first = True
+        self._passes = 0
+        self._legend_is_marked = False
         self._dyn: list = []
         self._kept: set = set()
         self._mark_artists: list = []
@@ -138,20 +140,20 @@ class Drawing:
             self.params["chip"] = _chips.get(self.params["chip"])
         if isinstance(self.params.get("model"), str):
             self.params["model"] = _models.get(self.params["model"])
-        self._mark_text = None
-        with house_style():
-            marks = {id(a) for a in self._mark_artists}
-            for a in self._dyn + self._mark_artists:
-                a.remove()
-            self._dyn, self._mark_artists = [], []
-            if not self.first:
-                self.ax.relim()
-            before = {id(a) for a in self._children()}
-            alt = self._draw(self, **self.params)
-            marks = {id(a) for a in self._mark_artists}
-            self._dyn = [a for a in self._children() if id(a) not in before
-                         and id(a) not in marks and id(a) not in self._kept]
-        self.first = False
+        was_outside = getattr(self.ax, "_llm_outside_legend", None) is not None
+        height = self.fig.get_figheight()
+        mark_only = bool(changes) and all(k.startswith("mark_") or k in self.marked for k in changes)
+        alt = self._render()
+        now_outside = getattr(self.ax, "_llm_outside_legend", None) is not None
+        engine = self.fig.get_layout_engine()
+        if (self._passes == 1 or was_outside != now_outside) and engine is not None:
+            # Labels are placed in the axes' pixel frame: settle the layout (which the legend,
+            # the title and the tick labels change), then place them again in the final frame.
+            engine.execute(self.fig)
+            alt = self._render()
+        if mark_only and self.fig.get_figheight() != height:
+            # moving only the marked point keeps the figure's size (frames of one slider match)
+            self.fig.set_figheight(height)
         if self._mark_text:
             alt = f"{alt} Marked: {self._mark_text.replace(chr(10), ' ')}."
         self.alt_text = alt
@@ -159,6 +161,45 @@ class Drawing:
             self.fig.alt_text = alt
             self.fig.numbers = dict(self.numbers)
         return self.fig
+
+    def _render(self):
+        """One drawing pass: remove the previous pass's artists, draw, settle the legend."""
+        self._passes += 1
+        self._mark_text = None
+        with house_style():
+            for a in self._dyn + self._mark_artists:
+                try:
+                    a.remove()
+                except (ValueError, AttributeError, NotImplementedError):
+                    pass  # a legend already replaced
+            self._dyn, self._mark_artists = [], []
+            if not self.first:
+                self.ax.relim()
+            before = {id(a) for a in self._children()}
+            self._legend_is_marked = False
+            try:
+                alt = self._draw(self, **self.params)
+            except Exception:  # leave no half-drawn artists behind for the next update
+                for a in self._children():
+                    if id(a) not in before and id(a) not in self._kept:
+                        a.remove()
+                for a in self._mark_artists:
+                    try:
+                        a.remove()
+                    except (ValueError, AttributeError, NotImplementedError):
+                        pass
+                self._mark_artists = []
+                raise
+            marks = {id(a) for a in self._mark_artists}
+            self._dyn = [a for a in self._children() if id(a) not in before
+                         and id(a) not in marks and id(a) not in self._kept]
+            settle_legend(self.ax)  # after: the legend it settles is its own to replace
+            if self._legend_is_marked:  # it names the marked point: redrawn with it
+                leg = getattr(self.ax, "_llm_outside_legend", None) or self.ax.get_legend()
+                if leg is not None:
+                    self._mark_artists.append(leg)
+        self.first = False
+        return alt
 
     # annotation helpers (all remade per draw)
     def vline(self, x, text, color=PALETTE["black"], y=0.97, ha="left", ls=":"):
@@ -171,13 +212,13 @@ class Drawing:
 
             def make(c):
                 side, yy = c
-                label = "\n".join(f" {r}" if side == "left" else f"{r} " for r in rows)
-                return ax.text(x, yy, label, transform=ax.get_xaxis_transform(), ha=side, va="top",
-                               fontsize=9.5, color=color,
-                               bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none",
-                                         alpha=0.8))
+                return ax.annotate("\n".join(rows), (x, yy), xycoords=ax.get_xaxis_transform(),
+                                   xytext=(4 if side == "left" else -4, 0),
+                                   textcoords="offset points", ha=side, va="top",
+                                   fontsize=SMALL, color=color)
 
-            cands = [(ha, y), (flip_ha(ha), y)]
+            heights = [y] + [h for h in (0.8, 0.62, 0.45, 0.3) if abs(h - y) > 0.05]
+            cands = [(side, h) for h in heights for side in (ha, flip_ha(ha))]
             self.add(place(ax, make, cands, exclude=[line]))
 
     def hline(self, y, text, color=PALETTE["black"], x=0.99, ha="right", va="bottom", ls="--"):
@@ -188,17 +229,19 @@ class Drawing:
         if text:
             def make(c):
                 xx, hh, vv = c
-                return ax.text(xx, y, text, transform=ax.get_yaxis_transform(), ha=hh, va=vv,
-                               fontsize=9.5, color=color,
-                               bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none",
-                                         alpha=0.8))
+                return ax.annotate(text, (xx, y), xycoords=ax.get_yaxis_transform(),
+                                   xytext=(0, 3 if vv == "bottom" else -3),
+                                   textcoords="offset points", ha=hh, va=vv, fontsize=SMALL,
+                                   color=color)
 
             other = {"top": "bottom", "bottom": "top"}.get(va, va)
             cands = [(x, ha, va), (1.0 - x, flip_ha(ha), va), (x, ha, other),
                      (1.0 - x, flip_ha(ha), other)]
+            for xx in (0.5, 0.7, 0.3):  # then along the line, above and below
+                cands += [(xx, "center", va), (xx, "center", other)]
             self.add(place(ax, make, cands, exclude=[line]))
 
-    def label(self, x, y, text, candidates, color=PALETTE["black"], fontsize=9.5, box=True,
+    def label(self, x, y, text, candidates, color=PALETTE["black"], fontsize=SMALL, box=True,
               exclude=()):
         """Annotate (x, y) at the first of `candidates` ((dx, dy, ha, va) offsets in points) that
         stays inside the axes, off other labels and off the lines (see :func:`labels.place`)."""
@@ -219,11 +262,19 @@ class Drawing:
         if self._marking:
             self._mark_text = text
         if text:
-            self.label(x, y, text, point_candidates(offset, ha), color=color, exclude=[dot])
+            t = self.label(x, y, text, point_candidates(offset, ha), color=color, exclude=[dot])
+            if not getattr(t, "_llm_clean", True):
+                # no place beside the point is clear of the curves: name it in the legend
+                t.remove()
+                self._mark_artists = [a for a in self._mark_artists if a is not t]
+                dot.set_label(text.replace("\n", " "))
+                dot._llm_legend = True
+                if self._marking:
+                    self._legend_is_marked = True
 
     def note(self, text, loc=(0.02, 0.03), ha="left", va="bottom"):
         """A boxed note in axes coordinates (a warning such as "does not fit")."""
-        self.add(self.ax.text(*loc, text, transform=self.ax.transAxes, ha=ha, va=va, fontsize=9,
+        self.add(self.ax.text(*loc, text, transform=self.ax.transAxes, ha=ha, va=va, fontsize=SMALL,
                               color=PALETTE["black"],
                               bbox=dict(boxstyle="round,pad=0.3", fc="#fff7e6",
                                         ec=PALETTE["orange"], lw=0.8)))
@@ -231,12 +282,9 @@ class Drawing:
     def nofit(self, x0, x1, text="does not fit in HBM"):
         """A grey band from x0 to x1: configurations that do not fit in memory."""
         ax = self.ax
-        self.add(ax.axvspan(x0, x1, color=NOFIT, alpha=0.6, lw=0, zorder=0))
-        if text:
-            self.add(ax.text(math.sqrt(x0 * x1) if x0 > 0 else x1, 0.3, text,
-                             transform=ax.get_xaxis_transform(), rotation=90, ha="center",
-                             va="center", fontsize=9, color="#444444",
-                             bbox=dict(boxstyle="round,pad=0.15", fc=NOFIT, ec="none")))
+        band = self.add(ax.axvspan(x0, x1, color=NOFIT, alpha=0.6, lw=0, zorder=0,
+                                   label=text or "_nofit"))
+        band._llm_legend = bool(text)  # named in the legend (settle_legend), never on the data
 
 
 def builder(figsize=None, setup=None, marked=()):
@@ -392,6 +440,23 @@ def log_interp(x, y1, y2):
     lx0, lx1 = math.log(x[i]), math.log(x[i + 1])
     f = -d[i] / (d[i + 1] - d[i])
     return math.exp(lx0 + f * (lx1 - lx0))
+
+
+def refine_root(fn, lo, hi, iters=80):
+    """x in [lo, hi] (log bisection) where ``fn`` changes sign, for a crossing the text quotes
+    exactly (the drawn grid only brackets it); the grid's estimate if ``fn`` does not change
+    sign there."""
+    flo, fhi = fn(lo), fn(hi)
+    if not (np.isfinite(flo) and np.isfinite(fhi)) or flo * fhi > 0:
+        return math.sqrt(lo * hi)
+    for _ in range(iters):
+        mid = math.sqrt(lo * hi)
+        fm = fn(mid)
+        if fm * flo > 0:
+            lo, flo = mid, fm
+        else:
+            hi = mid
+    return math.sqrt(lo * hi)
 
 
 def new_axes(figsize=None):

@@ -17,8 +17,18 @@ from .labels import (
     place,
     place_labels,
     set_log,
+    settle_legend,
 )
-from .style import CYCLE, PALETTE, ROLE, VENDOR_COLOUR, house_style, new_figure
+from .style import (
+    PALETTE,
+    ROLE,
+    SMALL,
+    VENDOR_COLOUR,
+    chip_colour,
+    distinct_styles,
+    house_style,
+    new_figure,
+)
 
 
 def chip_balance(chip_list=None, dtype: str = "bf16"):
@@ -39,13 +49,14 @@ def chip_balance(chip_list=None, dtype: str = "bf16"):
         ax.invert_yaxis()
         ax.set_xlabel(f"peak {dtype} FLOP/s per byte/s of HBM bandwidth (FLOP/byte)")
         for yi, r in zip(y, ratios, strict=False):
-            ax.text(r, yi, f" {r:.0f}", va="center", fontsize=9)
+            ax.text(r, yi, f" {r:.0f}", va="center", fontsize=SMALL)
         ax.grid(axis="y", visible=False)
         ax.set_xlim(0, ratios.max() * 1.15)
         ax.set_title("Ridge point: FLOPs a chip can do per byte it reads")
     lo, hi = int(np.argmin(ratios)), int(np.argmax(ratios))
     fig.alt_text = (f"Bar chart of {dtype} FLOP per byte of HBM bandwidth for {len(shown)} chips, "
                     f"from {ratios[lo]:.0f} ({shown[lo].name}) to {ratios[hi]:.0f} ({shown[hi].name}).")
+    settle_legend(ax)
     return fig
 
 
@@ -70,10 +81,12 @@ def roofline(p, chip_list=None, dtype: str = "bf16", ops=None):
         raise ValueError(f"chip_list: no chip has {dtype!r}")
     ridges = np.array([c.ops_per_byte(dtype) for c in shown])
     x = np.geomspace(min(0.1, ridges.min() / 100), max(1e4, ridges.max() * 30), 200)
+    styles = distinct_styles([chip_colour(c) for c in shown])
     for i, c in enumerate(shown):
-        col = CYCLE[i % len(CYCLE)]
+        col, ls = styles[i]
         y = np.minimum(c.peak(dtype), x * c.hbm_bandwidth)
-        p.add(ax.plot(x, y, color=col, label=c.name)[0])
+        name = f"{c.name}: {ridges[i]:.0f}" if len(shown) > 1 else c.name
+        p.add(ax.plot(x, y, color=col, ls=ls, label=name)[0])
         p.add(ax.plot([ridges[i]], [c.peak(dtype)], "o", color=col, ms=6, mec="white")[0])
     ax.set_xlim(x[0], x[-1])
     peaks = [c.peak(dtype) for c in shown]
@@ -82,15 +95,17 @@ def roofline(p, chip_list=None, dtype: str = "bf16", ops=None):
     cands = [(0, 5, "center", "bottom"), (-6, 2, "right", "bottom"), (6, -3, "left", "top"),
              (0, -5, "center", "top")]
     for i in np.argsort(-np.array([c.peak(dtype) for c in shown]), kind="stable"):
-        p.label(ridges[i], shown[i].peak(dtype), f"{ridges[i]:.0f}", cands, color=CYCLE[i % len(CYCLE)],
-                   fontsize=8.5, box=False)
+        if len(shown) > 1:
+            break  # several chips: the ridge values are in the legend, off the crowded corner
+        p.label(ridges[i], shown[i].peak(dtype), f"{ridges[i]:.0f}", cands, color=styles[i][0],
+                   fontsize=SMALL, box=False)
     first = shown[0]
     for label, intensity in ops or []:
         y = min(first.peak(dtype), intensity * first.hbm_bandwidth)
         p.point(intensity, y, f"{label} ({intensity:g})", offset=(6, -14))
     if ax.get_legend():
         ax.get_legend().remove()
-    p.add(ax.legend(loc="lower right", title="ridge point (FLOP/byte) marked"))
+    p.add(ax.legend(loc="lower right", title="ridge point (FLOP/byte), dot"))
     ax.set_title(f"Roofline ({dtype})\nmemory-bound left of the ridge, compute-bound right")
     lo, hi = int(np.argmin(ridges)), int(np.argmax(ridges))
     p.numbers = {c.name: r for c, r in zip(shown, ridges, strict=False)}
@@ -160,7 +175,7 @@ def matmul_on_roofline(p, chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16
         rx = math.log(ridge / lo) / math.log(hi / lo)
 
         def make(c):
-            return ax.text(c[0], 0.04, note, transform=ax.transAxes, ha=c[1], va="bottom", fontsize=9.5,
+            return ax.text(c[0], 0.04, note, transform=ax.transAxes, ha=c[1], va="bottom", fontsize=SMALL,
                            color=ROLE["cost"], zorder=6,
                            bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.85))
 
@@ -173,13 +188,13 @@ def matmul_on_roofline(p, chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16
             f"{b_i:.3g} FLOP/byte, {fmt_si(b_f, 'FLOP/s')}, {100 * share:.0f}% of peak, {bound}.")
 
 
-def _chip_scatter_axes(xs, ys):
-    """A log-log figure framing one point per chip, with room for the labels: (fig, ax, xlim)."""
+def _chip_scatter_axes(xs, ys, yunit):
+    """A log-log figure framing one point per chip, with room for the labels: (fig, ax, xlim).
+    Ticks carry SI prefixes ("1 TB/s", "1 PFLOP/s"), like every other axis of the book."""
     fig = new_figure((6.4, 4.6), BookFigure)
     ax = fig.add_subplot()
     xlim = (xs.min() / 1.6, xs.max() * 1.8)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    set_log(ax, x=lambda v: fmt_si(v, "B/s", 2), y=lambda v: fmt_si(v, yunit, 2))
     ax.set_xlim(*xlim)
     ax.set_ylim(ys.min() / 2.5, ys.max() * 2.5)
     return fig, ax, xlim
@@ -198,8 +213,7 @@ def flops_vs_bandwidth(chip_list=None, dtype="bf16", ratios=(100, 300, 1000)):
     xs = np.array([c.hbm_bandwidth for c in shown])
     ys = np.array([c.peak(dtype) for c in shown])
     with house_style():
-        fig, ax, xlim = _chip_scatter_axes(xs, ys)
-        iso_lines(ax, ratios, lambda v: f"{v:g} FLOP/byte", xlim)
+        fig, ax, xlim = _chip_scatter_axes(xs, ys, "FLOP/s")
         for vendor, col in VENDOR_COLOUR.items():
             sel = [i for i, c in enumerate(shown) if c.vendor == vendor]
             if sel:
@@ -213,12 +227,14 @@ def flops_vs_bandwidth(chip_list=None, dtype="bf16", ratios=(100, 300, 1000)):
         ax.legend(loc="upper left")
         fig.canvas.draw()  # let the constrained layout settle, then freeze it for label placement
         fig.set_layout_engine("none")
+        iso_lines(ax, ratios, lambda v: f"{v:g} FLOP/byte", xlim)
         place_labels(ax, xs, ys, [c.name for c in shown])
     r = ys / xs
     lo, hi = int(np.argmin(r)), int(np.argmax(r))
     fig.alt_text = (f"Log-log scatter of dense {dtype} peak FLOP/s against HBM bandwidth for {len(shown)} chips, "
                     f"with dashed lines of constant FLOP per byte at {', '.join(f'{v:g}' for v in ratios)}; "
                     f"ratios from {r[lo]:.0f} ({shown[lo].name}) to {r[hi]:.0f} ({shown[hi].name}).")
+    settle_legend(ax)
     return fig
 
 
@@ -228,20 +244,21 @@ def capacity_vs_bandwidth(chip_list=None, drains=(0.01, 0.02, 0.04)):
     xs = np.array([c.hbm_bandwidth for c in chip_list])
     ys = np.array([c.hbm_capacity for c in chip_list])
     with house_style():
-        fig, ax, xlim = _chip_scatter_axes(xs, ys)
-        iso_lines(ax, drains, lambda v: f"drain {v * 1e3:g} ms", xlim)
+        fig, ax, xlim = _chip_scatter_axes(xs, ys, "B")
         ax.plot(xs, ys, "o", ms=7, color=ROLE["capacity"], zorder=4)
         ax.set_xlabel("HBM bandwidth (bytes/s)")
         ax.set_ylabel("HBM capacity (bytes)")
         ax.set_title("Capacity against bandwidth: the HBM drain time")
         fig.canvas.draw()  # let the constrained layout settle, then freeze it for label placement
         fig.set_layout_engine("none")
+        iso_lines(ax, drains, lambda v: f"drain {v * 1e3:g} ms", xlim)
         place_labels(ax, xs, ys, [c.name for c in chip_list])
     d = ys / xs
     lo, hi = int(np.argmin(d)), int(np.argmax(d))
     fig.alt_text = (f"Log-log scatter of HBM capacity against HBM bandwidth for {len(chip_list)} chips, with "
                     f"dashed lines of constant drain time; drain times from {fmt_time(d[lo])} "
                     f"({chip_list[lo].name}) to {fmt_time(d[hi])} ({chip_list[hi].name}).")
+    settle_legend(ax)
     return fig
 
 
@@ -268,7 +285,8 @@ def matmul_throughput_vs_batch(chip, dtypes=None, k=8192, n=8192, batches=None):
             if np.isfinite(knee) and knee <= batches.max():
                 ax.plot([knee], [chip.peak(d)], "o", ms=7, color=col)
                 ax.annotate(f"B = {knee:.0f}", (knee, chip.peak(d)), xytext=(6, 5),
-                            textcoords="offset points", fontsize=9, color=col)
+                            textcoords="offset points", fontsize=SMALL, color=col)
+        set_log(ax, x=lambda v: f"{v:g}", y=lambda v: fmt_si(v, "FLOP/s", 2))  # one tick style
         ax.set_xlabel("batch B (tokens sharing the weights)")
         ax.set_ylabel("attainable FLOP/s")
         ax.set_title(f"({k:,.0f} x {n:,.0f}) weight matmul on {chip.name}")
@@ -276,6 +294,7 @@ def matmul_throughput_vs_batch(chip, dtypes=None, k=8192, n=8192, batches=None):
     fig.alt_text = (f"Attainable FLOP/s of a {k:,.0f} x {n:,.0f} weight matmul on the {chip.name} against "
                     f"batch for {', '.join(dtypes)}: parallel lines that reach their roofs at batch "
                     + ", ".join(f"{matmul_ridge_batch(chip, k, n, d, sizes[d]):.0f}" for d in dtypes) + ".")
+    settle_legend(ax)
     return fig
 
 
@@ -299,18 +318,28 @@ def roofline_measured(chip, measured, dtype="bf16", intensity_range=(1, 1e4)):
                   f"{fmt_si(bw, 'B/s')}")
         ax.loglog(i, real, color=ROLE["cost"], lw=2.0, ls="--",
                   label=f"measured: {fmt_si(f_meas, 'FLOP/s')}, {fmt_si(w_meas, 'B/s')}")
-        ax.fill_between(i, real, roof, color=ROLE["cost"], alpha=0.12, lw=0)
+        set_log(ax, x=lambda v: f"{v:g}", y=lambda v: fmt_si(v, "FLOP/s", 2))  # one tick style
+        ax.fill_between(i, real, roof, color=ROLE["cost"], alpha=0.35, lw=0,
+                        label="gap the datasheet bound does not see")
         r_ds, r_me = peak / bw, f_meas / w_meas
         ax.axvline(r_ds, color=ROLE["total"], lw=1, ls=":")
         ax.axvline(r_me, color=ROLE["cost"], lw=1, ls=":")
         ax.annotate(f"{100 * w_meas / bw:.0f}% of\nbandwidth", (intensity_range[0] * 3, 3 * w_meas * 0.8),
-                    xytext=(0, -6), textcoords="offset points", fontsize=9, color=ROLE["cost"], va="top")
+                    xytext=(0, -6), textcoords="offset points", fontsize=SMALL, color=ROLE["cost"], va="top")
         ax.annotate(f"{100 * f_meas / peak:.0f}% of peak", (intensity_range[1] / 1.2, f_meas),
-                    xytext=(0, -6), textcoords="offset points", fontsize=9, color=ROLE["cost"],
+                    xytext=(0, -6), textcoords="offset points", fontsize=SMALL, color=ROLE["cost"],
                     ha="right", va="top")
-        ax.annotate(f"ridge {r_ds:.0f}", (r_ds, peak), xytext=(4, 6), textcoords="offset points", fontsize=9)
-        ax.annotate(f"ridge {r_me:.0f}", (r_me, f_meas), xytext=(-6, -60), textcoords="offset points",
-                    fontsize=9, color=ROLE["cost"], ha="right")
+        ax.annotate(f"ridge {r_ds:.0f}", (r_ds, peak), xytext=(4, 6), textcoords="offset points", fontsize=SMALL)
+        ax.set_xlim(*intensity_range)
+        ax.set_ylim(intensity_range[0] * bw * 0.5, peak * 2.5)
+        fig.canvas.draw()  # settle the layout, then place the measured ridge's label off the lines
+
+        def make(c):
+            return ax.annotate(f"ridge {r_me:.0f}", (r_me, f_meas), xytext=c[:2], textcoords="offset points",
+                               fontsize=SMALL, color=ROLE["cost"], ha=c[2], va="top")
+
+        place(ax, make, [(-6, -60, "right"), (6, -60, "left"), (-6, -90, "right"), (6, -90, "left"),
+                         (-6, -30, "right"), (6, -30, "left")])
         ax.set_xlim(*intensity_range)
         ax.set_ylim(intensity_range[0] * bw * 0.5, peak * 2.5)
         ax.set_xlabel("arithmetic intensity (FLOP/byte)")
@@ -321,4 +350,5 @@ def roofline_measured(chip, measured, dtype="bf16", intensity_range=(1, 1e4)):
                     f"ridge {r_ds:.0f}) and the measured roof ({fmt_si(f_meas, 'FLOP/s')}, "
                     f"{fmt_si(w_meas, 'B/s')}, ridge {r_me:.0f}): {100 * w_meas / bw:.0f}% of bandwidth and "
                     f"{100 * f_meas / peak:.0f}% of peak.")
+    settle_legend(ax)
     return fig

@@ -15,14 +15,14 @@ from .labels import (
     set_log,
     with_notes,
 )
-from .style import CYCLE, ROLE
+from .style import PALETTE, ROLE, SMALL, model_colour
 
 
 def _kv_vs_context_setup(p):
     ax = p.ax
     set_log(ax, x=lambda v: fmt_count(v, 2), y=fmt_b)
     ax.set_xlabel("context S (tokens per sequence)")
-    ax.set_ylabel("KV-cache memory (B)")
+    ax.set_ylabel("KV-cache memory (bytes)")
     p.lines = []
 
 
@@ -46,13 +46,14 @@ def kv_vs_context(p, model_list, chip, batch=1, contexts=None, n_chips=1, kv_byt
     S = grid(contexts, 128, top)
     ys = []
     hbm = float(n_chips) * chip.hbm_capacity
-    for i, (m, line) in enumerate(zip(ms, p.lines, strict=False)):
+    for m, line in zip(ms, p.lines, strict=False):
         Sm = S[S <= m.max_context] if m.max_context else S
         y = float(batch) * m.kv_cache_bytes(Sm, kv_bytes) if Sm.size else np.array([])
         line.set_data(*mask(Sm, y))
-        col = CYCLE[i % len(CYCLE)] if len(ms) > 1 else ROLE["kv"]
+        col = model_colour(m) if len(ms) > 1 else ROLE["kv"]
         line.set_color(col)
-        line.set_label(f"{m.name} ({m.attention_kind})")
+        line.set_label(f"{m.name} ({m.attention_kind})" if len(ms) > 1
+                       else f"KV cache of {m.name} ({m.attention_kind})")
         ys.append(y)
         free = hbm - m.total_params * weight_bytes
         if free > 0 and 1 < len(ms) <= 4:  # one model: hline() below draws it, labelled
@@ -83,7 +84,7 @@ def kv_vs_context(p, model_list, chip, batch=1, contexts=None, n_chips=1, kv_byt
                 v = float(batch) * m0.kv_cache_bytes(sc, kv_bytes)
                 p.point(sc, v, f"S={fmt_count(sc)}: {fmt_b(v)}")
                 p.numbers = {"kv_bytes": v}
-    ax.set_title(f"KV cache for batch {float(batch):g} at {kv_bytes:g} B per element"
+    ax.set_title(f"KV cache for batch {float(batch):g} at {kv_bytes:g} bytes per element"
                  + (f" vs {chips_label(n_chips, chip)}" if True else ""))
     p.numbers.update(max_context=mc, free=free0)
     per = ", ".join(f"{m.name} {fmt_b(m.kv_bytes_per_token(kv_bytes))}" for m in ms[:6])
@@ -122,11 +123,14 @@ def kv_balance_vs_context(p, model_list, chip, contexts=None, kv_bytes=2, dtype=
     top = max((m.max_context or 1 << 20) for m in ms)
     S = grid(contexts, 128, top, n=120)
     ys, stars, dots = [], {}, []
-    for i, m in enumerate(ms):
-        col = CYCLE[i % len(CYCLE)]
+    uncapped = False
+    for m in ms:
+        col = model_colour(m)
         Sm = S[S <= m.max_context] if m.max_context else S
         read = decode_balance(m, chip, Sm, kv_bytes=kv_bytes, dtype=dt)
-        p.lines.append(ax.plot(*mask(Sm, read), color=col, label=f"{m.name} ({m.attention_kind})")[0])
+        star = try_value(critical_context, m, chip, kv_bytes=kv_bytes, dtype=dt)
+        name = f"{m.name} ({m.attention_kind})" + (f": S* = {fmt_count(star, 2)}" if star else "")
+        p.lines.append(ax.plot(*mask(Sm, read), color=col, label=name)[0])
         ys.append(read)
         if show_uncapped:
             dense = m.replace(sliding_window=None, n_sliding_layers=0, sparse_attention_topk=None,
@@ -134,21 +138,25 @@ def kv_balance_vs_context(p, model_list, chip, contexts=None, kv_bytes=2, dtype=
             full = decode_balance(dense, chip, Sm, kv_bytes=kv_bytes, dtype=dt)
             if not np.allclose(full, read):
                 p.lines.append(ax.plot(*mask(Sm, full), color=col, ls="--", lw=1.4,
-                                          label=f"{m.name}, no window / top-k")[0])
+                                          label="_without window / top-k")[0])
+                uncapped = True
                 ys.append(full)
         star = try_value(critical_context, m, chip, kv_bytes=kv_bytes, dtype=dt)
         stars[m.name] = star
         if star is not None and Sm.min() <= star <= Sm.max():
             dots.append((star, col))
     p.add(ax.axhline(1.0, color=ROLE["total"], ls="--", lw=1.2, zorder=1,
-                        label="above 1: memory-bound at any batch"))
+                     label="above 1: memory-bound at any batch"))
+    if uncapped:  # one legend entry for every dashed twin
+        p.add(ax.plot([], [], color=PALETTE["grey"], ls="--", lw=1.4,
+                      label="dashed: without window / top-k")[0])
     ax.set_xlim(S.min(), S.max())
     ax.set_ylim(*loglim(np.concatenate([np.ravel(y) for y in ys] + [[1.0]]), pad=1.6))
-    ax.legend(loc="upper left", fontsize=8.5)
+    ax.legend(loc="upper left", fontsize=SMALL)
     for star, col in dots:  # S* labels, placed clear of the legend, the curves and each other
-        p.point(star, 1.0, f"{fmt_count(star, 2)}", color=col, offset=(-6, 6))
+        p.point(star, 1.0, "", color=col)  # S* values are in the legend, beside each model
     ax.set_title(with_notes(f"KV reads vs compute per sequence, {chip.name}",
-                        f"{dt} compute, {kv_bytes:g} B per KV element", dnote))
+                        f"{dt} compute, {kv_bytes:g} bytes per KV element", dnote))
     p.numbers = {"critical_context": stars}
     parts = []
     for m in ms:

@@ -13,14 +13,19 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib import patheffects
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from ..units import fmt_bytes, fmt_count, fmt_si, fmt_time, fmt_usd
-from .style import PALETTE
+from .style import PALETTE, SMALL
 
-__all__ = ["label_si", "fmt_batch", "fmt_days", "fmt_n", "fmt_t", "fmt_b", "fmt_usd_tick",
+__all__ = ["label_si", "fmt_batch", "fmt_days", "fmt_params", "fmt_n", "fmt_t", "fmt_b", "fmt_usd_tick",
            "fmt_usd_round", "fmt_tokens_binary", "set_log", "time_axis", "loglim", "with_notes",
-           "chips_label", "place", "point_candidates", "flip_ha", "place_labels", "iso_lines"]
+           "chips_label", "place", "point_candidates", "flip_ha", "place_labels", "iso_lines", "settle_legend", "wrap_title", "two_log_ticks"]
+
+
+#: A white outline around label text, so a guide line it crosses breaks under it.
+HALO = [patheffects.withStroke(linewidth=3, foreground="white")]
 
 
 # ----- tick and label formatters ---------------------------------------------------------------
@@ -40,6 +45,15 @@ def _safe(fmt, v, *args):
 def fmt_batch(v, _=None):
     """A batch: ``1``, ``64``, ``4.1k``; below 1 three significant digits."""
     return fmt_count(v, 3) if v >= 1 else f"{v:.3g}"
+
+
+def fmt_params(v, digits=3):
+    """A parameter count in words, never "B" (bytes and batch own that letter): ``70.6 bn``."""
+    v = float(v)
+    for scale, suffix in ((1e12, " tn"), (1e9, " bn"), (1e6, " M"), (1e3, " k")):
+        if v >= scale:
+            return f"{v / scale:.{digits}g}{suffix}"
+    return f"{v:.{digits}g}"
 
 
 def fmt_days(v, _=None):
@@ -153,29 +167,74 @@ def _overlap(a, b, pad=1.0):
     return not (a[2] < b[0] - pad or a[0] > b[2] + pad or a[3] < b[1] - pad or a[1] > b[3] + pad)
 
 
-def _line_hits(box, lines, pad=1.0):
-    """Whether any of `lines` (drawn segments, or markers) passes through the pixel box."""
-    x0, y0, x1, y1 = box[0] - pad, box[1] - pad, box[2] + pad, box[3] + pad
+def _crosses(p0, p1, box):
+    """Whether the segment p0-p1 enters the box (x0, y0, x1, y1) (Liang-Barsky clipping)."""
+    (x0, y0), (x1, y1) = p0, p1
+    dx, dy = x1 - x0, y1 - y0
+    t0, t1 = 0.0, 1.0
+    for q_p, q in ((-dx, x0 - box[0]), (dx, box[2] - x0), (-dy, y0 - box[1]), (dy, box[3] - y0)):
+        if q_p == 0:
+            if q < 0:
+                return False
+            continue
+        r = q / q_p
+        if q_p < 0:
+            t0 = max(t0, r)
+        else:
+            t1 = min(t1, r)
+        if t0 > t1:
+            return False
+    return True
+
+
+def _clip_box(box, ax):
+    """The part of `box` inside the axes (lines are clipped to them), or None."""
+    if ax is None:
+        return box
+    a = ax.bbox
+    out = (max(box[0], a.x0), max(box[1], a.y0), min(box[2], a.x1), min(box[3], a.y1))
+    return out if out[0] < out[2] and out[1] < out[3] else None
+
+
+def _line_hits(box, lines, pad=1.0, collections=()):
+    """Whether any of `lines` (drawn segments, with their width, or markers) or the markers of
+    `collections` (scatter plots) passes through the pixel box (grown by `pad`)."""
     for ln in lines:
-        if not ln.get_visible():
+        if not ln.get_visible() or getattr(ln, "_llm_guide", False):
             continue
         xy = np.asarray(ln.get_xydata(), dtype=float)
         if xy.size == 0:
             continue
+        area = _clip_box(box, ln.axes)
+        if area is None:
+            continue
         with np.errstate(all="ignore"):
             p = ln.get_transform().transform(xy)
-        p = p[np.all(np.isfinite(p), axis=1)]
-        if p.size == 0:
-            continue
-        if ln.get_linestyle() in ("None", "", " ", "none") or len(p) == 1:
-            r = 0.5 * ln.get_markersize() * ln.figure.dpi / 72.0
-            pts = p
-            if ((pts[:, 0] >= x0 - r) & (pts[:, 0] <= x1 + r) & (pts[:, 1] >= y0 - r) & (pts[:, 1] <= y1 + r)).any():
+        ok = np.all(np.isfinite(p), axis=1)
+        dpi = ln.figure.dpi if ln.figure is not None else 100.0
+        if ln.get_linestyle() not in ("None", "", " ", "none") and len(p) > 1:
+            w = pad + 0.5 * ln.get_linewidth() * dpi / 72.0
+            grown = (area[0] - w, area[1] - w, area[2] + w, area[3] + w)
+            for i in range(len(p) - 1):
+                if ok[i] and ok[i + 1] and _crosses(p[i], p[i + 1], grown):
+                    return True
+        if ln.get_marker() not in (None, "None", "", " ", "none"):
+            r = pad + 0.5 * ln.get_markersize() * dpi / 72.0
+            q = p[ok]
+            if ((q[:, 0] >= area[0] - r) & (q[:, 0] <= area[2] + r) & (q[:, 1] >= area[1] - r)
+                    & (q[:, 1] <= area[3] + r)).any():
                 return True
+    for c in collections:
+        if not c.get_visible() or type(c).__name__ != "PathCollection" or not len(c.get_sizes()):
             continue
-        t = np.linspace(0.0, 1.0, 25)[:, None, None]
-        seg = p[:-1][None] + t * (p[1:] - p[:-1])[None]
-        if ((seg[..., 0] >= x0) & (seg[..., 0] <= x1) & (seg[..., 1] >= y0) & (seg[..., 1] <= y1)).any():
+        off = np.asarray(c.get_offsets(), dtype=float)
+        area = _clip_box(box, c.axes)
+        if off.size == 0 or area is None:
+            continue
+        q = c.get_offset_transform().transform(off)
+        r = pad + 0.5 * float(np.sqrt(np.max(c.get_sizes()))) * c.figure.dpi / 72.0
+        if ((q[:, 0] >= area[0] - r) & (q[:, 0] <= area[2] + r) & (q[:, 1] >= area[1] - r)
+                & (q[:, 1] <= area[3] + r)).any():
             return True
     return False
 
@@ -189,7 +248,12 @@ def point_candidates(offset, ha, va="baseline"):
     dx, dy = offset
     vflip = "top" if dy > 0 else "bottom"
     dyf = -dy if dy > 0 else max(6.0, -dy - 10.0)
-    return [(dx, dy, ha, va), (-dx, dy, flip_ha(ha), va), (dx, dyf, ha, vflip), (-dx, dyf, flip_ha(ha), vflip)]
+    near = [(dx, dy, ha, va), (-dx, dy, flip_ha(ha), va), (dx, dyf, ha, vflip),
+            (-dx, dyf, flip_ha(ha), vflip)]
+    side = [(10, 0, "left", "center"), (-10, 0, "right", "center"), (0, 10, "center", "bottom"),
+            (0, -10, "center", "top")]
+    far = [(2 * a, 2 * b + (4 if b > 0 else -4), h, v) for a, b, h, v in near]
+    return near + side + far
 
 
 def place(ax, make, candidates, avoid_lines=True, exclude=()):
@@ -206,6 +270,7 @@ def place(ax, make, candidates, avoid_lines=True, exclude=()):
     if leg is not None and leg.get_visible():
         taken.append(_box(leg, renderer))
     lines = [ln for ln in ax.lines if id(ln) not in skip] if avoid_lines else []
+    colls = [c for c in ax.collections if id(c) not in skip] if avoid_lines else []
     best, best_score = None, None
     for cand in candidates:
         t = make(cand)
@@ -213,9 +278,11 @@ def place(ax, make, candidates, avoid_lines=True, exclude=()):
         inside = (box[0] >= axbox[0] - 1 and box[2] <= axbox[2] + 1 and box[1] >= axbox[1] - 1
                   and box[3] <= axbox[3] + 1)
         clash = any(_overlap(box, o) for o in taken)
-        hits = _line_hits(box, lines) if (inside and not clash and lines) else True
+        hits = (_line_hits(box, lines, collections=colls) if (inside and not clash)
+                else True)
         score = (not inside, clash, hits)
-        if score == (False, False, False):
+        t._llm_clean = score == (False, False, False)
+        if t._llm_clean:
             if best is not None:
                 best.remove()
             return t
@@ -245,22 +312,34 @@ def _group_labels(xs, ys, names, tol=0.05):
 
 
 def iso_lines(ax, values, fmt, xlim, color=None):
-    """Diagonal lines y = v x on log-log axes, each labelled inside the plot near its upper end."""
+    """Diagonal lines y = v x on log-log axes, each labelled inside the plot near its upper end
+    (or further down the line), beside the line rather than on it or on another."""
     color = color or PALETTE["grey"]
     xs = np.array(xlim)
     ylo, yhi = ax.get_ylim()
     for v in values:
-        ax.plot(xs, v * xs, color=color, lw=1.0, ls="--", zorder=1)
+        guide = ax.plot(xs, v * xs, color=color, lw=1.0, ls="--", zorder=0.8)[0]
+        # a guide, like a grid line: labels may cross it (a white halo breaks it under them)
+        guide._llm_guide = True
+    for v in values:
         x_lo, x_hi = max(xlim[0], ylo / v), min(xlim[1], yhi / v)
         if x_hi <= x_lo:
             continue
-        x_at = x_lo * (x_hi / x_lo) ** 0.93  # near the upper end of the visible stretch, in log terms
-        ax.annotate(fmt(v), (x_at, v * x_at), xytext=(-3, 3), textcoords="offset points",
-                    ha="right", va="bottom", fontsize=8.5, color=color)
+
+        def make(c, v=v, x_lo=x_lo, x_hi=x_hi):
+            f, dx, dy, ha, va = c
+            x_at = x_lo * (x_hi / x_lo) ** f  # a fraction of the visible stretch, in log terms
+            return ax.annotate(fmt(v), (x_at, v * x_at), xytext=(dx, dy), textcoords="offset points",
+                               ha=ha, va=va, fontsize=SMALL, color=color, path_effects=HALO)
+
+        cands = [(f, dx, dy, ha, va) for f in (0.93, 0.8, 0.65, 0.5, 0.35)
+                 for dx, dy, ha, va in ((-4, 4, "right", "bottom"), (4, -4, "left", "top"))]
+        place(ax, make, cands)
 
 
-def place_labels(ax, xs, ys, names, fontsize=8.5):
-    """Label points, trying four offsets per label and keeping the first that overlaps nothing."""
+def place_labels(ax, xs, ys, names, fontsize=SMALL):
+    """Label points, trying offsets around each and keeping the first that stays inside the
+    axes and overlaps no marker, label or line."""
     fig = ax.figure
     renderer = fig.canvas.get_renderer()
     taken = []
@@ -271,29 +350,180 @@ def place_labels(ax, xs, ys, names, fontsize=8.5):
         bb = other.get_window_extent(renderer)
         taken.append((bb.x0, bb.y0, bb.x1, bb.y1))
     offsets = [(6, -3, "left", "top"), (6, 3, "left", "bottom"), (-6, 3, "right", "bottom"),
-               (-6, -3, "right", "top"), (0, -9, "center", "top"), (0, 9, "center", "bottom")]
+               (-6, -3, "right", "top"), (0, -9, "center", "top"), (0, 9, "center", "bottom"),
+               (9, 0, "left", "center"), (-9, 0, "right", "center")]
+    for r in (18, 30, 44):  # farther out, with a leader line, in 16 directions
+        for k in range(16):
+            a = 2 * math.pi * k / 16
+            dx, dy = r * math.cos(a), r * math.sin(a)
+            ha = "left" if dx > 3 else "right" if dx < -3 else "center"
+            va = "bottom" if dy > 3 else "top" if dy < -3 else "center"
+            offsets.append((round(dx, 1), round(dy, 1), ha, va))
     axbox = ax.get_window_extent(renderer)
+    lines = [ln for ln in ax.lines if ln.get_visible()]
     for x, y, name in _group_labels(xs, ys, names):
         label = ", ".join(name)
         best = None
         for dx, dy, ha, va in offsets:
+            far = math.hypot(dx, dy) > 14
             t = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points",
-                            ha=ha, va=va, fontsize=fontsize)
+                            ha=ha, va=va, fontsize=fontsize, path_effects=HALO,
+                            arrowprops=dict(arrowstyle="-", lw=0.6, color="#555555",
+                                            shrinkA=1, shrinkB=5) if far else None)
             bb = t.get_window_extent(renderer)
             box = (bb.x0, bb.y0, bb.x1, bb.y1)
             inside = bb.x0 >= axbox.x0 and bb.x1 <= axbox.x1 and bb.y0 >= axbox.y0 and bb.y1 <= axbox.y1
             clash = any(not (box[2] < o[0] or box[0] > o[2] or box[3] < o[1] or box[1] > o[3])
                         for o in taken)
-            if inside and not clash:
-                best = (t, box)
+            score = (not inside, clash, _line_hits(box, lines, collections=ax.collections))
+            if score == (False, False, False):
+                if best is not None:
+                    best[0].remove()
+                best = (t, box, score)
                 break
-            if best is None:
-                best = (t, box)  # fall back to the first candidate
+            if best is None or score < best[2]:
+                if best is not None:
+                    best[0].remove()
+                best = (t, box, score)
             else:
                 t.remove()
-        t, box = best
-        for other in list(ax.texts):
-            if other is not t and other.get_text() == label and other.xy == t.xy:
-                other.remove()
+        t, box, _ = best
         taken.append(box)
 
+
+_LEGEND_LOCS = ("upper left", "upper right", "lower right", "lower left", "center left",
+                "center right", "upper center", "lower center", "center")
+
+
+def two_log_ticks(ax):
+    """Give a log axis that spans less than two labelled decades ticks at 1, 2 and 5 (then 1-9)
+    times each power of ten, so at least two ticks carry a label."""
+    for axis, lim in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+        if axis.get_scale() != "log" or not axis.get_visible():
+            continue
+        lo, hi = sorted(lim)
+        base = getattr(axis.get_transform(), "base", 10)
+        if base != 10 or lo <= 0:
+            continue
+        for subs in (None, (1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0, 7.0)):
+            if subs is not None:
+                axis.set_major_locator(LogLocator(base=10, subs=subs))
+            ticks = [t for t in axis.get_major_locator().tick_values(lo, hi)
+                     if lo * 0.999 <= t <= hi * 1.001]
+            if len(ticks) >= 2:
+                break
+
+
+def wrap_title(ax):
+    """Break a title wider than the figure at the comma or colon nearest its middle."""
+    renderer = _renderer(ax.figure)
+    title = ax.title
+    if renderer is None or not title.get_text():
+        return
+    width = ax.figure.bbox.width
+    for _ in range(2):
+        bb = title.get_window_extent(renderer)
+        if bb.x0 >= 0 and bb.x1 <= width and bb.width <= 0.96 * width:
+            return
+        lines = title.get_text().split("\n")
+        i = max(range(len(lines)), key=lambda k: len(lines[k]))
+        line = lines[i]
+        cuts = [k for k in range(len(line) - 1) if line[k] in ",:;" and line[k + 1] == " "]
+        if not cuts:
+            return
+        k = min(cuts, key=lambda c: abs(c - len(line) / 2))
+        lines[i:i + 1] = [line[:k + 1], line[k + 2:]]
+        title.set_text("\n".join(lines))
+
+
+def _restore_height(fig):
+    base = getattr(fig, "_llm_base_height", None)
+    if base is not None and fig.get_figheight() != base:
+        fig.set_figheight(base)
+
+
+def settle_legend(ax):
+    """Keep the Axes' legend off the data: the builder's location if it is clear of every line,
+    marker and label, else the first clear one of the standard corners and sides, else outside
+    the axes below the plot (a figure legend in the constrained layout's space). Also wraps a
+    title wider than the figure."""
+    wrap_title(ax)
+    two_log_ticks(ax)
+    leg = ax.get_legend()
+    if leg is not None and not getattr(leg, "_llm_settled", False):
+        # the builder's own legend (drawn now, or once in its setup): remember what it holds
+        ax._llm_base_legend = (list(leg.legend_handles), [t.get_text() for t in leg.get_texts()],
+                               leg._loc, leg.get_title().get_text())
+    base = getattr(ax, "_llm_base_legend", None)
+    old = getattr(ax, "_llm_outside_legend", None)
+    if old is not None:
+        if old in ax.figure.legends:
+            old.remove()
+        ax._llm_outside_legend = None
+    bands = [a for a in list(ax.patches) + list(ax.lines) if getattr(a, "_llm_legend", False)]
+    if base is None and not bands:
+        return
+    handles, labels, loc, title = base if base is not None else ([], [], "best", "")
+    if (bands or leg is None or getattr(leg, "_llm_settled", False)
+            or getattr(leg, "_llm_hidden", False)):
+        # shaded bands ("does not fit") are named in the legend, not written over the curves
+        handles, labels = list(handles), list(labels)
+        for b in bands:
+            if b.get_label() not in labels:
+                handles.append(b)
+                labels.append(b.get_label())
+        leg = ax.legend(handles, labels, loc=loc, title=title or None, fontsize=SMALL,
+                        title_fontsize=SMALL)
+        leg._llm_settled = True
+    if leg is None or not leg.get_visible():
+        return
+    renderer = _renderer(ax.figure)
+    if renderer is None:
+        return
+    axbox = _box(ax, renderer)
+    box = _box(leg, renderer)
+    if box[3] <= axbox[1] + 1 or box[1] >= axbox[3] - 1 or box[0] >= axbox[2] - 1:
+        return  # the builder put it outside the axes already
+    texts = [_box(t, renderer) for t in ax.texts if t.get_visible() and t.get_text().strip()]
+    lines = [ln for ln in ax.lines if ln.get_visible()]
+
+    def clear():
+        b = _box(leg, renderer)
+        inside = (b[0] >= axbox[0] - 1 and b[2] <= axbox[2] + 1 and b[1] >= axbox[1] - 1
+                  and b[3] <= axbox[3] + 1)
+        return inside and not any(_overlap(b, t, pad=0.0) for t in texts) and not _line_hits(
+            b, lines, collections=ax.collections)
+
+    if clear():
+        _restore_height(ax.figure)
+        return
+    first = leg._loc
+    for loc in _LEGEND_LOCS:
+        leg.set_loc(loc)
+        if clear():
+            _restore_height(ax.figure)
+            return
+    leg.set_loc(first)
+    handles, labels = leg.legend_handles, [t.get_text() for t in leg.get_texts()]
+    title = leg.get_title().get_text()
+    if getattr(leg, "_llm_settled", False):
+        leg.remove()
+    else:  # a legend made once by the builder's setup: keep it, hidden, for the next update
+        leg.set_visible(False)
+        leg._llm_hidden = True
+    n = len(labels)
+    ncol = min(n, 3)
+    fig = ax.figure
+    width = fig.bbox.width
+    while True:
+        out = fig.legend(handles, labels, loc="outside lower center", ncol=ncol,
+                         title=title or None, fontsize=SMALL, title_fontsize=SMALL)
+        if ncol == 1 or out.get_window_extent(renderer).width <= 0.98 * width:
+            break
+        out.remove()
+        ncol -= 1
+    ax._llm_outside_legend = out
+    # the figure grows by the legend's height, so the plot keeps its size and its labels fit
+    base = getattr(fig, "_llm_base_height", None) or fig.get_figheight()
+    fig._llm_base_height = base
+    fig.set_figheight(base + out.get_window_extent(renderer).height / fig.dpi + 0.1)

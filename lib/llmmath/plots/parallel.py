@@ -27,7 +27,7 @@ def _moe_weights_vs_batch_setup(p):
     ax.legend(loc="upper left")
     set_log(ax, x=fmt_batch, y=fmt_b)
     ax.set_xlabel("batch B (tokens per step)")
-    ax.set_ylabel("weight bytes read per chip per step (B)")
+    ax.set_ylabel("weight bytes read per chip per step (bytes)")
 
 
 @builder(setup=_moe_weights_vs_batch_setup)
@@ -82,7 +82,7 @@ def _memory_per_chip_setup(p):
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel("pipeline stages P (count)")
-    ax.set_ylabel("HBM per chip (B)")
+    ax.set_ylabel("HBM per chip (bytes)")
 
 
 @builder(setup=_memory_per_chip_setup)
@@ -107,13 +107,13 @@ def memory_per_chip(p, model, chip, expert_parallel=8, stages=None, micro_batch=
     ax = p.ax
     ax.set_xlim(P.min() / 1.3, P.max() * 1.3)
     ax.set_ylim(*loglim(np.concatenate([w, kv, tot, [chip.hbm_capacity]]), pad=1.5))
-    p.hline(chip.hbm_capacity, f"{chip.name} HBM: {fmt_b(chip.hbm_capacity)}", color=ROLE["capacity"],
-               x=0.01, ha="left", ls="-")
     fit = P[tot <= chip.hbm_capacity]
     pfit = float(fit[0]) if fit.size else None
     if pfit is not None:
         p.vline(pfit, f"fits from P = {pfit:g}", color=ROLE["capacity"], y=0.3)
-    elif kv[0] > chip.hbm_capacity:
+    p.hline(chip.hbm_capacity, f"{chip.name} HBM: {fmt_b(chip.hbm_capacity)}", color=ROLE["capacity"],
+            x=0.01, ha="left", va="top", ls="-")
+    if pfit is None and kv[0] > chip.hbm_capacity:
         p.note("KV cache alone exceeds a chip: pipelining does not shrink it")
     with p.marking():
         if mark_stages is not None:

@@ -12,19 +12,20 @@ from ..memory import cache_cost, memory_tiers
 from ..roofline import critical_batch, decode_step, prefill_step
 from ..units import fmt_count, fmt_usd
 from .decode import _fits, _set_time_lines, _time_lines_setup
-from .figure import builder, grid, log_interp, mask, try_value
+from .figure import builder, grid, log_interp, mask, refine_root, try_value
 from .labels import (
     chips_label,
     fmt_batch,
+    fmt_params,
     fmt_t,
     fmt_usd_round,
     loglim,
-    point_candidates,
+    place,
     set_log,
     time_axis,
     with_notes,
 )
-from .style import PALETTE, ROLE
+from .style import PALETTE, ROLE, SMALL
 
 
 def _prefill_time_vs_prompt_setup(p):
@@ -53,8 +54,13 @@ def prefill_time_vs_prompt(p, model, chip, batch=1, prompts=None, n_chips=1, wei
     ax.set_xlim(P.min(), P.max())
     ax.set_ylim(*loglim(np.concatenate([np.ravel(y) for y in ys]), pad=1.3))
     flip = log_interp(P, s.compute_time, s.memory_time)
-    if flip is not None:
-        p.vline(flip, f"compute-bound from\n P = {fmt_count(flip, 2)}", y=0.6)
+    if flip is not None:  # refine the drawn grid's crossing to the exact prompt length
+        def gap(x):
+            q = prefill_step(model, chip, float(batch), x, n_chips=n_chips, weight_bytes=weight_bytes,
+                             kv_bytes=kv_bytes, dtype=dt)
+            return q.compute_time - q.memory_time
+        flip = refine_root(gap, flip / 2, flip * 2)
+        p.vline(flip, f"compute-bound from\nP = {fmt_count(flip, 3)}", y=0.6)
     with p.marking():
         if mark_prompt is not None:
             m = prefill_step(model, chip, float(batch), float(mark_prompt), n_chips=n_chips,
@@ -73,9 +79,10 @@ def prefill_time_vs_prompt(p, model, chip, batch=1, prompts=None, n_chips=1, wei
 
 def _prefill_vs_decode_per_token_setup(p):
     ax = p.ax
-    p.l_pre, = ax.plot([], [], color=ROLE["compute"], lw=2.4, label="prefill, per prompt token")
-    p.l_dec1, = ax.plot([], [], color=ROLE["kv"], lw=2.4, label="decode at batch 1, per output token")
-    p.l_decB, = ax.plot([], [], color=ROLE["weights"], lw=2.4, label="decode at batch B, per output token")
+    p.l_pre, = ax.plot([], [], color=ROLE["prefill"], lw=2.4, label="prefill, per prompt token")
+    p.l_dec1, = ax.plot([], [], color=ROLE["decode"], lw=2.0, ls="--",
+                        label="decode at batch 1, per output token")
+    p.l_decB, = ax.plot([], [], color=ROLE["decode"], lw=2.4, label="decode at batch B, per output token")
     set_log(ax, x=lambda v: fmt_count(v, 2), y=fmt_t)
     ax.set_xlabel("prompt length P = context S (tokens)")
     ax.set_ylabel("chip time per token, lower bound")
@@ -83,11 +90,9 @@ def _prefill_vs_decode_per_token_setup(p):
 
 def _mark_points(p, ax, mp, per_in, per_out, a, b, left):
     """The marked prompt length: one point on the prefill line, one on the decode line."""
-    for yv, txt, col, dy in ((per_in, f"prefill: {fmt_t(per_in)}/token ({a.bound}-bound)", ROLE["compute"], -14),
-                             (per_out, f"decode: {fmt_t(per_out)}/token ({b.bound}-bound)", ROLE["weights"], 10)):
-        dot = p.add(ax.plot([mp], [yv], "o", ms=7, mfc=col, mec="white", mew=1.5, zorder=5)[0])
-        p.label(mp, yv, txt, point_candidates((6 if left else -6, dy), "left" if left else "right"),
-                   color=col, exclude=[dot])
+    for yv, txt, col, dy in ((per_in, f"prefill: {fmt_t(per_in)}/token ({a.bound}-bound)", ROLE["prefill"], -14),
+                             (per_out, f"decode: {fmt_t(per_out)}/token ({b.bound}-bound)", ROLE["decode"], 10)):
+        p.point(mp, yv, txt, color=col, offset=(6 if left else -6, dy), ha="left" if left else "right")
 
 
 @builder(setup=_prefill_vs_decode_per_token_setup)
@@ -113,7 +118,7 @@ def prefill_vs_decode_per_token(p, model, chip, prompts=None, decode_batch=64, n
     p.l_decB.set_data(*mask(P, y["dB"]))
     p.l_decB.set_label(f"decode at batch {float(decode_batch):g}, per output token")
     ax = p.ax
-    ax.legend(loc="upper right", fontsize=9)
+    ax.legend(loc="upper right", fontsize=SMALL)
     ax.set_xlim(P.min(), P.max())
     lo_, hi_ = loglim(np.concatenate(list(y.values())), pad=1.5)
     ax.set_ylim(lo_, hi_ * 12)
@@ -166,7 +171,7 @@ def io_cost_ratio_vs_batch(p, model, chip, prompt=2048, context=4096, batches=No
     lo, hi = band
     p.add(ax.axhspan(lo, hi, color=PALETTE["sky"], alpha=0.25, lw=0, zorder=0))
     p.add(ax.text(0.02, math.sqrt(lo * hi), f"API price sheets: {lo:g}-{hi:g}x",
-                     transform=ax.get_yaxis_transform(), ha="left", va="center", fontsize=9.5))
+                     transform=ax.get_yaxis_transform(), ha="left", va="center", fontsize=SMALL))
     p.hline(1.0, "1x: decode as cheap as prefill", color=ROLE["total"], x=0.02, ha="left", va="top",
                ls=":")
     if mb is not None and mb < B.max():
@@ -231,9 +236,9 @@ def price_step_vs_context(p, active_params=100e9, kv_bytes_per_token=1667, ops_p
     cross = float(price_step_context(active_params, kv_bytes_per_token, ops_per_byte))
     if S.min() <= cross <= S.max():
         p.vline(cross, f"KV = compute\n S = {fmt_count(cross, 2)}", color=ROLE["kv"], y=0.97)
-    ax.legend(loc="lower right", fontsize=9)
+    ax.legend(loc="lower right", fontsize=SMALL)
     p.numbers = {"crossover": cross}
-    ax.set_title(f"N_act = {fmt_count(active_params)}, b_kv = {kv_bytes_per_token:,.0f} B, "
+    ax.set_title(rf"$N_\mathrm{{act}}$ = {fmt_params(active_params)}, $b_\mathrm{{kv}}$ = {kv_bytes_per_token:,.0f} bytes, "
                  f"{ops_per_byte:,.0f} FLOP/byte")
     return (f"Log-log plot of cost per output token relative to short contexts against context: compute "
             f"per token is flat, KV reads per token rise linearly and overtake compute at "
@@ -257,25 +262,31 @@ def tier_drain_times(p, tiers=None, lifetimes=(("5-min cache", 300.0), ("1-h cac
     cols = [ROLE["compute"], ROLE["weights"], ROLE["kv"], ROLE["capacity"]] * 3
     p.add(ax.barh(y, d, color=cols[:len(ts)], height=0.6))
     ax.set_yticks(y, [f"{t.name}\n({t.device.split('(')[0].strip()})" if len(t.device) < 36 else t.name
-                      for t in ts], fontsize=9)
+                      for t in ts], fontsize=SMALL)
     ax.invert_yaxis()
     lo, hi = d.min() / 3, max(d.max(), max(v for _, v in lifetimes)) * 20
     ax.set_xlim(lo, hi)
     time_axis(ax, lo, hi, keep=("10 ms", "1 s", "1 min", "1 h", "1 day"))
-    ax.set_ylim(len(ts) - 0.4, -1.1)
+    ax.set_ylim(len(ts) - 0.4, -0.6)
+    top = p.add(ax.secondary_xaxis("top"))  # lifetimes marked on the top axis, off the bars
+    top.set_xticks([v for _, v in lifetimes], [n for n, _ in lifetimes], color=ROLE["cost"],
+                   fontsize=SMALL)
+    top.xaxis.set_minor_formatter(NullFormatter())
+    top.tick_params(axis="x", which="minor", length=0)
+    top.tick_params(axis="x", which="major", length=8, width=1.5, color=ROLE["cost"])
     for yi, di in zip(y, d, strict=False):
-        p.add(ax.text(di, yi, f" {fmt_t(di)}", va="center", fontsize=10))
-    for k, (name, v) in enumerate(lifetimes):
-        p.add(ax.axvline(v, color=ROLE["cost"], ls="--", lw=1.3, zorder=0.5))
-        p.add(ax.text(v, -0.75 + 0.3 * k, f" {name}", ha="left", va="center", fontsize=9.5,
-                         color=ROLE["cost"]))
+        def make(c, yi=yi, di=di):
+            dx, ha, col = c
+            return ax.annotate(fmt_t(di), (di, yi), xytext=(dx, 0), textcoords="offset points",
+                               ha=ha, va="center", fontsize=SMALL, color=col)
+        p.add(place(ax, make, [(4, "left", "black"), (-4, "right", "white")]))
     ax.grid(axis="y", visible=False)
     ax.set_xlabel("drain time: capacity / bandwidth")
-    ax.set_title("How long each tier takes to read itself once")
+    ax.set_title("How long each tier takes to read itself once", pad=24)
     p.numbers = {t.name: t.drain_time for t in ts}
     return ("Horizontal bar chart, log scale, of drain time (capacity over bandwidth) per memory tier: "
             + ", ".join(f"{t.name} {fmt_t(t.drain_time)}" for t in ts)
-            + "; dashed lines mark the cache lifetimes " + ", ".join(n for n, _ in lifetimes) + ".")
+            + "; the top axis marks the cache lifetimes " + ", ".join(n for n, _ in lifetimes) + ".")
 
 
 def _cache_cost_vs_lifetime_setup(p):
@@ -313,13 +324,13 @@ def cache_cost_vs_lifetime(p, kv_bytes_per_token, tiers=None, lifetimes=None, re
     time_axis(ax, T.min(), T.max())
     lo = max(float(np.min(env)) / 3, 1e-9)
     ax.set_ylim(lo, float(allv.max()) * 3)
-    p.add(ax.legend(loc="upper left", fontsize=9, ncol=1))
+    p.add(ax.legend(loc="upper left", fontsize=SMALL, ncol=1))
     for name, v in marks:
         p.vline(v, name, color=PALETTE["grey"], y=0.97, ls="--")
     if remat_cost_per_million is not None:
         p.hline(remat_cost_per_million, f"recompute (prefill): {fmt_usd(remat_cost_per_million)}/M",
                    color=ROLE["cost"], x=0.99, ha="right", va="bottom", ls="-")
-    ax.set_title(f"Holding a prompt cache at {kv_bytes_per_token:,.0f} B of KV per token")
+    ax.set_title(f"Holding a prompt cache at {kv_bytes_per_token:,.0f} bytes of KV per token")
     best = {n: ts[int(np.argmin([1e6 * float(cache_cost(kv_bytes_per_token, v, t)) for t in ts]))].name
             for n, v in marks}
     p.numbers = {"cheapest": best}

@@ -18,8 +18,10 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-__all__ = ["PALETTE", "CYCLE", "ROLE", "KIND_COLOUR", "VENDOR_COLOUR", "NOFIT", "STYLE", "PHONE",
-           "series_colour", "house_style", "offscreen", "is_offscreen", "setup_notebook"]
+__all__ = ["PALETTE", "CYCLE", "ROLE", "KIND_COLOUR", "VENDOR_COLOUR", "CHIP_COLOUR", "MODEL_COLOUR",
+           "NOFIT", "STYLE", "PHONE", "SMALL", "PHONE_COLUMN_PX", "MIN_PHONE_PX", "series_colour",
+           "chip_colour", "model_colour", "house_style", "offscreen", "is_offscreen",
+           "setup_notebook"]
 
 # Okabe-Ito, colour-blind safe; black last for reference lines.
 PALETTE = {
@@ -47,6 +49,8 @@ ROLE = {
     "cost": PALETTE["vermillion"],
     "capacity": PALETTE["purple"],
     "reference": PALETTE["grey"],
+    "prefill": PALETTE["sky"],  # prefill per prompt token (compute-bound)
+    "decode": PALETTE["purple"],  # decode per output token (memory-bound at small batch)
     "idle": "#f2b38f",  # routed experts a token does not use (a light vermillion)
     "router": PALETTE["yellow"],
 }
@@ -57,10 +61,64 @@ KIND_COLOUR = {"MHA": PALETTE["vermillion"], "GQA": PALETTE["blue"], "MQA": PALE
 VENDOR_COLOUR = {"NVIDIA": PALETTE["green"], "AMD": PALETTE["vermillion"], "Google": PALETTE["blue"]}
 NOFIT = "#d9d9d9"  # grey for "does not fit in memory"
 
+#: One colour per chip in every figure (chips drawn together in the book get different colours).
+CHIP_COLOUR = {
+    "A100-SXM-80GB": PALETTE["sky"], "H100-SXM": PALETTE["blue"], "H200": PALETTE["purple"],
+    "B200": PALETTE["green"], "GB200": PALETTE["green"], "B300": PALETTE["black"],
+    "Rubin": PALETTE["grey"], "MI300X": PALETTE["vermillion"], "MI355X": PALETTE["vermillion"],
+    "TPU v4": PALETTE["yellow"], "TPU v5e": PALETTE["orange"], "TPU v5p": PALETTE["black"],
+    "TPU v6e": PALETTE["purple"], "TPU v7": PALETTE["grey"],
+}
+#: One colour per model in every figure (models drawn together in the book get different colours;
+#: a variant such as Llama-3.1-70B takes its architecture's colour).
+MODEL_COLOUR = {
+    "Llama-3-8B": PALETTE["sky"], "Llama-3-70B": PALETTE["blue"], "Llama-3.1-70B": PALETTE["blue"],
+    "Llama-3.1-405B": PALETTE["purple"], "LLaMA-2-13B": PALETTE["black"],
+    "Qwen3-235B-A22B": PALETTE["green"], "DeepSeek-V3": PALETTE["vermillion"],
+    "DeepSeek-V3.2": PALETTE["sky"], "gpt-oss-120b": PALETTE["orange"],
+    "GPT-3-175B": PALETTE["black"], "MT-NLG-530B": PALETTE["grey"], "PaLM-8B": PALETTE["sky"],
+    "PaLM-62B": PALETTE["green"], "PaLM-540B": PALETTE["vermillion"], "LLaMA-2-7B": PALETTE["sky"],
+    "LLaMA-2-70B": PALETTE["blue"], "Mixtral-8x7B": PALETTE["green"],
+    "Mixtral-8x22B": PALETTE["vermillion"], "Qwen3-30B-A3B": PALETTE["orange"],
+}
+
 
 def series_colour(i: int) -> str:
-    """Colour of the ``i``-th chip or model of a figure (the same order in every figure)."""
+    """Colour of the ``i``-th series of a figure that is neither a chip nor a model (number
+    formats, draft lengths ...)."""
     return CYCLE[i % len(CYCLE)]
+
+
+def _by_name(table, name, kind):
+    name = getattr(name, "name", name)
+    if not isinstance(name, str):
+        raise TypeError(f"{kind}: expected a name or an object with .name, got {name!r}")
+    if name in table:
+        return table[name]
+    # a chip or model outside the map (a reader's own): a stable colour from its name
+    return CYCLE[sum(map(ord, name)) % len(CYCLE)]
+
+
+def chip_colour(chip) -> str:
+    """The colour of a chip (name or :class:`~llmmath.chips.Chip`) in every figure."""
+    return _by_name(CHIP_COLOUR, chip, "chip")
+
+
+def model_colour(model) -> str:
+    """The colour of a model (name or :class:`~llmmath.models.Model`) in every figure."""
+    return _by_name(MODEL_COLOUR, model, "model")
+
+
+def distinct_styles(colours):
+    """(colour, line style) per series: a colour already used in the figure gets a dashed, then
+    dotted line, so series that share a book-wide colour stay apart."""
+    seen: dict = {}
+    out = []
+    for c in colours:
+        k = seen.get(c, 0)
+        seen[c] = k + 1
+        out.append((c, ("-", "--", ":", "-.")[k % 4]))
+    return out
 
 
 STYLE = {
@@ -71,12 +129,13 @@ STYLE = {
     "savefig.facecolor": "white",
     "axes.facecolor": "white",
     "savefig.transparent": False,
-    "font.size": 11,
-    "axes.titlesize": 11.5,
-    "axes.labelsize": 11,
-    "xtick.labelsize": 10,
-    "ytick.labelsize": 10,
-    "legend.fontsize": 9.5,
+    "font.size": 12,
+    "axes.titlesize": 12.5,
+    "axes.labelsize": 12,
+    "xtick.labelsize": 11.5,
+    "ytick.labelsize": 11.5,
+    "legend.fontsize": 11.5,
+    "legend.title_fontsize": 11.5,
     "legend.frameon": False,
     "lines.linewidth": 2.0,
     "axes.spines.top": False,
@@ -88,6 +147,13 @@ STYLE = {
     "figure.constrained_layout.use": True,
     "svg.hashsalt": "roofline-book",  # deterministic ids if anyone saves SVG
 }
+#: The text column of a 390 px phone screen, in CSS px, and the smallest text a figure shown at
+#: that width may carry (px): figures are 6.4 in wide at 100 dpi (640 CSS px on a desktop).
+PHONE_COLUMN_PX = 358
+MIN_PHONE_PX = 8.9
+#: Size (pt) of the smallest text of a figure (annotations, ticks, legends): 11.5 pt is 8.9 px
+#: when a 6.4 in figure is shown 358 px wide.
+SMALL = 11.5
 #: What a phone rendition changes on top of :data:`STYLE` (the hook for narrow screens).
 PHONE = {
     "font.size": 13,

@@ -27,7 +27,7 @@ from .labels import (
     set_log,
     with_notes,
 )
-from .style import CYCLE, PALETTE, ROLE
+from .style import CYCLE, PALETTE, ROLE, SMALL
 
 
 def _training_time_vs_chips_setup(p):
@@ -59,7 +59,9 @@ def training_time_vs_chips(p, model, tokens, chip, chips_range=None, mfu=0.4, dt
     state = training_memory(model)
     need = math.ceil(state / chip.hbm_capacity)
     if need > n.min():
-        p.nofit(n.min(), min(need, n.max()), f"state needs {need:,} chips")
+        p.nofit(n.min(), min(need, n.max()), "")
+        p.add(ax.text(0.02, 0.04, f"training state (16 bytes/param)\nneeds >= {need:,} chips",
+                         transform=ax.transAxes, fontsize=SMALL, color="#444444"))
     flops = training_flops(model, tokens)
     with p.marking():
         if mark_chips is not None:
