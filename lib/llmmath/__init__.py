@@ -18,7 +18,7 @@ ipywidgets, which a calculation does not need).
 
 import importlib
 
-from . import chips, cost, memory, models, parallel, prices, roofline, training, units
+from . import chips, collectives, cost, memory, models, parallel, prices, roofline, training, units
 from .chips import Chip
 from .cost import cost_per_million_tokens, cost_per_token, tokens_per_second
 from .models import Model
@@ -46,7 +46,7 @@ __all__ = [
     "max_context", "min_chips", "memory_held", "fits_in_memory",
     "tokens_per_second", "cost_per_token", "cost_per_million_tokens",
     "training_flops", "training_time", "mfu",
-    "chips", "models", "roofline", "cost", "memory", "prices", "parallel", "training", "units",
+    "chips", "models", "roofline", "cost", "memory", "prices", "collectives", "parallel", "training", "units",
     "plots", "widgets", "frames", "exercises", "book",
 ]
 
