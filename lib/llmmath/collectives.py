@@ -75,7 +75,7 @@ STEP_LATENCIES = {
 }
 
 #: Bus bandwidth NCCL reaches on NVLink 4 over the 450 GB/s line rate: about 370 GB/s
-#: ("protocol overhead ~20%", nccl-tests issue 212).
+#: ("protocol overhead ~20%", nccl-tests issue 212, ``nccl_nvlink_busbw``).
 NCCL_NVLINK_EFFICIENCY = 370 / 450
 
 

@@ -177,13 +177,15 @@ def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, token
     _legend_below(ax)
     cross = None
     if "2d-ws" in ys and "wg-xyz" in ys:
-        # 2 T E b/(N bw) + 2EF b N/(n bw) = 8 T E b/(sqrt(n) bw) for N = n: solve for T (b_a = b_w)
-        d = ys["wg-xyz"] - ys["2d-ws"]
-        idx = np.nonzero(np.diff(np.sign(d)))[0]
-        if idx.size:
-            j = idx[0]
-            cross = float(np.exp(np.interp(0.0, [d[j], d[j + 1]], np.log([T[j], T[j + 1]]))))
-            p.vline(cross, f"WG wins above\n{fmt_tokens(cross)} tokens", color=PALETTE["grey"], y=0.95)
+        # both are a + b T: solve a_wg + b_wg T = b_ws T exactly
+        f = {lay: [float(ffn_comm_time(lay, t, E, F, n, bw, weight_bytes=weight_bytes, axes=axes)) for t in (1.0, 2.0)]
+             for lay in ("2d-ws", "wg-xyz")}
+        slope = {lay: v[1] - v[0] for lay, v in f.items()}
+        icpt = f["wg-xyz"][0] - slope["wg-xyz"]
+        if slope["2d-ws"] > slope["wg-xyz"]:
+            cross = icpt / (slope["2d-ws"] - slope["wg-xyz"])
+            if T.min() <= cross <= T.max():
+                p.vline(cross, f"WG wins above\n{fmt_tokens(cross)} tokens", color=PALETTE["grey"], y=0.95)
     with p.marking():
         if mark_tokens is not None:
             t = float(mark_tokens)
