@@ -358,6 +358,9 @@ def best_tensor_parallel(model, chip, batch, context, candidates=None, **kwargs)
     batch = positive("batch", batch)
     if type(batch) is not float:
         raise TypeError(f"batch: got an array {batch!r}; best_tensor_parallel takes one batch")
+    context = positive("context", context, allow_zero=True)
+    if type(context) is not float:
+        raise TypeError(f"context: got an array {context!r}; best_tensor_parallel takes one context")
     if candidates is None:
         top = min(chip.scale_up_domain or 8, 1024)
         candidates = [2 ** i for i in range(int(math.log2(top)) + 1)]
@@ -368,14 +371,16 @@ def best_tensor_parallel(model, chip, batch, context, candidates=None, **kwargs)
     return best, runs
 
 
-def ring_optimal_chips(model, chip, batch, context, hop_latency, weight_bytes=2, kv_bytes=2, dtype="bf16"):
+def ring_optimal_chips(model, chip, batch, context, hop_latency=33.7e-6 / 14, weight_bytes=2, kv_bytes=2,
+                       dtype="bf16"):
     """The tensor-parallel degree beyond which more chips slow a decode step on a **ring**, when the
     all-reduces' latency dominates their bandwidth (small batches):
 
     ``t(n) = t_1 / n + L n_ar 2 (n - 1) alpha``  is smallest at  ``n* = sqrt(t_1 / (2 L n_ar alpha))``,
 
     with ``t_1`` the single-chip step bound (:func:`~llmmath.roofline.decode_step` with one chip,
-    capacity ignored), ``L n_ar`` the all-reduces per step and ``alpha`` the per-step latency.
+    capacity ignored), ``L n_ar`` the all-reduces per step and ``alpha`` the per-step latency
+    (default: the measured NVLink ring step of :data:`llmmath.collectives.STEP_LATENCIES`).
     A continuous value: round to a count the hardware offers. On a switch the latency term does
     not grow with ``n`` and there is no such optimum (the step only approaches ``2 L n_ar alpha``).
     """

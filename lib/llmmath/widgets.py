@@ -598,10 +598,11 @@ def partition_explorer(model="Llama-3-70B", chip="H100-SXM", batch=8, context=40
             state["fig"] = _figure(plots.tp_step_vs_chips, **kw)
         else:
             state["fig"].update(**kw)
+        dt, _ = c.resolve_dtype("bf16")
         r = sharded_decode(m, c, v["batch"], ctx, v["n_chips"], v["hop_latency"], v["topology"],
-                           kv_shard=v["kv_shard"])
+                           kv_shard=v["kv_shard"], dtype=dt)
         best, _ = best_tensor_parallel(m, c, v["batch"], ctx, hop_latency=v["hop_latency"],
-                                       topology=v["topology"], kv_shard=v["kv_shard"])
+                                       topology=v["topology"], kv_shard=v["kv_shard"], dtype=dt)
         rows = [("step bound (ch. 3-5)", fmt_time(r.step.time)), ("tensor-parallel all-reduces", fmt_time(r.tp_comm)),
                 ("attention resharding", fmt_time(r.kv_comm)), ("step, not overlapped", fmt_time(r.time)),
                 ("step, fully overlapped", fmt_time(r.time_overlapped)),

@@ -10,7 +10,7 @@ from .. import models as _models
 from ..collectives import STEP_LATENCIES, collective_time, latency_bandwidth_crossover, torus_dims
 from ..parallel import ffn_comm_time, sharded_decode
 from .figure import builder, grid, mask
-from .labels import fmt_b, fmt_n, fmt_t, loglim, point_candidates, set_log
+from .labels import fmt_b, fmt_n, fmt_t, loglim, point_candidates, set_log, with_notes
 from .style import CYCLE, PALETTE, ROLE
 
 _NVLS_STEP = STEP_LATENCIES["NVLink SHARP step (H100, NCCL)"][0]
@@ -100,17 +100,19 @@ def _tp_setup(p):
 
 @builder(setup=_tp_setup)
 def tp_step_vs_chips(p, model="Llama-3-70B", chip="H100-SXM", batch=8, context=4096, hop_latency=_RING_STEP,
-                     topology="ring", kv_shard="batch", weight_bytes=2, kv_bytes=2, chips=None,
+                     topology="ring", kv_shard="batch", weight_bytes=2, kv_bytes=2, dtype="bf16", chips=None,
                      mark_chips=None):
     """Decode step of a tensor-parallel replica against its chip count: the bound of chapters 3-5
     (falls as 1/n), the all-reduces' time (rises with n once latency matters) and their sum;
     the fastest count that fits is marked, counts that do not fit are greyed."""
     model, chip = _model(model), _chip(chip)
+    dt, dnote = chip.resolve_dtype(dtype)
+    context, cnote = model.cap_context(context)
     top = chip.scale_up_domain or 8
     ns = grid(chips if chips is not None else [2 ** i for i in range(0, 11) if 2 ** i <= min(top, 256)],
               1, 256)
-    runs = [sharded_decode(model, chip, batch, context, int(n), hop_latency, topology, kv_shard=kv_shard,
-                           weight_bytes=weight_bytes, kv_bytes=kv_bytes) for n in ns]
+    kw = dict(kv_shard=kv_shard, weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dt)
+    runs = [sharded_decode(model, chip, batch, context, int(n), hop_latency, topology, **kw) for n in ns]
     step = np.array([r.step.time for r in runs])
     comm = np.array([r.comm for r in runs])
     tot = np.array([r.time for r in runs])
@@ -132,11 +134,15 @@ def tp_step_vs_chips(p, model="Llama-3-70B", chip="H100-SXM", batch=8, context=4
     with p.marking():
         if mark_chips is not None:
             m = float(mark_chips)
-            r = sharded_decode(model, chip, batch, context, int(m), hop_latency, topology, kv_shard=kv_shard,
-                               weight_bytes=weight_bytes, kv_bytes=kv_bytes)
-            p.point(m, r.time, f"n={m:g}: {fmt_t(r.time)}")
+            r = sharded_decode(model, chip, batch, context, int(m), hop_latency, topology, **kw)
+            if ns.min() <= m <= ns.max():
+                p.point(m, r.time, f"n={m:g}: {fmt_t(r.time)}")
+            else:
+                p.note(f"n = {m:g} is outside this plot (up to {ns.max():g}): {fmt_t(r.time)} a step",
+                       loc=(0.98, 0.03), ha="right")
             p.numbers = {"time": r.time, "step": r.step.time, "comm": r.comm}
-    ax.set_title(f"{model.name} on {chip.name}, batch {fmt_n(batch)}, {topology}, {fmt_t(hop_latency)}/step")
+    ax.set_title(with_notes(f"{model.name} on {chip.name}, batch {fmt_n(batch)}, {topology}, "
+                            f"{fmt_t(hop_latency)}/step", dnote, cnote))
     p.numbers.update(best_chips=best, best_time=float(tot[ns == best][0]) if best else None)
     return (f"Log-log plot of the decode step of {model.name} at batch {fmt_n(batch)} against tensor-parallel "
             f"chips: the step bound falls as 1/n while the all-reduce time on a {topology} with "
@@ -151,10 +157,11 @@ _LAYOUT_NAMES = {"1d-ws": "1D weight-stationary", "2d-ws": "2D weight-stationary
 
 @builder()
 def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, tokens=None, weight_bytes=2,
-                          layouts=("1d-ws", "2d-ws", "wg-xyz"), mark_tokens=None):
+                          layouts=("1d-ws", "2d-ws", "wg-xyz"), dtype="bf16", mark_tokens=None):
     """Communication time of one feed-forward layer against tokens per batch under Pope et al.'s
     layouts (§3.2), beside the layer's matmul time at peak; the WS/WG crossover is marked."""
     model, chip = _model(model), _chip(chip)
+    dt, dnote = chip.resolve_dtype(dtype)
     n = int(n_chips)
     bw = chip.scale_up_bandwidth
     T = grid(tokens, 1, 2 ** 21, integer=False)
@@ -167,7 +174,7 @@ def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, token
         ys[lay] = y
         p.add(ax.plot(*mask(T, y), color=_LAYOUT_COLOUR[i % 4], lw=2.2, label=_LAYOUT_NAMES.get(lay, lay))[0])
     mats = 3 if model.gated_mlp else 2
-    comp = 2.0 * T * mats * E * F / (n * chip.peak("bf16"))
+    comp = 2.0 * T * mats * E * F / (n * chip.peak(dt))
     p.add(ax.plot(*mask(T, comp), color=ROLE["compute"], ls="--", lw=1.8, label="matmul time at peak")[0])
     set_log(ax, x=fmt_n, y=fmt_t)
     ax.set_xlim(T.min(), T.max())
@@ -192,7 +199,8 @@ def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, token
             v = float(ffn_comm_time("2d-ws", t, E, F, n, bw, weight_bytes=weight_bytes))
             p.point(t, v, f"{fmt_n(t)} tokens")
             p.numbers = {"2d_ws": v}
-    ax.set_title(f"{model.name} feed-forward layer on {n} x {chip.name} ({'x'.join(map(str, axes))})")
+    ax.set_title(with_notes(f"{model.name} feed-forward layer on {n} x {chip.name} ({'x'.join(map(str, axes))})",
+                            dnote))
     p.numbers.update(crossover_tokens=cross)
     return (f"Log-log plot of one feed-forward layer's communication time for {model.name} on {n} "
             f"{chip.name} chips against tokens per batch, for {', '.join(_LAYOUT_NAMES.get(x, x) for x in layouts)}, "
@@ -204,18 +212,20 @@ def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, token
 @builder()
 def latency_cost_vs_chips(p, model="Llama-3-70B", chip="GB200", batches=(1, 8, 64, 256), context=4096,
                           hop_latency=_NVLS_STEP, topology="switch", kv_shard="batch", weight_bytes=2, kv_bytes=2,
-                          chips=None, mark_chips=None, mark_batch=None):
+                          dtype="bf16", chips=None, mark_chips=None, mark_batch=None):
     """Latency per token against cost (chip-seconds per token) as the chip count grows, one curve
     per batch: the frontier a planner chooses from. Points are 1, 2, 4, ... chips (those that fit);
     each curve's fastest point is ringed: beyond it more chips cost more and are slower."""
     model, chip = _model(model), _chip(chip)
+    dt, dnote = chip.resolve_dtype(dtype)
+    context, cnote = model.cap_context(context)
+    kw = dict(kv_shard=kv_shard, weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dt)
     top = chip.scale_up_domain or 8
     ns = [int(n) for n in (chips if chips is not None else [2 ** i for i in range(11) if 2 ** i <= min(top, 256)])]
     ax = p.ax
     xs_all, ys_all, best = [], [], {}
     for i, b in enumerate(batches):
-        runs = [sharded_decode(model, chip, b, context, n, hop_latency, topology, kv_shard=kv_shard,
-                               weight_bytes=weight_bytes, kv_bytes=kv_bytes) for n in ns]
+        runs = [sharded_decode(model, chip, b, context, n, hop_latency, topology, **kw) for n in ns]
         pts = [(n, r.time, r.chip_seconds_per_token) for n, r in zip(ns, runs, strict=True) if bool(r.fits)]
         if not pts:
             continue
@@ -239,12 +249,20 @@ def latency_cost_vs_chips(p, model="Llama-3-70B", chip="GB200", batches=(1, 8, 6
     ax.set_ylabel("cost (chip-seconds per token)")
     _legend_below(ax, ncol=4)
     with p.marking():
-        if mark_chips is not None and mark_batch is not None:
-            r = sharded_decode(model, chip, mark_batch, context, int(mark_chips), hop_latency, topology,
-                               kv_shard=kv_shard, weight_bytes=weight_bytes, kv_bytes=kv_bytes)
-            p.point(r.time, r.chip_seconds_per_token, f"n={float(mark_chips):g}, B={float(mark_batch):g}")
+        if mark_chips is not None:
+            mb = batches[0] if mark_batch is None else mark_batch
+            r = sharded_decode(model, chip, mb, context, int(mark_chips), hop_latency, topology, **kw)
+            x0, x1 = ax.get_xlim()
+            y0, y1 = ax.get_ylim()
+            label = f"n={float(mark_chips):g}, B={float(mb):g}"
+            if x0 <= r.time <= x1 and y0 <= r.chip_seconds_per_token <= y1:
+                p.point(r.time, r.chip_seconds_per_token, label)
+            else:
+                p.note(f"{label}: {fmt_t(r.time)}, {r.chip_seconds_per_token:.2g} chip-s/token (off the plot)",
+                       loc=(0.98, 0.03), ha="right")
             p.numbers = {"time": r.time, "cost": r.chip_seconds_per_token}
-    ax.set_title(f"{model.name} on {chip.name}: chips 1 to {max(ns)}, {topology}, {fmt_t(hop_latency)}/step")
+    ax.set_title(with_notes(f"{model.name} on {chip.name}: chips 1 to {max(ns)}, {topology}, "
+                            f"{fmt_t(hop_latency)}/step", dnote, cnote))
     p.numbers.update(fastest_chips=best)
     return (f"Log-log plot of cost in chip-seconds per token against time per token for {model.name} on "
             f"{chip.name}, one curve per batch, points at 1, 2, 4 ... chips: more chips first cut latency at "
