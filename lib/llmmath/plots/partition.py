@@ -9,16 +9,13 @@ from .. import chips as _chips
 from .. import models as _models
 from ..collectives import STEP_LATENCIES, collective_time, latency_bandwidth_crossover, torus_dims
 from ..parallel import ffn_comm_time, sharded_decode
+from ..units import fmt_count
 from .figure import builder, grid, mask
 from .labels import fmt_b, fmt_n, fmt_t, loglim, point_candidates, set_log, with_notes
 from .style import CYCLE, PALETTE, ROLE
 
 _NVLS_STEP = STEP_LATENCIES["NVLink SHARP step (H100, NCCL)"][0]
 
-
-def fmt_tokens(v):
-    """A token count to two significant figures (``170k``)."""
-    return f"{v / 1e6:.2g}M" if v >= 1e6 else (f"{v / 1e3:.2g}k" if v >= 1e3 else f"{v:.2g}")
 _RING_STEP = STEP_LATENCIES["NVLink ring step (A100, NCCL)"][0]
 _TOPO_COLOUR = {"switch": PALETTE["blue"], "ring": PALETTE["vermillion"], "torus": PALETTE["green"]}
 
@@ -192,7 +189,7 @@ def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, token
         if slope["2d-ws"] > slope["wg-xyz"]:
             cross = icpt / (slope["2d-ws"] - slope["wg-xyz"])
             if T.min() <= cross <= T.max():
-                p.vline(cross, f"WG wins above\n{fmt_tokens(cross)} tokens", color=PALETTE["grey"], y=0.95)
+                p.vline(cross, f"WG wins above\n{fmt_count(cross)} tokens", color=PALETTE["grey"], y=0.95)
     with p.marking():
         if mark_tokens is not None:
             t = float(mark_tokens)
