@@ -176,7 +176,7 @@ def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, token
     set_log(ax, x=fmt_n, y=fmt_t)
     ax.set_xlim(T.min(), T.max())
     ax.set_ylim(*loglim(np.concatenate(list(ys.values()) + [comp]), pad=1.5))
-    ax.set_xlabel("tokens per batch B L (count)")
+    ax.set_xlabel("tokens per batch (count)")
     ax.set_ylabel("time per feed-forward layer (s)")
     _legend_below(ax)
     cross = None
