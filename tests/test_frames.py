@@ -118,7 +118,7 @@ def _mark_builders():
 
 
 MARK_VALUES = {"mark_batch": (2, 256), "mark_context": (512, 6144), "mark_prompt": (256, 8192),
-               "mark_stages": (1, 8), "mark_chips": (64, 8192)}
+               "mark_stages": (1, 8), "mark_chips": (64, 8192), "mark_tokens": (512, 2 ** 20)}
 
 
 @pytest.mark.parametrize("name,mark", _mark_builders())

@@ -71,7 +71,7 @@ VALID_FOR = {"models.get": {"name": "Llama-3-70B"},
              "moe.expert_placement": {"model": DSV3}, "moe.expert_all_to_all": {"model": DSV3}}
 # Callables that are not inputs to fuzz: result records and catalogue listings.
 SKIP = {"Step", "Frontier", "FastMode", "InputOutputCost", "PipelineMemory", "MemoryPerParam",
-        "ParameterBreakdown", "BatchSweep", "names", "all_models", "all_chips", "memory_tiers"}
+        "ParameterBreakdown", "BatchSweep", "ShardedDecode", "names", "all_models", "all_chips", "memory_tiers"}
 # Documented infinite results (no crossing exists): allowed, never NaN.
 INF_OK = {"matmul_ridge_batch", "attention_crossover_context", "price_step_context"}
 ALLOWED = (ValueError, TypeError, KeyError)

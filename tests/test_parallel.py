@@ -125,3 +125,65 @@ def test_wg_opt_is_a_lower_envelope(t, n):
     opt = ffn_comm_time("wg-opt", t, E, F, n, BW)
     for layout in ("wg-x", "wg-xy", "wg-xyz"):
         assert ffn_comm_time(layout, t, E, F, n, BW) >= opt * (1 - 1e-9)
+
+
+# ----- chapter 9: tensor parallelism with the alpha-beta model -------------------------------
+
+from llmmath import chips  # noqa: E402
+from llmmath.parallel import (  # noqa: E402
+    best_tensor_parallel,
+    kv_replicas,
+    ring_optimal_chips,
+    sharded_decode,
+)
+
+H100 = chips.get("H100-SXM")
+
+
+def test_sharded_decode_tp_comm_by_hand():
+    # Llama 3 70B (80 layers, D = 8192, two all-reduces a layer), batch 8, 8 chips on a ring,
+    # 2 us a step, 450 GB/s: each all-reduce is 14 x 2 us + 1.75 x 131,072 B / 450 GB/s
+    # = 28 us + 0.5097 us; 160 of them = 4.5616 ms.
+    r = sharded_decode(LLAMA, H100, 8, 4096, 8, hop_latency=2e-6, topology="ring")
+    assert r.tp_comm == pytest.approx(160 * (28e-6 + 1.75 * 131072 / 450e9), rel=1e-9)
+    assert r.time == pytest.approx(r.step.time + r.tp_comm + r.kv_comm)
+    assert r.time_overlapped == pytest.approx(max(r.step.time, r.comm))
+    one = sharded_decode(LLAMA, H100, 8, 4096, 1)
+    assert one.comm == 0.0 and not one.fits   # 141 GB of bf16 weights do not fit one 80 GB chip
+
+
+def test_kv_replicas_by_hand():
+    assert kv_replicas(PALM, 512, 64, "head") == 64      # one KV head, 64 chips: 64 copies (Pope Table 1)
+    assert kv_replicas(PALM, 512, 64, "batch") == 1
+    assert kv_replicas(LLAMA, 64, 16, "head") == 2       # 8 KV heads over 16 chips
+    assert kv_replicas(LLAMA, 4, 8, "batch") == 2        # 4 sequences on 8 chips: busiest holds 1 = 2 x 4/8
+    assert kv_replicas(DSV3, 64, 8, "head") == 8         # MLA's latent is shared by all heads
+    assert kv_replicas(LLAMA, 64, 8, "sequence") == 1
+    with pytest.raises(ValueError, match="by"):
+        kv_replicas(LLAMA, 64, 8, "layer")
+
+
+def test_ring_optimum_matches_the_sweep():
+    # With bandwidth made irrelevant, the fastest power of two on a ring brackets sqrt(t1/(2 L n_ar a)).
+    for batch in (1, 8, 64):
+        n_star = ring_optimal_chips(LLAMA, H100, batch, 4096, 2.4e-6)
+        t1 = sharded_decode(LLAMA, H100, batch, 4096, 1).step.time
+        assert n_star == pytest.approx(np.sqrt(t1 / (2 * 160 * 2.4e-6)))
+        runs = {n: sharded_decode(LLAMA, H100, batch, 4096, n, 2.4e-6, "ring", bandwidth=1e30).time
+                for n in (1, 2, 4, 8, 16, 32, 64)}
+        best = min(runs, key=runs.get)
+        assert best / 2 <= n_star <= best * 2
+
+
+def test_best_tensor_parallel_skips_what_does_not_fit():
+    best, runs = best_tensor_parallel(LLAMA, H100, 8, 4096, hop_latency=2.4e-6, topology="ring")
+    assert best == 8 and not runs[1].fits
+    with pytest.raises(TypeError, match="batch"):
+        best_tensor_parallel(LLAMA, H100, np.array([1, 2]), 4096)
+
+
+def test_sharded_decode_bad_input():
+    with pytest.raises(ValueError, match="kv_shard"):
+        sharded_decode(LLAMA, H100, 8, 4096, 8, kv_shard="heads")
+    with pytest.raises(ValueError, match="hop_latency"):
+        sharded_decode(LLAMA, H100, 8, 4096, 8, hop_latency=-1.0)

@@ -270,3 +270,37 @@ def test_weight_gathered_wins_for_prefill_not_decode():
     decode_tokens, prefill_tokens = 512, 512 * 2048
     assert ffn_comm_time("2d-ws", decode_tokens, E, F, 64, bw) < ffn_comm_time("wg-xyz", decode_tokens, E, F, 64, bw)
     assert ffn_comm_time("wg-xyz", prefill_tokens, E, F, 64, bw) < ffn_comm_time("2d-ws", prefill_tokens, E, F, 64, bw)
+
+
+# ----- chapter 9: the bound plus the layouts' communication stays below every measured latency --
+
+def test_low_latency_decode_comm_by_hand():
+    # Table 2 low-latency decode: 2D weight-stationary on 64 chips, batch 64, bf16 activations:
+    # 8 T D b_a / (sqrt(n) bw) = 8 x 64 x 18432 x 2 / (8 x 270e9) = 8.738 us per layer,
+    # x 118 layers = 1.031 ms per decode step, against the 7.24 ms bound and 28.4 ms measured.
+    per_step = PALM.n_layers * ffn_comm_time("2d-ws", 64, PALM.d_model, PALM.d_ff, 64, TPU.scale_up_bandwidth)
+    assert per_step == pytest.approx(118 * 8 * 64 * 18432 * 2 / (8 * 270e9), rel=1e-9)
+    assert per_step == pytest.approx(1.031e-3, rel=1e-3)
+    bound = decode_step(PALM, TPU, 64, 2048, n_chips=64, weight_bytes=1).time
+    assert bound + per_step < 1.82 / 64
+
+
+@pytest.mark.parametrize("decode, model, n, batch, wb, layout, measured", [
+    (False, PALM, 64, 1, 1, "2d-ws", 0.29), (True, PALM, 64, 64, 1, "2d-ws", 1.82),
+    (False, PALM, 64, 512, 2, "wg-xyz", 85.2), (True, PALM, 64, 512, 2, "2d-ws", 6.0),
+    (False, PALM62, 16, 1, 1, "2d-ws", 0.16), (True, PALM62, 16, 32, 1, "2d-ws", 0.73),
+    (False, PALM62, 32, 512, 2, "wg-xyz", 20.2), (True, PALM62, 8, 512, 2, "2d-ws", 5.1)])
+def test_bound_plus_comm_below_measured(decode, model, n, batch, wb, layout, measured):
+    # Tables 2 and 3 with the layout each row names; decode rows are 64 steps at context 2048.
+    from llmmath.collectives import torus_dims
+    bw = TPU.scale_up_bandwidth
+    if decode:
+        bound = 64 * decode_step(model, TPU, batch, 2048, n_chips=n, weight_bytes=wb).time
+        comm = 64 * model.n_layers * ffn_comm_time(layout, batch, model.d_model, model.d_ff, n, bw, weight_bytes=wb)
+    else:
+        bound = prefill_step(model, TPU, batch, 2048, n_chips=n, weight_bytes=wb).time
+        comm = model.n_layers * ffn_comm_time(layout, batch * 2048, model.d_model, model.d_ff, n, bw,
+                                              weight_bytes=wb, axes=torus_dims(n))
+    assert bound + comm <= measured
+    assert 0.03 < comm / bound < 0.30          # communication adds 3% to 30% to the bound
+    assert 1.2 < measured / (bound + comm) < 3.5

@@ -23,6 +23,7 @@ from . import (
     balance,
     capacity,
     chips,
+    collectives,
     cost,
     intensity,
     memory,
@@ -65,7 +66,7 @@ __all__ = [
     "max_context", "min_chips", "memory_held", "fits_in_memory",
     "tokens_per_second", "cost_per_token", "cost_per_million_tokens",
     "training_flops", "training_time", "mfu",
-    "chips", "models", "roofline", "cost", "memory", "prices", "parallel", "training", "units",
+    "chips", "models", "roofline", "cost", "memory", "prices", "collectives", "parallel", "training", "units",
     "step", "balance", "capacity", "intensity", "speculative", "sweep", "moe", "pipeline",
     "plots", "widgets", "frames", "exercises", "book",
 ]

@@ -4,13 +4,15 @@ Collective times follow Pope et al. (2022, App. A.1) for a bandwidth-bound netwo
 all-gather over ``n`` chips whose output is ``D`` bytes per chip takes ``D/bw (n-1)/n``; a
 reduce-scatter the same with ``D`` the (larger) per-chip input; an all-reduce is both, twice
 the time. ``bw`` is the per-chip, one-direction bandwidth (``Chip.scale_up_bandwidth``).
-Latency per hop and topology effects are left out, so every time here is a lower bound.
+By default latency per step and topology are left out, so every time is a lower bound; pass
+``hop_latency`` and ``topology`` to add the alpha-beta model of :mod:`llmmath.collectives`.
 
 All sizes in bytes, bandwidths in bytes/s, times in seconds; arguments broadcast.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,14 +20,22 @@ import numpy as np
 from ._check import choice, positive
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
+from .collectives import collective_time
 
 __all__ = [
     "all_gather_time",
     "reduce_scatter_time",
     "all_reduce_time",
     "all_to_all_time",
+    "tensor_parallel_layer_comm_time",
     "tensor_parallel_comm_time",
     "expert_parallel_comm_time",
+    "KV_SHARDINGS",
+    "kv_replicas",
+    "ShardedDecode",
+    "sharded_decode",
+    "best_tensor_parallel",
+    "ring_optimal_chips",
     "PipelineMemory",
     "pipeline_memory_per_chip",
     "scaleup_vs_scaleout_ratio",
@@ -38,51 +48,76 @@ def _frac(n):
     return (n - 1.0) / n
 
 
-def all_gather_time(bytes_per_chip_out, n, bandwidth):
-    """All-gather: every chip ends with the full ``D`` bytes: ``T = D/bw x (n-1)/n``."""
-    d = positive("bytes_per_chip_out", bytes_per_chip_out, allow_zero=True)
+def _collective(kind, name, d, n, bandwidth, hop_latency, topology, dims):
+    d = positive(name, d, allow_zero=True)
     n = positive("n", n)
     bw = positive("bandwidth", bandwidth)
-    return _out(d / bw * _frac(n))
+    if topology == "switch" and dims is None and type(hop_latency) in (int, float) and hop_latency == 0:
+        f = _frac(n)  # Pope et al.'s bandwidth-only time: the default, exactly as before
+        return _out(d / bw * (2.0 * f if kind == "all-reduce" else f))
+    return collective_time(kind, d, n, bw, hop_latency=hop_latency, topology=topology, dims=dims)
 
 
-def reduce_scatter_time(bytes_per_chip_in, n, bandwidth):
-    """Reduce-scatter of ``D`` input bytes per chip into ``D/n`` each: ``T = D/bw x (n-1)/n``."""
-    d = positive("bytes_per_chip_in", bytes_per_chip_in, allow_zero=True)
-    n = positive("n", n)
-    bw = positive("bandwidth", bandwidth)
-    return _out(d / bw * _frac(n))
+def all_gather_time(bytes_per_chip_out, n, bandwidth, hop_latency=0.0, topology="switch", dims=None):
+    """All-gather: every chip ends with the full ``D`` bytes: ``T = D/bw x (n-1)/n``.
 
-
-def all_reduce_time(bytes_per_chip, n, bandwidth):
-    """All-reduce = reduce-scatter + all-gather: ``T = 2 D/bw x (n-1)/n``."""
-    return _out(2.0 * np.asarray(reduce_scatter_time(bytes_per_chip, n, bandwidth)))
-
-
-def all_to_all_time(bytes_per_chip, n, bandwidth):
-    """All-to-all: each chip sends the ``(n-1)/n`` of its ``D`` bytes meant for others: ``T = D/bw x (n-1)/n``."""
-    d = positive("bytes_per_chip", bytes_per_chip, allow_zero=True)
-    n = positive("n", n)
-    bw = positive("bandwidth", bandwidth)
-    return _out(d / bw * _frac(n))
-
-
-def tensor_parallel_comm_time(model, tokens, n_chips, bandwidth, activation_bytes=2):
-    """Megatron-style (1D) tensor-parallel communication for one forward pass over ``tokens``.
-
-    Each layer all-reduces its ``tokens x D`` activations after attention and after the MLP
-    (one all-reduce per layer for a parallel attention/MLP block, as in PaLM):
-    ``T = L x n_ar x 2 (T D b_a)/bw x (n-1)/n``. For decode, ``tokens`` is the batch.
+    With ``hop_latency`` (s per step) and ``topology`` (``"switch"``, ``"ring"``, ``"torus"``
+    with sides ``dims``) the fixed costs of :func:`llmmath.collectives.collective_time` are added.
     """
+    return _collective("all-gather", "bytes_per_chip_out", bytes_per_chip_out, n, bandwidth,
+                       hop_latency, topology, dims)
+
+
+def reduce_scatter_time(bytes_per_chip_in, n, bandwidth, hop_latency=0.0, topology="switch", dims=None):
+    """Reduce-scatter of ``D`` input bytes per chip into ``D/n`` each: ``T = D/bw x (n-1)/n``
+    (plus per-step latency as in :func:`all_gather_time`)."""
+    return _collective("reduce-scatter", "bytes_per_chip_in", bytes_per_chip_in, n, bandwidth,
+                       hop_latency, topology, dims)
+
+
+def all_reduce_time(bytes_per_chip, n, bandwidth, hop_latency=0.0, topology="switch", dims=None):
+    """All-reduce = reduce-scatter + all-gather: ``T = 2 D/bw x (n-1)/n`` (plus per-step latency)."""
+    return _collective("all-reduce", "bytes_per_chip", bytes_per_chip, n, bandwidth,
+                       hop_latency, topology, dims)
+
+
+def all_to_all_time(bytes_per_chip, n, bandwidth, hop_latency=0.0, topology="switch", dims=None):
+    """All-to-all: each chip sends the ``(n-1)/n`` of its ``D`` bytes meant for others:
+    ``T = D/bw x (n-1)/n`` through a switch (more on a ring or torus, where bytes cross several links)."""
+    return _collective("all-to-all", "bytes_per_chip", bytes_per_chip, n, bandwidth,
+                       hop_latency, topology, dims)
+
+
+def tensor_parallel_layer_comm_time(model, tokens, n_chips, bandwidth, activation_bytes=2,
+                                    hop_latency=0.0, topology="switch", dims=None):
+    """Megatron-style (1D) tensor-parallel communication of **one layer** over ``tokens``:
+    ``n_ar`` all-reduces of ``T D b_a`` bytes, ``n_ar = 1`` for a parallel attention/MLP block
+    (PaLM), else 2 (after attention and after the MLP)."""
     n_chips = n_chips_check(n_chips)
     tokens = positive("tokens", tokens)
     activation_bytes = positive("activation_bytes", activation_bytes)
     per_layer = 1 if model.parallel_block else 2
-    t = all_reduce_time(tokens * model.d_model * activation_bytes, n_chips, bandwidth)
-    return _out(model.n_layers * per_layer * np.asarray(t))
+    t = all_reduce_time(tokens * model.d_model * activation_bytes, n_chips, bandwidth,
+                        hop_latency=hop_latency, topology=topology, dims=dims)
+    return _out(per_layer * np.asarray(t))
 
 
-def expert_parallel_comm_time(model, tokens, n_chips, bandwidth, activation_bytes=2):
+def tensor_parallel_comm_time(model, tokens, n_chips, bandwidth, activation_bytes=2,
+                              hop_latency=0.0, topology="switch", dims=None):
+    """Megatron-style (1D) tensor-parallel communication for one forward pass over ``tokens``.
+
+    Each layer all-reduces its ``tokens x D`` activations after attention and after the MLP
+    (one all-reduce per layer for a parallel attention/MLP block, as in PaLM):
+    ``T = L x n_ar x 2 (T D b_a)/bw x (n-1)/n`` (plus ``L n_ar`` all-reduces' step latencies
+    when ``hop_latency`` > 0). For decode, ``tokens`` is the batch.
+    """
+    t = tensor_parallel_layer_comm_time(model, tokens, n_chips, bandwidth, activation_bytes,
+                                        hop_latency, topology, dims)
+    return _out(model.n_layers * np.asarray(t))
+
+
+def expert_parallel_comm_time(model, tokens, n_chips, bandwidth, activation_bytes=2,
+                              hop_latency=0.0, topology="switch", dims=None):
     """Expert-parallel all-to-all time for one forward pass over ``tokens`` (all MoE layers).
 
     Tokens are spread evenly, ``tokens/n`` per chip; each is sent to its ``k`` experts
@@ -96,7 +131,8 @@ def expert_parallel_comm_time(model, tokens, n_chips, bandwidth, activation_byte
     if not model.is_moe:
         return _out(0.0 * tokens * n_chips)
     per_chip = tokens * model.experts_per_token * model.d_model * activation_bytes / n_chips
-    return _out(model.n_moe_layers * 2.0 * np.asarray(all_to_all_time(per_chip, n_chips, bandwidth)))
+    t = all_to_all_time(per_chip, n_chips, bandwidth, hop_latency=hop_latency, topology=topology, dims=dims)
+    return _out(model.n_moe_layers * 2.0 * np.asarray(t))
 
 
 @dataclass(frozen=True)
@@ -192,3 +228,166 @@ def ffn_comm_time(layout, tokens, d_model, d_ff, n_chips, bandwidth, activation_
         raise ValueError(f"axes: got {axes!r}; X*Y*Z must equal n_chips={n!r}")
     N = {"wg-x": X, "wg-xy": X * Y, "wg-xyz": X * Y * Z}[layout]
     return _out(2.0 * E * F * bw_w * N / (n * bw) + 2.0 * T * E * ba / (N * bw))
+
+
+#: Ways to split the KV cache over the chips of a tensor-parallel group (Pope et al. §3.3).
+KV_SHARDINGS = ("batch", "head", "sequence")
+
+
+def _kv_groups(model):
+    """KV heads that can go to different chips: the KV heads, or 1 for MLA (one shared latent)."""
+    return 1 if model.kv_lora_rank is not None else model.n_kv_heads
+
+
+def kv_replicas(model, batch, n_chips, by="batch"):
+    """How many times the KV cache is read per step across ``n_chips``, relative to one copy.
+
+    - ``"head"``: each chip keeps the KV heads of its query heads; with more chips than KV
+      heads ``g`` (1 for MQA and MLA) every head is stored ``n/g`` times: ``max(1, n/g)``.
+    - ``"batch"``: each chip keeps whole sequences; with fewer sequences than chips some chips
+      hold none and the busiest holds ``ceil(B/n)``: ``n ceil(B/n) / B``.
+    - ``"sequence"``: each chip keeps ``1/n`` of every sequence's tokens: 1.
+    """
+    choice("by", by, KV_SHARDINGS)
+    n = n_chips_check(n_chips)
+    batch = positive("batch", batch)
+    if by == "head":
+        return _out(np.maximum(1.0, np.asarray(n) / _kv_groups(model)) * np.ones_like(np.asarray(batch)))
+    if by == "batch":
+        return _out(np.asarray(n) * np.ceil(np.asarray(batch) / n) / batch)
+    return _out(np.ones_like(np.asarray(n * batch, dtype=float)))
+
+
+def _kv_comm_per_layer(model, by, batch, n, bw, activation_bytes, hop_latency, topology, dims):
+    """Attention's own resharding per layer: batch sharding all-to-alls the queries out and the
+    attention outputs back (``2 x all_to_all(B n_q d_h b_a / n)``); sequence sharding gathers
+    every query to every chip and reduce-scatters the partial outputs (an all-reduce of
+    ``B n_q d_h b_a``); head sharding needs nothing beyond the tensor-parallel all-reduces."""
+    q = batch * model.n_heads * model.head_dim * activation_bytes
+    if by == "head":
+        return 0.0 * q
+    if by == "batch":
+        return 2.0 * np.asarray(all_to_all_time(q / n, n, bw, hop_latency, topology, dims))
+    return np.asarray(all_reduce_time(q, n, bw, hop_latency, topology, dims))
+
+
+@dataclass(frozen=True)
+class ShardedDecode:
+    """One decode step of a tensor-parallel replica, SI units.
+
+    - ``step``: the chapter 3-5 lower bound (:func:`~llmmath.roofline.decode_step`) on ``n`` chips,
+      the KV reads multiplied by ``kv_replicas``
+    - ``tp_comm``: the layers' tensor-parallel all-reduces, s; ``kv_comm``: attention's
+      resharding for the chosen KV layout, s; ``comm`` their sum
+    - ``time``: ``step.time + comm``, communication not overlapped (what a step costs when each
+      all-reduce waits for the matmul before it); ``time_overlapped``: ``max(step.time, comm)``
+    - ``weights_per_chip``, ``kv_per_chip``: HBM per chip, B; ``fits``: both within one chip's HBM
+    - ``n_chips``, ``batch``; ``chip_seconds_per_token`` = ``n time / B``
+    """
+
+    step: object
+    tp_comm: float | np.ndarray
+    kv_comm: float | np.ndarray
+    comm: float | np.ndarray
+    time: float | np.ndarray
+    time_overlapped: float | np.ndarray
+    kv_replicas: float | np.ndarray
+    weights_per_chip: float | np.ndarray
+    kv_per_chip: float | np.ndarray
+    fits: bool | np.ndarray
+    n_chips: float | np.ndarray
+    batch: float | np.ndarray
+
+    @property
+    def chip_seconds_per_token(self):
+        return _out(np.asarray(self.n_chips) * np.asarray(self.time) / np.asarray(self.batch))
+
+    @property
+    def tokens_per_second(self):
+        return _out(np.asarray(self.batch) / np.asarray(self.time))
+
+
+def sharded_decode(model, chip, batch, context, n_chips, hop_latency=0.0, topology="switch", dims=None,
+                   kv_shard="batch", weight_bytes=2, kv_bytes=2, activation_bytes=2, dtype="bf16",
+                   bandwidth=None, attention_flops=True):
+    """Decode step of ``model`` split over ``n_chips`` by 1D (Megatron) tensor parallelism, with
+    its communication: the bound of :func:`~llmmath.roofline.decode_step` plus
+    ``L n_ar`` all-reduces of ``B D b_a`` bytes and attention's resharding (``kv_shard``, one of
+    :data:`KV_SHARDINGS`), each paying ``hop_latency`` per step on ``topology``.
+
+    ``bandwidth`` defaults to ``chip.scale_up_bandwidth``. Scalar ``n_chips`` for ring and torus
+    topologies (step counts differ per count); ``batch`` and ``context`` broadcast.
+    """
+    from .roofline import decode_step
+
+    choice("kv_shard", kv_shard, KV_SHARDINGS)
+    n = n_chips_check(n_chips)
+    batch = positive("batch", batch)
+    bw = chip.scale_up_bandwidth if bandwidth is None else bandwidth
+    if bw is None:
+        raise ValueError(f"bandwidth: chip {chip.name!r} lists no scale_up_bandwidth; pass bandwidth=")
+    bw = positive("bandwidth", bw)
+    kv_bytes = positive("kv_bytes", kv_bytes)
+    r = kv_replicas(model, batch, n, kv_shard)
+    step = decode_step(model, chip, batch, context, n_chips=n, weight_bytes=weight_bytes,
+                       kv_bytes=np.asarray(kv_bytes * np.asarray(r)) if np.ndim(r) else kv_bytes * r,
+                       dtype=dtype, attention_flops=attention_flops)
+    if np.all(np.asarray(n) == 1):
+        tp = kv = 0.0 * np.asarray(step.time)
+    else:
+        tp = np.asarray(tensor_parallel_comm_time(model, batch, n, bw, activation_bytes, hop_latency,
+                                                  topology, dims))
+        kv = model.n_layers * _kv_comm_per_layer(model, kv_shard, batch, n, bw, activation_bytes,
+                                                 hop_latency, topology, dims)
+    comm = tp + kv
+    t = np.asarray(step.time)
+    w = model.total_params * weight_bytes / np.asarray(n)
+    kvc = np.asarray(batch) * model.kv_cache_bytes(context, kv_bytes) * np.asarray(r) / np.asarray(n)
+    return ShardedDecode(step, _out(tp), _out(kv), _out(comm), _out(t + comm), _out(np.maximum(t, comm)),
+                         _out(r), _out(w), _out(kvc), (w + kvc) <= chip.hbm_capacity, _out(n), _out(batch))
+
+
+def best_tensor_parallel(model, chip, batch, context, candidates=None, **kwargs):
+    """The chip count in ``candidates`` (default 1, 2, 4, ... up to the chip's scale-up domain,
+    at most 1024) with the fastest :func:`sharded_decode` step among those that fit in HBM.
+
+    Returns ``(n_best, {n: ShardedDecode})``; ``n_best`` is None when no candidate fits.
+    Beyond ``n_best`` the communication a doubling adds outweighs the compute and memory time
+    it removes.
+    """
+    batch = positive("batch", batch)
+    if type(batch) is not float:
+        raise TypeError(f"batch: got an array {batch!r}; best_tensor_parallel takes one batch")
+    context = positive("context", context, allow_zero=True)
+    if type(context) is not float:
+        raise TypeError(f"context: got an array {context!r}; best_tensor_parallel takes one context")
+    if candidates is None:
+        top = min(chip.scale_up_domain or 8, 1024)
+        candidates = [2 ** i for i in range(int(math.log2(top)) + 1)]
+    runs = {int(n_chips_check(n, "candidates")): sharded_decode(model, chip, batch, context, n, **kwargs)
+            for n in candidates}
+    fitting = [n for n, r in runs.items() if bool(r.fits)]
+    best = min(fitting, key=lambda n: runs[n].time) if fitting else None
+    return best, runs
+
+
+def ring_optimal_chips(model, chip, batch, context, hop_latency=33.7e-6 / 14, weight_bytes=2, kv_bytes=2,
+                       dtype="bf16"):
+    """The tensor-parallel degree beyond which more chips slow a decode step on a **ring**, when the
+    all-reduces' latency dominates their bandwidth (small batches):
+
+    ``t(n) = t_1 / n + L n_ar 2 (n - 1) alpha``  is smallest at  ``n* = sqrt(t_1 / (2 L n_ar alpha))``,
+
+    with ``t_1`` the single-chip step bound (:func:`~llmmath.roofline.decode_step` with one chip,
+    capacity ignored), ``L n_ar`` the all-reduces per step and ``alpha`` the per-step latency
+    (default: the measured NVLink ring step of :data:`llmmath.collectives.STEP_LATENCIES`).
+    A continuous value: round to a count the hardware offers. On a switch the latency term does
+    not grow with ``n`` and there is no such optimum (the step only approaches ``2 L n_ar alpha``).
+    """
+    from .roofline import decode_step
+
+    alpha = positive("hop_latency", hop_latency)
+    t1 = np.asarray(decode_step(model, chip, batch, context, n_chips=1, weight_bytes=weight_bytes,
+                                kv_bytes=kv_bytes, dtype=dtype).time)
+    n_ar = model.n_layers * (1 if model.parallel_block else 2)
+    return _out(np.sqrt(t1 / (2.0 * n_ar * alpha)))

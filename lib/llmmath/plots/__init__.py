@@ -23,7 +23,7 @@ and says so in the title; a context beyond the model's window is capped by
 Layout: ``style`` (palette, roles, rcParams), ``labels`` (tick formatters, label placement),
 ``figure`` (``BookFigure``, the ``builder`` decorator, ``render_rgba``), and one module per
 figure family: ``hardware``, ``counting``, ``decode``, ``cost``, ``kv``, ``prefill``,
-``parallel``, ``moe``, ``training``.
+``parallel``, ``moe``, ``pipeline``, ``partition``, ``training``.
 """
 
 from __future__ import annotations
@@ -56,6 +56,12 @@ from .kv import kv_balance_vs_context, kv_vs_context
 from .labels import label_si
 from .moe import all_to_all_vs_chips, domain_capacity, ep_memory_per_chip, imbalance_vs_chips
 from .parallel import memory_per_chip, moe_weights_vs_batch
+from .partition import (
+                       collective_time_vs_bytes,
+                       ffn_layouts_vs_tokens,
+                       latency_cost_vs_chips,
+                       tp_step_vs_chips,
+)
 from .pipeline import (
                        boundary_ratio_vs_layers,
                        bubble_vs_microbatches,
@@ -122,4 +128,6 @@ __all__ = [
     # chapter 8: pipelining
     "pipeline_schedule", "bubble_vs_microbatches", "pipeline_memory_vs_stages",
     "decode_latency_vs_stages", "boundary_ratio_vs_layers",
+    # chapter 9: partitioning a model
+    "collective_time_vs_bytes", "tp_step_vs_chips", "ffn_layouts_vs_tokens", "latency_cost_vs_chips",
 ]

@@ -1,0 +1,114 @@
+"""The alpha-beta collective model (llmmath.collectives), against hand-computed values.
+
+Every expected number below is worked by hand in the comment beside it: steps x alpha plus a
+bandwidth factor x D / bw, with the hop-distance sums of a ring counted chip by chip.
+"""
+
+import numpy as np
+import pytest
+
+from llmmath import models
+from llmmath.collectives import (
+    STEP_LATENCIES,
+    bandwidth_factor,
+    collective_steps,
+    collective_time,
+    latency_bandwidth_crossover,
+    torus_dims,
+)
+from llmmath.parallel import all_gather_time, all_reduce_time, all_to_all_time, reduce_scatter_time
+
+D, BW = 1e6, 100e9
+
+
+def test_ring_all_reduce_by_hand():
+    # 8 chips: 2 x 7 = 14 steps of 2 us = 28 us; bandwidth 2 x 7/8 x 1 MB / 100 GB/s = 17.5 us
+    assert collective_time("all-reduce", D, 8, BW, 2e-6, "ring") == pytest.approx(45.5e-6)
+    assert collective_steps("all-reduce", 8, "ring") == 14
+
+
+def test_switch_all_gather_by_hand():
+    # one direct step: 2 us + 7/8 x 10 us = 10.75 us; an all-reduce takes two steps
+    assert collective_time("all-gather", D, 8, BW, 2e-6, "switch") == pytest.approx(10.75e-6)
+    assert collective_steps("all-reduce", 8, "switch") == 2
+    assert collective_steps("all-gather", 1, "switch") == 0
+
+
+def test_torus_all_reduce_by_hand():
+    # 4x4x4: rings of 4 along each axis, 3 + 3 + 3 = 9 steps each way, 18 in all; 1 us a step
+    assert collective_steps("all-reduce", 64, "torus") == 18
+    assert collective_time("all-reduce", D, 64, BW, 1e-6, "torus", dims=(4, 4, 4)) == pytest.approx(
+        18e-6 + 2 * 63 / 64 * 1e-5)
+    assert collective_steps("all-gather", 32, "torus", dims=(8, 4, 1)) == 7 + 3
+
+
+@pytest.mark.parametrize("n, topology, dims, expected", [
+    (4, "switch", None, 3 / 4),            # (n-1)/n
+    (4, "ring", None, 1.0),               # distances 1, 2, 1 -> 4; 4 / 4
+    (8, "ring", None, 2.0),               # 1+2+3+4+3+2+1 = 16; 16 / 8
+    (5, "ring", None, 6 / 5),             # 1+2+2+1 = 6 (odd ring)
+    (8, "torus", (2, 2, 2), 1.5),         # 3 at 1 hop, 3 at 2, 1 at 3: 12 / 8
+    (64, "torus", (4, 4, 4), 3.0),        # each axis 4/4 = 1
+])
+def test_all_to_all_bandwidth_factor_by_hand(n, topology, dims, expected):
+    assert bandwidth_factor("all-to-all", n, topology, dims) == pytest.approx(expected)
+
+
+def test_crossover_by_hand():
+    # ring all-reduce, 8 chips, 2 us, 100 GB/s: D* = 14 x 2 us x 100 GB/s / 1.75 = 1.6 MB
+    d = latency_bandwidth_crossover("all-reduce", 8, BW, 2e-6, "ring")
+    assert d == pytest.approx(1.6e6)
+    assert collective_time("all-reduce", d, 8, BW, 2e-6, "ring") == pytest.approx(2 * 28e-6)
+
+
+def test_torus_dims():
+    assert torus_dims(64) == (4, 4, 4)
+    assert torus_dims(32) == (4, 4, 2)
+    assert torus_dims(8, 2) == (4, 2)
+    assert torus_dims(1) == (1, 1, 1)
+
+
+def test_defaults_keep_popes_times():
+    # parallel.* with no latency and a switch are Pope et al.'s bandwidth-only formulas, unchanged
+    for n in (2, 8, 64):
+        assert all_gather_time(D, n, BW) == pytest.approx(D / BW * (n - 1) / n)
+        assert all_reduce_time(D, n, BW) == pytest.approx(2 * D / BW * (n - 1) / n)
+        # with zero latency, ring and torus all-gathers and all-reduces equal the switch's
+        for topo in ("ring", "torus"):
+            assert all_reduce_time(D, n, BW, 0.0, topo) == pytest.approx(all_reduce_time(D, n, BW))
+    assert reduce_scatter_time(D, 8, BW, 1e-6, "ring") == pytest.approx(7e-6 + 7 / 8 * 1e-5)
+    assert all_to_all_time(D, 8, BW, 1e-6, "ring") == pytest.approx(7e-6 + 2 * 1e-5)
+
+
+def test_step_latencies_are_the_cited_measurements():
+    # nccl-tests issue 123: 33.7 us for a ring all-reduce over 8 A100s = 14 steps -> 2.41 us
+    t, key = STEP_LATENCIES["NVLink ring step (A100, NCCL)"]
+    assert t == pytest.approx(2.41e-6, rel=0.01) and key
+    assert all(key for _, key in STEP_LATENCIES.values())
+
+
+def test_broadcasts_over_bytes():
+    t = collective_time("all-reduce", np.array([1e3, 1e6, 1e9]), 8, BW, 2e-6, "ring")
+    assert t.shape == (3,) and np.all(np.diff(t) > 0)
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="topology"):
+        collective_time("all-reduce", D, 8, BW, 0.0, "mesh")
+    with pytest.raises(ValueError, match="kind"):
+        collective_time("broadcast", D, 8, BW)
+    with pytest.raises(ValueError, match="dims"):
+        collective_time("all-gather", D, 8, BW, 0.0, "torus", dims=(2, 2, 3))
+    with pytest.raises(ValueError, match="hop_latency"):
+        collective_time("all-gather", D, 8, BW, -1e-6)
+    with pytest.raises(TypeError, match="n_chips"):
+        collective_time("all-gather", D, np.array([4, 8]), BW, 1e-6, "ring")
+    with pytest.raises(ValueError, match="n_chips"):
+        collective_time("all-gather", D, 2.5, BW)
+    with pytest.raises(TypeError, match="bytes_per_chip"):
+        collective_time("all-gather", "1 MB", 8, BW)
+
+
+def test_model_is_not_a_collective_argument():
+    with pytest.raises(TypeError):
+        collective_time("all-gather", models.get("PaLM-540B"), 8, BW)
