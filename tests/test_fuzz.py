@@ -65,6 +65,7 @@ VALID = {
     "sparsity": 18.0, "cost_per_million_tokens": 1.0, "assignments": 4096,
     "tokens_per_chip": 4096, "compute_time": 1e-3, "comm_time": 1e-3, "stages": 4,
     "micro_batches": 8, "bubble": 0.1, "chips_per_stage": 8, "sequence_length": 4096, "chip_hours": 1e6,
+    "kv_replicas": 2, "kind": "all-reduce", "hop_latency": 2.4e-6,
 }
 # Valid values for one callable where the name's usual value does not fit it.
 VALID_FOR = {"models.get": {"name": "Llama-3-70B"},

@@ -159,7 +159,7 @@ def test_kv_replicas_by_hand():
     assert kv_replicas(LLAMA, 4, 8, "batch") == 2        # 4 sequences on 8 chips: busiest holds 1 = 2 x 4/8
     assert kv_replicas(DSV3, 64, 8, "head") == 8         # MLA's latent is shared by all heads
     assert kv_replicas(LLAMA, 64, 8, "sequence") == 1
-    with pytest.raises(ValueError, match="by"):
+    with pytest.raises(ValueError, match="kv_shard"):
         kv_replicas(LLAMA, 64, 8, "layer")
 
 

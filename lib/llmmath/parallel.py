@@ -239,7 +239,7 @@ def _kv_groups(model):
     return 1 if model.kv_lora_rank is not None else model.n_kv_heads
 
 
-def kv_replicas(model, batch, n_chips, by="batch"):
+def kv_replicas(model, batch, n_chips, kv_shard="batch"):
     """How many times the KV cache is read per step across ``n_chips``, relative to one copy.
 
     - ``"head"``: each chip keeps the KV heads of its query heads; with more chips than KV
@@ -248,12 +248,12 @@ def kv_replicas(model, batch, n_chips, by="batch"):
       hold none and the busiest holds ``ceil(B/n)``: ``n ceil(B/n) / B``.
     - ``"sequence"``: each chip keeps ``1/n`` of every sequence's tokens: 1.
     """
-    choice("by", by, KV_SHARDINGS)
+    choice("kv_shard", kv_shard, KV_SHARDINGS)
     n = n_chips_check(n_chips)
     batch = positive("batch", batch)
-    if by == "head":
+    if kv_shard == "head":
         return _out(np.maximum(1.0, np.asarray(n) / _kv_groups(model)) * np.ones_like(np.asarray(batch)))
-    if by == "batch":
+    if kv_shard == "batch":
         return _out(np.asarray(n) * np.ceil(np.asarray(batch) / n) / batch)
     return _out(np.ones_like(np.asarray(n * batch, dtype=float)))
 
@@ -330,8 +330,8 @@ def sharded_decode(model, chip, batch, context, n_chips, hop_latency=0.0, topolo
     kv_bytes = positive("kv_bytes", kv_bytes)
     r = kv_replicas(model, batch, n, kv_shard)
     step = decode_step(model, chip, batch, context, n_chips=n, weight_bytes=weight_bytes,
-                       kv_bytes=np.asarray(kv_bytes * np.asarray(r)) if np.ndim(r) else kv_bytes * r,
-                       dtype=dtype, attention_flops=attention_flops)
+                       kv_bytes=kv_bytes, dtype=dtype, attention_flops=attention_flops,
+                       kv_replicas=r)
     if np.all(np.asarray(n) == 1):
         tp = kv = 0.0 * np.asarray(step.time)
     else:
@@ -347,8 +347,8 @@ def sharded_decode(model, chip, batch, context, n_chips, hop_latency=0.0, topolo
                          _out(r), _out(w), _out(kvc), (w + kvc) <= chip.hbm_capacity, _out(n), _out(batch))
 
 
-def best_tensor_parallel(model, chip, batch, context, candidates=None, **kwargs):
-    """The chip count in ``candidates`` (default 1, 2, 4, ... up to the chip's scale-up domain,
+def best_tensor_parallel(model, chip, batch, context, chip_counts=None, **kwargs):
+    """The chip count in ``chip_counts`` (default 1, 2, 4, ... up to the chip's scale-up domain,
     at most 1024) with the fastest :func:`sharded_decode` step among those that fit in HBM.
 
     Returns ``(n_best, {n: ShardedDecode})``; ``n_best`` is None when no candidate fits.
@@ -361,11 +361,11 @@ def best_tensor_parallel(model, chip, batch, context, candidates=None, **kwargs)
     context = positive("context", context, allow_zero=True)
     if type(context) is not float:
         raise TypeError(f"context: got an array {context!r}; best_tensor_parallel takes one context")
-    if candidates is None:
+    if chip_counts is None:
         top = min(chip.scale_up_domain or 8, 1024)
-        candidates = [2 ** i for i in range(int(math.log2(top)) + 1)]
-    runs = {int(n_chips_check(n, "candidates")): sharded_decode(model, chip, batch, context, n, **kwargs)
-            for n in candidates}
+        chip_counts = [2 ** i for i in range(int(math.log2(top)) + 1)]
+    runs = {int(n_chips_check(n, "chip_counts")): sharded_decode(model, chip, batch, context, n, **kwargs)
+            for n in chip_counts}
     fitting = [n for n, r in runs.items() if bool(r.fits)]
     best = min(fitting, key=lambda n: runs[n].time) if fitting else None
     return best, runs

@@ -200,7 +200,7 @@ def _check_step(n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, me
 
 def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes=2,
                 dtype="bf16", overlap="step", compute_efficiency=1.0, memory_efficiency=1.0,
-                attention_flops=True) -> Step:
+                attention_flops=True, kv_replicas=1) -> Step:
     """Lower bound on one decode step: ``batch`` sequences each emit one token.
 
     ``t = max(B (2 N_mm + attn(S)) / (n C),  (N_read(B) b_w + B kv_read(S)) / (n W))``
@@ -216,7 +216,9 @@ def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes
     - Weights read are ``model.weight_params_read(batch)``: for MoE, only the experts the
       batch touches; KV read is ``batch x model.kv_read_bytes(context)`` (with an indexer's keys).
     - The work is assumed perfectly shared by the ``n_chips`` (batch-sharded KV, sharded
-      weights): communication is left out, so this is a lower bound.
+      weights): communication is left out, so this is a lower bound. ``kv_replicas`` copies of
+      each cached byte (KV sharded by head past the KV heads, or MLA's latent under head-parallel
+      tensor parallelism: ``parallel.kv_replicas``) multiply the KV reads.
     - ``overlap="step"`` lets all memory traffic overlap all compute; ``"per-op"`` lets each
       kernel overlap only its own traffic: ``max(attention, kv) + max(matmul, weight)``.
     - ``compute_efficiency`` and ``memory_efficiency`` in (0, 1] derate the peaks; 1.0 is the
@@ -237,6 +239,7 @@ def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes
         idx = batch * idx if model.has_indexer else 0.0
     wbytes = model.weight_params_read(batch) * weight_bytes
     kvbytes = batch * model._read_bytes(context, kv_bytes)  # kv_read_bytes, checked above
+    kvbytes = kvbytes * positive("kv_replicas", kv_replicas)
     return _finish("decode", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, peak,
                    compute_efficiency, memory_efficiency, batch, batch, model, kv_bytes)
 

@@ -97,7 +97,7 @@ def _tp_setup(p):
 
 @builder(setup=_tp_setup)
 def tp_step_vs_chips(p, model="Llama-3-70B", chip="H100-SXM", batch=8, context=4096, hop_latency=_RING_STEP,
-                     topology="ring", kv_shard="batch", weight_bytes=2, kv_bytes=2, dtype="bf16", chips=None,
+                     topology="ring", kv_shard="batch", weight_bytes=2, kv_bytes=2, dtype="bf16", chip_counts=None,
                      mark_chips=None):
     """Decode step of a tensor-parallel replica against its chip count: the bound of chapters 3-5
     (falls as 1/n), the all-reduces' time (rises with n once latency matters) and their sum;
@@ -106,7 +106,7 @@ def tp_step_vs_chips(p, model="Llama-3-70B", chip="H100-SXM", batch=8, context=4
     dt, dnote = chip.resolve_dtype(dtype)
     context, cnote = model.cap_context(context)
     top = chip.scale_up_domain or 8
-    ns = grid(chips if chips is not None else [2 ** i for i in range(0, 11) if 2 ** i <= min(top, 256)],
+    ns = grid(chip_counts if chip_counts is not None else [2 ** i for i in range(0, 11) if 2 ** i <= min(top, 256)],
               1, 256)
     kw = dict(kv_shard=kv_shard, weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dt)
     runs = [sharded_decode(model, chip, batch, context, int(n), hop_latency, topology, **kw) for n in ns]
@@ -209,7 +209,7 @@ def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, token
 @builder()
 def latency_cost_vs_chips(p, model="Llama-3-70B", chip="GB200", batches=(1, 8, 64, 256), context=4096,
                           hop_latency=_NVLS_STEP, topology="switch", kv_shard="batch", weight_bytes=2, kv_bytes=2,
-                          dtype="bf16", chips=None, mark_chips=None, mark_batch=None):
+                          dtype="bf16", chip_counts=None, mark_chips=None, mark_batch=None):
     """Latency per token against cost (chip-seconds per token) as the chip count grows, one curve
     per batch: the frontier a planner chooses from. Points are 1, 2, 4, ... chips (those that fit);
     each curve's fastest point is ringed: beyond it more chips cost more and are slower."""
@@ -218,7 +218,7 @@ def latency_cost_vs_chips(p, model="Llama-3-70B", chip="GB200", batches=(1, 8, 6
     context, cnote = model.cap_context(context)
     kw = dict(kv_shard=kv_shard, weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dt)
     top = chip.scale_up_domain or 8
-    ns = [int(n) for n in (chips if chips is not None else [2 ** i for i in range(11) if 2 ** i <= min(top, 256)])]
+    ns = [int(n) for n in (chip_counts if chip_counts is not None else [2 ** i for i in range(11) if 2 ** i <= min(top, 256)])]
     ax = p.ax
     xs_all, ys_all, best = [], [], {}
     for i, b in enumerate(batches):
