@@ -211,7 +211,7 @@ def ep_memory_per_chip(p, model, chip, ep=None, redundant_experts=0, weight_byte
     p.hline(chip.hbm_capacity, f"{chip.name} HBM: {fmt_b(chip.hbm_capacity)}", color=ROLE["capacity"],
             x=0.99, ha="right", va="bottom", ls="-")
     ax.set_xlabel("chips in the expert-parallel group (EP degree)")
-    ax.set_ylabel("weight bytes per chip (B)")
+    ax.set_ylabel("weights per chip (bytes)")
     p.add(ax.legend(loc="lower left"))
     with p.marking():
         if mark_chips is not None:

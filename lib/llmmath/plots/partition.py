@@ -12,7 +12,7 @@ from ..parallel import ffn_comm_time, sharded_decode
 from ..units import fmt_count
 from .figure import builder, grid, mask
 from .labels import fmt_b, fmt_n, fmt_t, loglim, point_candidates, set_log, with_notes
-from .style import CYCLE, PALETTE, ROLE
+from .style import CYCLE, PALETTE, ROLE, SMALL
 
 _NVLS_STEP = STEP_LATENCIES["NVLink SHARP step (H100, NCCL)"][0]
 
@@ -29,7 +29,7 @@ def _model(m):
 
 
 def _legend_below(ax, ncol=2):
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, fontsize=8.5, frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, frameon=False)
 
 
 def _pow2_axis(ax):
@@ -63,7 +63,7 @@ def collective_time_vs_bytes(p, chip="H100-SXM", n_chips=8, kind="all-reduce", h
     set_log(ax, x=fmt_b, y=fmt_t)
     ax.set_xlim(D.min(), D.max())
     ax.set_ylim(*loglim(np.concatenate(ys + [bw_only]), pad=1.5))
-    ax.set_xlabel("bytes per chip D (B)")
+    ax.set_xlabel("message size per chip D (bytes)")
     ax.set_ylabel(f"{kind} time (s)")
     _legend_below(ax)
     knee = float(latency_bandwidth_crossover(kind, n, bw, hop_latency, "ring"))
@@ -235,7 +235,7 @@ def latency_cost_vs_chips(p, model="Llama-3-70B", chip="GB200", batches=(1, 8, 6
         best[float(b)] = pts[j][0]
         p.add(ax.plot([x[j]], [y[j]], "o", ms=12, mfc="none", mec=CYCLE[i % len(CYCLE)], mew=2)[0])
         p.label(x[j], y[j], f"n={pts[j][0]}", point_candidates((-9, 0), "right", "center"),
-                color=CYCLE[i % len(CYCLE)], fontsize=8.5)
+                color=CYCLE[i % len(CYCLE)], fontsize=SMALL)
     set_log(ax, x=fmt_t, y=lambda v: f"{v:.2g}")
     ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     if xs_all:

@@ -15,7 +15,7 @@ from ..roofline import decode_step
 from ..units import fmt_percent
 from .figure import builder, grid, mask
 from .labels import fmt_b, fmt_n, fmt_t, loglim, set_log, with_notes
-from .style import CYCLE, PALETTE, ROLE
+from .style import CYCLE, PALETTE, ROLE, model_colour
 
 _NAMES = {"gpipe": "GPipe", "1f1b": "1F1B"}
 
@@ -120,7 +120,7 @@ def _memory_setup(p):
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel(r"pipeline stages $n_\mathrm{pp}$ (count)")
-    ax.set_ylabel("HBM per chip (B)")
+    ax.set_ylabel("HBM per chip (bytes)")
 
 
 @builder(setup=_memory_setup)
@@ -217,7 +217,7 @@ def decode_latency_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64, 
     p.add(ax.plot(*mask(P, wide), "--", color=ROLE["reference"], label=f"one group of {E:g} x P chips")[0])
     ax.set_xlim(P.min() / 1.3, P.max() * 1.3)
     ax.set_ylim(*loglim(np.concatenate(ys), pad=2.0))
-    p.add(ax.legend(loc="lower left", fontsize=9))
+    p.add(ax.legend(loc="lower left"))
     base = float(decode_step(model, chip, b, ctx, n_chips=E, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
                              dtype=dt).time)
     with p.marking():
@@ -255,16 +255,16 @@ def boundary_ratio_vs_layers(p, model_list, chip, layers=None):
     L = grid(layers if layers is not None else [1, 2, 4, 8, 16, 32, 61], 1, 128)
     ax = p.ax
     ys = []
-    for i, m in enumerate(model_list):
+    for m in model_list:
         y = np.asarray(boundary_ratio(m, chip, L)) * np.ones_like(L)
         ys.append(y)
         k = m.experts_per_token or 1
-        p.add(ax.plot(L, y, "o-", color=CYCLE[i], ms=4, label=f"{m.name} (k = {k})")[0])
+        p.add(ax.plot(L, y, "o-", color=model_colour(m), ms=4, label=f"{m.name} (k = {k})")[0])
     ax.set_xlim(L.min() / 1.3, L.max() * 1.3)
     ax.set_ylim(*loglim(np.concatenate(ys + [np.array([1.0])]), pad=2.0))
     p.hline(1.0, "boundary no longer the bottleneck", color=ROLE["reference"], x=0.99, ha="right",
             va="bottom")
-    p.add(ax.legend(loc="upper left", fontsize=9))
+    p.add(ax.legend(loc="upper left"))
     ratio = chip.scale_up_bandwidth / chip.scale_out_bandwidth
     ax.set_title(f"Stage boundary on {chip.name}: scale-up {ratio:.0f}x scale-out")
     need = {m.name: min_layers_per_stage(m, chip) for m in model_list}

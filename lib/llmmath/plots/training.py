@@ -136,7 +136,7 @@ def _zero_setup(p):
     ax = p.ax
     set_log(ax, x=lambda v: fmt_count(v, 2), y=fmt_b)
     ax.set_xlabel("data-parallel chips n (count)")
-    ax.set_ylabel("training state per chip (B)")
+    ax.set_ylabel("training state per chip (bytes)")
 
 
 @builder(setup=_zero_setup)
@@ -157,13 +157,13 @@ def zero_memory_vs_chips(p, model, chip, chips_range=None, mark_chips=None):
     ax.set_ylim(min(lo, c.hbm_capacity / 3), hi * 8)
     p.hline(c.hbm_capacity, f"{c.name} HBM {fmt_bytes(c.hbm_capacity)}", color=ROLE["capacity"],
             x=0.01, ha="left")
-    p.add(ax.legend(loc="upper right", ncol=2, fontsize=8.5))
+    p.add(ax.legend(loc="upper right", ncol=2))
     fit3 = float(n[np.argmax(vals[3] <= c.hbm_capacity)]) if (vals[3] <= c.hbm_capacity).any() else math.inf
     with p.marking():
         if mark_chips is not None:
             mc = float(mark_chips)
             b = float(zero_memory_per_chip(m, mc, 3))
-            p.point(mc, b, f"ZeRO-3 on {fmt_count(mc, 3)}: {fmt_bytes(b)}")
+            p.point(mc, b, f"ZeRO-3 on {int(mc):,} chips: {fmt_bytes(b)}")
             p.numbers = {"zero3_bytes": b}
     ax.set_title(f"{m.name}: training state per chip on {c.name}")
     p.numbers.update(state=float(vals[0][0]), zero3_fits_from=fit3)
@@ -202,13 +202,13 @@ def dp_sync_vs_tokens(p, model, chip, n_chips=1024, tokens=None, grad_bytes=2, m
         sync[net], crit[net] = t, float(dp_critical_tokens(m, c, n_chips, net, grad_bytes, dtype=dt))
         word = "scale-up" if net == "scale_up" else "scale-out"
         bw = getattr(c, f"{net}_bandwidth")
-        p.hline(t, f"all-reduce over {word} ({fmt_si(bw, 'B/s')}): {fmt_t(t)}", color=styles[net][0],
-                x=0.99, ha="right", va="bottom", ls=styles[net][1])
+        hides = (f"; hides above {fmt_count(crit[net], 3)} tokens"
+                 if T.min() <= crit[net] <= T.max() else "")
+        p.add(ax.axhline(t, color=styles[net][0], ls=styles[net][1], lw=1.8,
+                         label=f"all-reduce, {word} ({fmt_si(bw, 'B/s')}): {fmt_t(t)}{hides}"))
         if T.min() <= crit[net] <= T.max():
             p.add(ax.plot([crit[net]], [t], "o", ms=7, mfc=styles[net][0], mec="white", mew=1.5,
                           zorder=5)[0])
-            p.label(crit[net], t, f"hides above\n{fmt_count(crit[net], 3)} tokens",
-                    [(8, -6, "left", "top"), (-8, -6, "right", "top")], color=styles[net][0])
     ax.set_xlim(T.min(), T.max())
     ax.set_ylim(*loglim(np.concatenate([comp, list(sync.values())]), pad=2.0))
     p.add(ax.legend(loc="upper left"))
