@@ -225,7 +225,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from llmmath import plots  # noqa: E402
 
-_UNIT = ("(tokens)", "(%)", "(count)", "(B)", "(s)")
+_UNIT = ("(tokens)", "(%)", "(count)", "(bytes)", "(s)")  # "B" is batch only (plots.style)
 
 
 def _check_figure(fig):
