@@ -1,0 +1,51 @@
+"""_ext/bibliography_style.py on hand-written BibTeX: author-year labels, arXiv printed once."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from pybtex.database import parse_string
+from pybtex.plugin import find_plugin
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("bibliography_style", ROOT / "_ext" / "bibliography_style.py")
+bib = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bib)
+bib.register()
+
+BIB = r"""
+@article{pope, author = {Pope, Reiner and Douglas, Sholto and Chowdhery, Aakanksha},
+  title = {Efficiently scaling transformer inference}, year = {2023}, journal = {MLSys},
+  url = {https://arxiv.org/abs/2211.05102}, eprint = {2211.05102}}
+@misc{two, author = {Kaplan, Jared and McCandlish, Sam}, title = {Scaling}, year = {2020}}
+@misc{org, author = {{NVIDIA}}, title = {H100 datasheet}, year = {2022},
+  url = {https://www.nvidia.com/h100}}
+@misc{org2, author = {{NVIDIA}}, title = {H200 datasheet}, year = {2022}}
+@misc{nobody, organization = {Open Compute}, title = {OAM}, year = {2021}}
+@misc{van, author = {van der Berg, Anna}, title = {A}, year = {2019}}
+"""
+
+
+def _render():
+    data = parse_string(BIB, "bibtex")
+    style = find_plugin("pybtex.style.formatting", "book")()
+    return {e.key: (e.label, e.text.render_as("text")) for e in style.format_entries(data.entries.values())}
+
+
+def test_labels_read_like_the_citations():
+    out = _render()
+    assert out["pope"][0] == "Pope et al. 2023"
+    assert out["two"][0] == "Kaplan and McCandlish 2020"
+    assert out["nobody"][0] == "Open Compute 2021"
+    assert out["van"][0] == "van der Berg 2019"
+    # two entries that would share a label are told apart, in list order
+    assert sorted([out["org"][0], out["org2"][0]]) == ["NVIDIA 2022a", "NVIDIA 2022b"]
+
+
+def test_an_arxiv_link_is_printed_once_and_other_urls_stay():
+    out = _render()
+    pope = out["pope"][1]
+    assert "arXiv:2211.05102" in pope and "URL:" not in pope
+    assert pope.count("2211.05102") == 1
+    assert "URL: https://www.nvidia.com/h100" in out["org"][1]
