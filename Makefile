@@ -43,22 +43,24 @@ pdf: $(STAMP)
 	LLMMATH_REQUIRE_PDF=1 $(BIN)/python -m pytest tests/test_pdf.py -m pdf
 	@echo "The PDF is at $(CURDIR)/_build/latex/book.pdf"
 
+# pytest-xdist: one worker per core (2 on CI). Notebooks and browser files stay whole on one
+# worker (--dist loadfile): a notebook's cells share a kernel, test_lab shares a JupyterLab.
 unit: $(STAMP)
 	$(BIN)/ruff check lib tests scripts _latex _ext
-	$(BIN)/python -m pytest tests -m "not browser and not pdf"
+	$(BIN)/python -m pytest tests -m "not browser and not pdf" -n auto
 
 # No .venv needed: each Python gets its own venv under _build/compat (scripts/compat.sh).
 compat:
 	bash scripts/compat.sh
 
 nbval: $(STAMP)
-	$(BIN)/python -m pytest book
+	$(BIN)/python -m pytest book -n auto --dist loadfile
 
 build-check: book
 
 browser: $(STAMP)
 	bash scripts/ensure_chromium.sh
-	LLMMATH_REQUIRE_BROWSER=1 $(BIN)/python -m pytest tests/browser -m browser
+	LLMMATH_REQUIRE_BROWSER=1 $(BIN)/python -m pytest tests/browser -m browser -n auto --dist loadfile
 
 test: $(STAMP)
 	@start=$$(date +%s); \

@@ -3,7 +3,8 @@
 At 390 px and 1280 px, on every page: images keep their aspect ratio; code blocks and outputs
 scroll instead of wrapping; every formula fits its column or sits in a scroll container that
 shows it scrolls; a static page shows no saved ipywidgets (they need a kernel) and no input
-outside the kernel-free explorers; prev/next links stay short; tables stay in the text column.
+outside the kernel-free explorers; prev/next links stay short; tables stay in the text column; the phone page never scrolls
+sideways.
 Each visit also writes a full-page screenshot to `_build/screenshots/` for a person to look at.
 """
 
@@ -158,6 +159,10 @@ def test_layout(browser, site_url, rel, label):
         shot = SHOTS / _shot_name(rel, label)
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 10_000, f"screenshot {shot} is empty"
+        if label == "phone":  # before dropdowns open: what a reader sees on arrival
+            width = page.evaluate("() => document.scrollingElement.scrollWidth")
+            assert width <= PHONE["width"] + 1, \
+                f"{rel} scrolls sideways at {PHONE['width']} px: {width} px wide"
         # Measure hidden code and solutions too: open every dropdown.
         page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
         page.wait_for_timeout(100)
