@@ -1,0 +1,252 @@
+"""The student edition (`make student`, issue 15): what it serves leaks no answer, and each blank
+student notebook runs top to bottom in a fresh kernel.
+
+What the student edition serves: the site in _build/student/html (its pages, its `_sources/`
+downloads, its search index) and the notebooks in _build/student/notebooks. The answers it must not
+hold are collected from the full edition (book/): the text of every `{solution}` block, and the
+values the page would show for every glued name that only solutions paste, per chapter. The
+tests skip, saying why, when `_build/student` is absent, except under LLMMATH_REQUIRE_STUDENT=1
+(set by `make student`), where they fail. The tagging rules that keep the edition leak-free are
+checked on the sources themselves in tests/test_reader_edition.py, with no build needed.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import json
+import os
+import re
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDENT = ROOT / "_build" / "student"
+SITE, NOTEBOOKS = STUDENT / "html", STUDENT / "notebooks"
+_spec = importlib.util.spec_from_file_location("reader_edition", ROOT / "scripts/reader_edition.py")
+re_ed = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("reader_edition", re_ed)
+_spec.loader.exec_module(re_ed)
+
+REQUIRED = os.environ.get("LLMMATH_REQUIRE_STUDENT") == "1"
+if not (SITE / "index.html").exists() or not NOTEBOOKS.is_dir():
+    if REQUIRED:
+        raise RuntimeError("LLMMATH_REQUIRE_STUDENT=1 but _build/student has no site or notebooks: "
+                           "`make student` builds them")
+    pytest.skip("no student edition in _build/student: run `make student` to build and test it",
+                allow_module_level=True)
+
+BOOK = re_ed.load_book(ROOT)
+DOCS = [doc for doc, _ in BOOK.docs]
+NB_DOCS = [doc for doc in DOCS if (ROOT / f"{doc}.ipynb").exists()]
+
+
+# --- what the full edition holds as answers ----------------------------------------------------
+
+def _solutions(text: str) -> list[str]:
+    """Bodies of the `{solution}` blocks in MyST markdown, at any depth."""
+    found = []
+    for b in re_ed.parse_blocks(text):
+        if isinstance(b, re_ed.Directive):
+            if b.name == "solution":
+                found.append(b.body)
+            else:
+                found.extend(_solutions(b.body))
+    return found
+
+
+def _markdown(doc: str) -> list[str]:
+    path = ROOT / f"{doc}.ipynb"
+    if path.exists():
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        return [re_ed._source(c) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    return [(ROOT / f"{doc}.md").read_text(encoding="utf-8")]
+
+
+def _shown(bundle: dict, spec: str) -> str:
+    """A glued value as the page shows it (a format spec such as ``:.1f`` applied)."""
+    plain = re_ed._text(bundle.get("text/plain", "")).strip()
+    if plain[:1] in "'\"" and plain[-1:] == plain[:1]:
+        plain = plain[1:-1]
+    if spec:
+        try:
+            return format(float(plain), spec)
+        except ValueError:
+            pass
+    return plain
+
+
+GLUE_USE = re.compile(r"\{glue(?::\w*)?\}`([^`:]+)(?::([^`]*))?`")
+
+
+def _distinctive(value: str) -> bool:
+    """Worth scanning for: at least three digits ("1.37 TB", "5,400"), so that a coincidence with
+    an ordinary number of the page ("8", "64") is not taken for a leak."""
+    return sum(ch.isdigit() for ch in value) >= 3
+
+
+def _phrase(text: str) -> str | None:
+    """The longest run of plain words in a solution (roles, math and markup stripped): a phrase
+    that identifies the solution's text wherever it is served."""
+    text = re.sub(r"\{[\w:-]+\}`[^`]*`", " | ", text)
+    text = re.sub(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`", " | ", text, flags=re.S)
+    runs = re.findall(r"(?:[A-Za-z][A-Za-z'-]*[ \n]+){8,}[A-Za-z][A-Za-z'-]*", text)
+    return " ".join(max(runs, key=len).split()) if runs else None
+
+
+def _secrets() -> dict[str, dict]:
+    """Per document: solution phrases and the values only solutions show."""
+    out = {}
+    for doc in DOCS:
+        cells = _markdown(doc)
+        sol_text = [s for c in cells for s in _solutions(c)]
+        public = "\n".join(re_ed.strip_solutions(c) for c in cells)
+        glue = {}
+        if (ROOT / f"{doc}.ipynb").exists():
+            glue = re_ed.glue_values(json.loads((ROOT / f"{doc}.ipynb").read_text(encoding="utf-8")))
+        public_names = {m.group(1).strip() for m in GLUE_USE.finditer(public)}
+        public_values = {_shown(glue[n], "") for n in public_names if n in glue}
+        public_plain = " ".join(public.split())
+        values, names = set(), set()
+        for body in sol_text:
+            for m in GLUE_USE.finditer(body):
+                name, spec = m.group(1).strip(), m.group(2) or ""
+                if name in public_names or name not in glue:
+                    continue
+                names.add(name)
+                v = _shown(glue[name], spec)
+                if _distinctive(v) and v not in public_values and v not in public_plain:
+                    values.add(v)
+        phrases = {p for p in map(_phrase, sol_text) if p and p not in public_plain}
+        out[doc] = {"values": values, "names": names, "phrases": phrases,
+                    "n_solutions": len(sol_text)}
+    return out
+
+
+SECRETS = _secrets()
+
+
+def test_the_full_edition_has_answers_to_look_for():
+    n_sol = sum(s["n_solutions"] for s in SECRETS.values())
+    n_val = sum(len(s["values"]) for s in SECRETS.values())
+    chapters = [d for d in NB_DOCS if re.match(r"book/\d\d_", d)]
+    assert n_sol >= 6 * len(chapters), "fewer solutions than the chapter standard's six a chapter"
+    assert n_val >= 100, f"only {n_val} answer values collected: the collection is broken"
+    assert all(SECRETS[d]["values"] for d in chapters), "a chapter with no answer value to scan for"
+
+
+# --- what the student edition serves -----------------------------------------------------------
+
+def _plain(text: str) -> str:
+    """Served text as a reader sees it: tags dropped, entities decoded, spaces collapsed."""
+    text = re.sub(r"<script.*?</script>|<style.*?</style>", " ", text, flags=re.S)
+    text = html.unescape(re.sub(r"<[^>]+>", " ", text)).replace("\u202f", " ").replace("\xa0", " ")
+    return " ".join(text.split())
+
+
+def _notebook_text(path: Path) -> str:
+    """Every source and every text output of a notebook (decoded, not JSON-escaped)."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    parts = []
+    for cell in nb["cells"]:
+        parts.append(re_ed._source(cell))
+        for out in cell.get("outputs", []):
+            parts.append(re_ed._text(out.get("text", "")))
+            for mime, data in out.get("data", {}).items():
+                if mime.startswith(("text/", "application/papermill")):
+                    parts.append(_plain(re_ed._text(data)) if "html" in mime else re_ed._text(data))
+    return " ".join(" ".join(parts).split())
+
+
+def _served(doc: str) -> dict[str, str]:
+    """What the student edition serves for one document: {where: text}."""
+    name = Path(doc).name
+    found = {}
+    page = SITE / f"{doc}.html"
+    assert page.exists(), f"the student site has no page for {doc}"
+    found[str(page.relative_to(STUDENT))] = _plain(page.read_text(encoding="utf-8"))
+    for src in (SITE / "_sources" / "book").glob(f"{name}.*"):
+        text = (_notebook_text(src) if src.suffix == ".ipynb"
+                else " ".join(src.read_text(encoding="utf-8").split()))
+        found[str(src.relative_to(STUDENT))] = text
+    nb = NOTEBOOKS / f"{name}.ipynb"
+    if (ROOT / f"{doc}.ipynb").exists():
+        assert nb.exists(), f"no student notebook for {doc}"
+        found[str(nb.relative_to(STUDENT))] = _notebook_text(nb)
+    return found
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_no_solution_and_no_answer_value_is_served(doc):
+    secrets = SECRETS[doc]
+    for where, text in _served(doc).items():
+        for phrase in secrets["phrases"]:
+            assert phrase not in text, f"{where}: solution text served: {phrase!r}"
+        leaked = sorted(v for v in secrets["values"] if v in text)
+        assert not leaked, f"{where}: answer values served: {leaked[:10]}"
+        assert "Solution to Exercise" not in text, f"{where}: a solution heading is served"
+
+
+def test_pages_have_no_solution_nodes_and_sources_are_the_student_notebooks():
+    for page in SITE.rglob("*.html"):
+        s = page.read_text(encoding="utf-8")
+        assert 'class="solution' not in s, f"{page}: a sphinx-exercise solution node"
+    for doc in NB_DOCS:
+        name = Path(doc).name
+        served = SITE / "_sources" / "book" / f"{name}.ipynb"
+        assert served.read_bytes() == (NOTEBOOKS / f"{name}.ipynb").read_bytes(), (
+            f"{served}: the download is not the student notebook")
+
+
+def test_search_index_has_no_solution():
+    index = (SITE / "searchindex.js").read_text(encoding="utf-8")
+    assert "Solution to" not in index
+    everything = " ".join(_plain(index).split())
+    for doc, secrets in SECRETS.items():
+        for phrase in secrets["phrases"]:
+            assert phrase not in everything, f"searchindex.js: solution text of {doc}: {phrase!r}"
+
+
+def test_check_cells_are_blank_and_answer_cells_gone():
+    for doc in NB_DOCS:
+        nb = json.loads((NOTEBOOKS / f"{Path(doc).name}.ipynb").read_text(encoding="utf-8"))
+        for cell in nb["cells"]:
+            tags = cell.get("metadata", {}).get("tags", [])
+            assert re_ed.ANSWER_TAG not in tags, f"{doc}: an answer cell in the student notebook"
+            src = re_ed._source(cell)
+            if cell["cell_type"] == "code" and "check(" in src:
+                for lhs, rhs in re.findall(r"(?m)^(my_\w+)\s*=\s*([^#\n]*)", src):
+                    assert rhs.strip() in ("None", "..."), f"{doc}: {lhs} filled in: {rhs!r}"
+                shown = " ".join(re_ed._text(o.get("text", "")) for o in cell.get("outputs", []))
+                assert "right" not in shown.split(), f"{doc}: a check cell shows a verdict"
+        glued = set(re_ed.glue_values(nb))
+        assert not glued & SECRETS[doc]["names"], (
+            f"{doc}: values only solutions paste are stored: {sorted(glued & SECRETS[doc]['names'])}")
+
+
+# --- each blank student notebook runs in a fresh kernel --------------------------------------
+
+def _run(path: str) -> str | None:
+    """Execute one notebook in a fresh kernel; None when it ran, else the error."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    try:
+        NotebookClient(nb, timeout=60, kernel_name="python3",
+                       resources={"metadata": {"path": str(Path(path).parent)}}).execute()
+    except Exception as exc:  # noqa: BLE001 - reported with the notebook's name
+        return f"{Path(path).name}: {type(exc).__name__}: {str(exc)[-800:]}"
+    return None
+
+
+def test_every_student_notebook_runs_top_to_bottom_in_a_fresh_kernel():
+    paths = sorted(str(p) for p in NOTEBOOKS.glob("*.ipynb"))
+    assert len(paths) == len(NB_DOCS)
+    # two kernels at a time: the CI machine has two cores
+    with ProcessPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+        errors = [e for e in pool.map(_run, paths) if e]
+    assert not errors, "\n".join(errors)
