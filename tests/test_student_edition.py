@@ -237,6 +237,51 @@ def test_search_index_has_no_solution():
             assert phrase not in everything, f"searchindex.js: solution text of {doc}: {phrase!r}"
 
 
+WORD = re.compile(r"[A-Za-z]{4,}")
+
+
+def _solution_only_stems() -> set[str]:
+    """Words (as the search index stems them) that the full edition uses only inside solutions:
+    not in any page's other prose, any kept cell's code or output, the library's docstrings (the
+    API page) or references.bib (the bibliography)."""
+    from sphinx.search.en import SearchEnglish
+
+    stem = SearchEnglish({}).stem
+    any_word = re.compile(r"[a-z]+")
+
+    def stems(text):  # every word of the public text, however short ("trade-offs" -> "off")
+        return {stem(w) for w in set(any_word.findall(text.lower()))}
+    sol, public = set(), set()
+    for doc in DOCS:
+        for cell in _markdown(doc):
+            for body in _solutions(cell):
+                sol |= {stem(w) for w in set(WORD.findall(body.lower()))}
+            public |= stems(re_ed.strip_solutions(cell))
+        if (ROOT / f"{doc}.ipynb").exists():
+            for cell in json.loads((ROOT / f"{doc}.ipynb").read_text(encoding="utf-8"))["cells"]:
+                if cell["cell_type"] == "code" and not re_ed._is_answer(cell):
+                    public |= stems(re_ed._source(cell))
+                    for out in cell.get("outputs", []):
+                        public |= stems(re_ed._text(out.get("text", "")))
+                        public |= stems(" ".join(re_ed._text(v) for k, v in out.get("data", {}).items()
+                                                 if k in ("text/plain", "text/markdown")))
+    for path in [*sorted((ROOT / "lib" / "llmmath").rglob("*.py")), ROOT / "references.bib",
+                 ROOT / "_config.yml"]:
+        public |= stems(path.read_text(encoding="utf-8"))
+    return sol - public
+
+
+def test_search_index_has_no_word_only_solutions_use():
+    """The search index holds stemmed words, not phrases: a word that only solutions use (there
+    are dozens: "deduct", "rebalanc", "hopeless") must not be among its terms."""
+    only = _solution_only_stems()
+    assert len(only) >= 20, "too few solution-only words to make this check meaningful"
+    s = (SITE / "searchindex.js").read_text(encoding="utf-8")
+    index = json.loads(s[s.index("(") + 1:s.rindex(")")])
+    terms = set(index["terms"]) | set(index.get("titleterms", {}))
+    assert not only & terms, f"searchindex.js: words only solutions use: {sorted(only & terms)[:20]}"
+
+
 def test_check_cells_are_blank_and_answer_cells_gone():
     for doc in NB_DOCS:
         nb = json.loads((NOTEBOOKS / f"{Path(doc).name}.ipynb").read_text(encoding="utf-8"))
