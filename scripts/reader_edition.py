@@ -755,9 +755,11 @@ def student_source(nb: dict, doc: str = "") -> dict:
 
 
 def student_config(text: str) -> str:
-    """_config.yml for the student site: the title says so; sphinx-exercise hides solutions."""
+    """_config.yml for the student site: the titles say so; sphinx-exercise hides solutions."""
     text = re.sub(r"(?m)^title:\s*(.*)$", lambda m: f"title: {m.group(1)} (student edition)",
                   text, count=1)
+    text = re.sub(r"(?m)^(\s+logo:[ \t]*\n\s+text:[ \t]*)(.+)$", r"\1\2 (student edition)", text,
+                  count=1)  # the theme's sidebar title
     text, n = re.subn(r"(?m)^(sphinx:\s*\n(?:(?:  .*)?\n)*?  config:[ \t]*\n)",
                       r"\1    hide_solutions: true\n", text, count=1)
     if not n:

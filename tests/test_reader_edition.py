@@ -281,6 +281,7 @@ def test_student_source_refuses_prose_that_needs_an_answer_cell():
 def test_student_config_marks_the_title_and_hides_solutions():
     cfg = re_ed.student_config((ROOT / "_config.yml").read_text(encoding="utf-8"))
     assert re.search(r"(?m)^title: .*\(student edition\)$", cfg)
+    assert re.search(r"(?m)^\s+logo:\n\s+text: .*\(student edition\)$", cfg)
     assert re.search(r"(?m)^  config:\n    hide_solutions: true\n", cfg)
 
 
@@ -360,3 +361,19 @@ def test_student_edition_of_every_chapter_has_no_solution_and_no_answer_cell(tmp
     assert {p.name for p in site} >= {"course_guide.md", "exam_bank.ipynb", "01_hardware.ipynb"}
     for p in site:
         assert "{solution}" not in p.read_text(encoding="utf-8"), f"{p.name}: a solution block"
+
+
+def test_course_guide_refers_to_exercises_that_exist_and_covers_every_chapter():
+    """The course guide assigns exercises by label (class, homework, exam): each label must name an
+    exercise of the book, and every numbered chapter of _toc.yml must be in its plans."""
+    book = re_ed.load_book(ROOT)
+    guide = (ROOT / "book" / "course_guide.md").read_text(encoding="utf-8")
+    labels = re.findall(r"\{ref\}`([^`<>]+)`", guide)
+    assert len(labels) >= 60
+    missing = [lb for lb in labels if lb not in book.labels or book.labels[lb].kind != "exercise"]
+    assert not missing, f"course_guide.md refers to exercises that do not exist: {missing}"
+    for doc, chapter in book.docs:
+        if chapter:
+            assert f"{{doc}}`{Path(doc).name}`" in guide, f"chapter {chapter} ({doc}) not in the plans"
+    exam = {lb for lb, t in book.labels.items() if t.doc == "book/exam_bank" and t.kind == "exercise"}
+    assert exam and exam <= set(labels), f"exam bank questions the guide does not list: {exam - set(labels)}"
