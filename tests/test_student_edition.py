@@ -301,18 +301,23 @@ def test_check_cells_are_blank_and_answer_cells_gone():
 
 # --- each blank student notebook runs in a fresh kernel --------------------------------------
 
-def _run(path: str) -> str | None:
-    """Execute one notebook in a fresh kernel; None when it ran, else the error."""
+def _run(path: str) -> tuple[str, float, str | None]:
+    """Execute one notebook in a fresh kernel: (name, seconds, None when it ran, else the error)."""
+    import time
+
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
+    start = time.perf_counter()
     try:
         NotebookClient(nb, timeout=60, kernel_name="python3",
                        resources={"metadata": {"path": str(Path(path).parent)}}).execute()
     except Exception as exc:  # noqa: BLE001 - reported with the notebook's name
-        return f"{Path(path).name}: {type(exc).__name__}: {str(exc)[-800:]}"
-    return None
+        error = f"{Path(path).name}: {type(exc).__name__}: {str(exc)[-800:]}"
+    else:
+        error = None
+    return Path(path).name, round(time.perf_counter() - start, 1), error
 
 
 def _blanked(doc: str) -> bool:
@@ -329,5 +334,8 @@ def test_every_student_notebook_runs_top_to_bottom_in_a_fresh_kernel():
     assert len(paths) >= 11  # ten chapters and the exam bank
     # two kernels at a time: the CI machine has two cores
     with ProcessPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
-        errors = [e for e in pool.map(_run, paths) if e]
+        runs = list(pool.map(_run, paths))
+    # what each run cost, for deciding where `make student` runs (measured, not asserted)
+    (STUDENT / "run_seconds.json").write_text(json.dumps({n: t for n, t, _ in runs}, indent=1))
+    errors = [e for _, _, e in runs if e]
     assert not errors, "\n".join(errors)
