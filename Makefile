@@ -7,8 +7,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 HTML := _build/html
 NOTEBOOKS := _build/notebooks
+STUDENT := _build/student
 
-.PHONY: book pdf test unit compat nbval build-check browser lab notebooks execute bench clean help
+.PHONY: book pdf test unit compat nbval build-check browser lab notebooks student execute bench clean help
 
 help:
 	@echo "make book     build the HTML site into $(HTML) (warnings are errors)"
@@ -18,6 +19,7 @@ help:
 	@echo "make execute  re-execute the notebooks in place (deterministic; commit the result)"
 	@echo "make notebooks  write the reader's edition of every chapter into $(NOTEBOOKS)"
 	@echo "make lab      open the reader's edition in JupyterLab with live widgets"
+	@echo "make student  the student edition (site and notebooks, no solutions or answers) into $(STUDENT), tested"
 	@echo "make bench    measure library, explorer, notebook and build speed"
 	@echo "make clean    remove build outputs (keeps .venv)"
 
@@ -83,6 +85,24 @@ execute: $(STAMP)
 # The reader's edition: glued numbers written in, MyST turned into plain markdown (stdlib only).
 notebooks:
 	$(PYTHON) scripts/reader_edition.py --out $(NOTEBOOKS)
+
+# The student edition (course guide, README "For instructors"): the site and the notebooks with every
+# solution, answer cell (tag `answer`) and filled-in answer removed, then scanned for leaks and each
+# blank notebook run in a fresh kernel (tests/test_student_edition.py).
+student: $(STAMP)
+	@start=$$(date +%s); \
+	rm -rf $(STUDENT) && \
+	$(BIN)/python scripts/reader_edition.py --student-site $(STUDENT)/src && \
+	$(BIN)/jupyter-book build $(STUDENT)/src --all --builder html -n -W --keep-going \
+	  --path-output $(STUDENT)/out && \
+	mv $(STUDENT)/out/_build/html $(STUDENT)/html && rm -rf $(STUDENT)/out && \
+	$(BIN)/python scripts/reader_edition.py --student --out $(STUDENT)/notebooks && \
+	cp $(STUDENT)/notebooks/*.ipynb $(STUDENT)/html/_sources/book/ && \
+	t1=$$(date +%s) && \
+	LLMMATH_REQUIRE_STUDENT=1 $(BIN)/python -m pytest tests/test_student_edition.py -q -p no:cacheprovider && \
+	t2=$$(date +%s) && \
+	echo "make student: build $$((t1-start)) s, test $$((t2-t1)) s; site $(CURDIR)/$(STUDENT)/html/index.html," \
+	  "notebooks $(CURDIR)/$(STUDENT)/notebooks"
 
 lab: $(STAMP) notebooks
 	$(BIN)/jupyter lab $(NOTEBOOKS)/

@@ -22,11 +22,16 @@ Code cells, outputs and widget state are kept; cells the site hides get their in
 (``metadata.jupyter.source_hidden``); each figure gets its numbered caption as a markdown cell; a
 first code cell installs the library when `llmmath` is not importable (Colab, Binder).
 
-``student=True`` (for the teaching kit's student edition) additionally drops every solution block
-and every cell tagged with one of ``ANSWER_TAGS``.
+``student=True`` (for the teaching kit's student edition, `make student`) additionally drops every
+solution block and every cell tagged ``answer`` (``ANSWER_TAG``: the hidden cells that compute the
+values only solutions show, and any cell whose output gives an exercise's answer away).
+``--student-site DIR`` writes the MyST source of the student site into DIR: the pages of _toc.yml
+with the same cells and solution blocks removed but MyST kept, the configuration (title marked,
+sphinx-exercise's ``hide_solutions`` on) and links to the assets, for `jupyter-book build DIR`.
 
 Standard library only, so it runs before any environment exists.
 Usage: python scripts/reader_edition.py [--out DIR] [--student] [notebook names ...]
+       python scripts/reader_edition.py --student-site DIR
 """
 
 from __future__ import annotations
@@ -42,8 +47,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "_build" / "notebooks"
 RECORD = "application/papermill.record/"
-# Tags that mark answer cells for the student edition (issue 15 may add its own).
-ANSWER_TAGS = ("answer", "answer-cell", "solution")
+# The one tag that marks an answer cell: the student edition drops it (README, "For instructors").
+ANSWER_TAG = "answer"
+ANSWER_TAGS = (ANSWER_TAG,)
 # Tags with which the site hides a cell's input; the edition collapses it instead.
 HIDDEN_INPUT_TAGS = ("remove-input", "hide-input", "remove-cell", "hide-cell")
 ADMONITIONS = ("note", "tip", "hint", "important", "warning", "caution", "attention", "danger",
@@ -634,6 +640,8 @@ def _split_source(text: str) -> list[str]:
 def transform_notebook(nb: dict, ctx: Context, student: bool = False) -> dict:
     """The reader's (or, with `student`, the student's) edition of one executed notebook."""
     ctx.student = student
+    if student:
+        nb = student_source(nb, ctx.doc)  # answer cells and their glued values gone first
     ctx.glue = glue_values(nb)
     new = copy.deepcopy(nb)
     headings = iter(ctx.book.numbers.get(ctx.doc, {}).get("headings", []))
@@ -675,6 +683,124 @@ def transform_notebook(nb: dict, ctx: Context, student: bool = False) -> dict:
     return new
 
 
+# --------------------------------------------------------------------------------------------
+# The student site: the MyST source with answers removed
+
+
+def strip_solutions(text: str) -> str:
+    """MyST markdown with every ``{solution}`` block removed (at any depth); the rest verbatim."""
+    lines = text.split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        m = FENCE_RE.match(lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        fence = m.group("fence")
+        close = re.compile(r"^ {0,3}" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}\s*$")
+        j = i + 1
+        while j < len(lines) and not close.match(lines[j]):
+            j += 1
+        d = DIRECTIVE_RE.match(m.group("info").strip())
+        if d and d.group("name") == "solution":
+            i = j + 1
+            continue
+        body = "\n".join(lines[i + 1:j])
+        out.append(lines[i])
+        if d:
+            body = strip_solutions(body)
+        if body or j > i + 1:
+            out.append(body)
+        if j < len(lines):
+            out.append(lines[j])
+        i = j + 1
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
+
+
+def _glue_refs(text: str) -> set[str]:
+    return (set(re.findall(r"\{glue(?::\w*)?\}`([^`:]+)", text))
+            | set(re.findall(r"(?m)^ {0,3}(?:`{3,}|:{3,})\{glue:figure\}\s*(\S+)", text)))
+
+
+def _is_answer(cell: dict) -> bool:
+    return any(t in ANSWER_TAGS for t in cell.get("metadata", {}).get("tags", []))
+
+
+def student_source(nb: dict, doc: str = "") -> dict:
+    """One notebook's student MyST source: answer cells and solution blocks removed.
+
+    Raises ValueError when the remaining prose pastes a glued value that only an answer cell
+    computes (an exercise statement needs it: glue it in an untagged cell instead)."""
+    new = copy.deepcopy(nb)
+    cells = []
+    for cell in new["cells"]:
+        if cell["cell_type"] == "markdown":
+            # emptied, not dropped: markdown cells stay in step with the book's heading numbers
+            cell["source"] = "" if _is_answer(cell) else _split_source(strip_solutions(_source(cell)))
+        elif _is_answer(cell):
+            continue
+        cells.append(cell)
+    new["cells"] = cells
+    kept = set(glue_values(new))
+    needed = set()
+    for cell in cells:
+        if cell["cell_type"] == "markdown":
+            needed |= _glue_refs(_source(cell))
+    missing = sorted(needed - kept)
+    if missing:
+        raise ValueError(f"{doc}: the student edition's prose pastes {missing}, glued only in "
+                         f"cells tagged {ANSWER_TAG!r}; glue them in an untagged cell")
+    return new
+
+
+def student_config(text: str) -> str:
+    """_config.yml for the student site: the titles say so; sphinx-exercise hides solutions."""
+    text = re.sub(r"(?m)^title:\s*(.*)$", lambda m: f"title: {m.group(1)} (student edition)",
+                  text, count=1)
+    text = re.sub(r"(?m)^(\s+logo:[ \t]*\n\s+text:[ \t]*)(.+)$", r"\1\2 (student edition)", text,
+                  count=1)  # the theme's sidebar title
+    text, n = re.subn(r"(?m)^(sphinx:\s*\n(?:(?:  .*)?\n)*?  config:[ \t]*\n)",
+                      r"\1    hide_solutions: true\n", text, count=1)
+    if not n:
+        raise ValueError("_config.yml: no `sphinx: config:` block to add hide_solutions to")
+    return text
+
+
+STUDENT_LINKS = ("_vendor", "_ext", "_latex", "references.bib")
+
+
+def build_student_site(dest: Path, root: Path = ROOT) -> list[Path]:
+    """Write the student site's source tree into `dest` (built by `make student`)."""
+    import shutil
+
+    book = load_book(root)
+    if dest.exists():
+        shutil.rmtree(dest)
+    (dest / "book").mkdir(parents=True)
+    (dest / "_toc.yml").write_text((root / "_toc.yml").read_text(encoding="utf-8"), encoding="utf-8")
+    (dest / "_config.yml").write_text(student_config((root / "_config.yml").read_text(
+        encoding="utf-8")), encoding="utf-8")
+    for name in STUDENT_LINKS:
+        if (root / name).exists():
+            (dest / name).symlink_to((root / name).resolve())
+    written = []
+    for doc, _ in book.docs:
+        src_nb, src_md = root / f"{doc}.ipynb", root / f"{doc}.md"
+        if src_nb.exists():
+            nb = student_source(json.loads(src_nb.read_text(encoding="utf-8")), doc)
+            out = dest / f"{doc}.ipynb"
+            out.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        elif src_md.exists():
+            out = dest / f"{doc}.md"
+            out.write_text(strip_solutions(src_md.read_text(encoding="utf-8")) + "\n",
+                           encoding="utf-8")
+        else:
+            continue
+        written.append(out)
+    return written
+
+
 def chapter_notebooks(book: Book) -> list[str]:
     return [doc for doc, _ in book.docs if (book.root / f"{doc}.ipynb").exists()]
 
@@ -701,8 +827,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", type=Path, default=OUT, help="output folder (default _build/notebooks)")
     p.add_argument("--student", action="store_true", help="drop solutions and answer cells")
+    p.add_argument("--student-site", type=Path, metavar="DIR",
+                   help="write the student site's MyST source tree into DIR instead")
     p.add_argument("names", nargs="*", help="notebook names (default: every chapter)")
     args = p.parse_args(argv)
+    if args.student_site:
+        written = build_student_site(args.student_site)
+        print(f"wrote the student site's source ({len(written)} pages) into {args.student_site}")
+        return 0 if written else 1
     written = build(args.out, student=args.student, names=args.names)
     for path in written:
         print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")

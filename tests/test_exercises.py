@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmmath.exercises import check
+from llmmath.exercises import UNANSWERED, check
 
 
 @pytest.mark.parametrize("answer, start", [
@@ -55,3 +55,23 @@ def test_rtol():
 @given(x=st.floats(1e-30, 1e30), r=st.floats(0.96, 1.04))
 def test_within_rtol_is_right(x, r):
     assert check(x * r, x, quiet=True) == "right"
+
+
+@pytest.mark.parametrize("blank", [None, ...])
+def test_a_blank_answer_asks_to_be_filled_in(blank, capsys):
+    # The book's check cells ship blank (``my_answer = None``): they must run without error,
+    # say what to do, and reveal nothing about the expected value.
+    v = check(blank, 6.7e9)
+    assert v == UNANSWERED and v.startswith("fill in your answer")
+    out = capsys.readouterr().out
+    assert out.strip() == v and "6.7" not in out
+    # the expected value and rtol are still checked, so a broken cell fails before it is filled
+    with pytest.raises(ValueError, match="expected"):
+        check(blank, float("nan"))
+    with pytest.raises(ValueError, match="rtol"):
+        check(blank, 1.0, rtol=-1)
+
+
+def test_slip_hints_unchanged_once_filled_in():
+    assert check(8 * 6.7e9, 6.7e9, quiet=True).endswith("bits vs bytes?")
+    assert check(6.7e9, 6.7e9, quiet=True) == "right"

@@ -247,3 +247,133 @@ def test_numbers_agree_with_the_built_site():
             r'<h[1-6]>(?:<span class="section-number">([\d.]+)\s*</span>)?', s)]
         mine = [n for nums in book.numbers[doc]["headings"] for n in nums]
         assert site == mine, f"{doc}: section numbers differ from the site"
+
+
+# --- the student edition's rules, on the sources (issue 15; no build needed) --------------------
+
+def test_strip_solutions_keeps_everything_else_verbatim():
+    src = ("Intro {glue:}`a`.\n\n```{exercise} Q\n:label: ex-a\n\nAsk.\n```\n\n"
+           "```{solution} ex-a\n:class: dropdown\n\nKey {glue:}`b`.\n```\n\n"
+           "::::{admonition} Box\n```{solution} ex-a\nNested.\n```\nKept.\n::::\n\n"
+           "```python\nx = 1\n```")
+    out = re_ed.strip_solutions(src)
+    assert "Key" not in out and "Nested" not in out and "{solution}" not in out
+    assert out == ("Intro {glue:}`a`.\n\n```{exercise} Q\n:label: ex-a\n\nAsk.\n```\n\n"
+                   "::::{admonition} Box\nKept.\n::::\n\n```python\nx = 1\n```")
+
+
+def test_student_source_refuses_prose_that_needs_an_answer_cell():
+    nb = {"cells": [
+        {"cell_type": "code", "metadata": {"tags": ["remove-input", re_ed.ANSWER_TAG]},
+         "source": "glue('k', '42')", "execution_count": 1, "outputs": [
+             {"output_type": "display_data", "metadata": {"scrapbook": {"name": "k"}},
+              "data": {re_ed.RECORD + "text/plain": "'42'"}}]},
+        {"cell_type": "markdown", "metadata": {}, "source": "Given {glue:}`k`."},
+    ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    with pytest.raises(ValueError, match="'k'"):
+        re_ed.student_source(nb, "book/ch")
+    nb["cells"][1]["source"] = "```{solution} ex-a\nIt is {glue:}`k`.\n```"
+    out = re_ed.student_source(nb, "book/ch")
+    assert [c["cell_type"] for c in out["cells"]] == ["markdown"]  # emptied, kept in step
+    assert re_ed._source(out["cells"][0]) == ""
+
+
+def test_student_config_marks_the_title_and_hides_solutions():
+    cfg = re_ed.student_config((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    assert re.search(r"(?m)^title: .*\(student edition\)$", cfg)
+    assert re.search(r"(?m)^\s+logo:\n\s+text: .*\(student edition\)$", cfg)
+    assert re.search(r"(?m)^  config:\n    hide_solutions: true\n", cfg)
+
+
+def _sources_with_solutions():
+    for doc, _ in re_ed.load_book(ROOT).docs:
+        if (ROOT / f"{doc}.ipynb").exists():
+            yield doc, json.loads((ROOT / f"{doc}.ipynb").read_text(encoding="utf-8"))
+
+
+def _solution_refs(text):
+    sol, pub = set(), set()
+
+    def walk(block, inside):
+        if isinstance(block, re_ed.Directive):
+            inside = inside or block.name == "solution"
+            (sol if inside else pub).update(re_ed._glue_refs(block.arg))
+            if block.name.startswith("glue"):
+                (sol if inside else pub).add(block.arg)
+            for b in re_ed.parse_blocks(block.body):
+                walk(b, inside)
+        elif isinstance(block, str):
+            (sol if inside else pub).update(re_ed._glue_refs(block))
+    for b in re_ed.parse_blocks(text):
+        walk(b, False)
+    return sol, pub
+
+
+def test_values_only_solutions_show_are_computed_only_in_answer_cells():
+    """The rule that keeps the student edition leak-free: a glued value that only solution blocks
+    paste comes from a cell tagged `answer` (hidden, and dropped from the student edition)."""
+    checked = 0
+    for doc, nb in _sources_with_solutions():
+        sol, pub = set(), set()
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "markdown":
+                s, p = _solution_refs(re_ed._source(cell))
+                sol, pub = sol | s, pub | p
+        answer_only = sol - pub
+        for cell in nb["cells"]:
+            tags = cell.get("metadata", {}).get("tags", [])
+            assert not {"answer-cell", "solution"} & set(tags), f"{doc}: use the one tag 'answer'"
+            names = {o.get("metadata", {}).get("scrapbook", {}).get("name")
+                     for o in cell.get("outputs", [])} - {None}
+            if re_ed.ANSWER_TAG in tags:
+                assert cell["cell_type"] == "code" and set(tags) & set(re_ed.HIDDEN_INPUT_TAGS), (
+                    f"{doc}: an answer cell must be a code cell whose input the site hides")
+                checked += len(names & answer_only)
+            elif names & answer_only:
+                raise AssertionError(f"{doc}: {sorted(names & answer_only)} are pasted only in "
+                                     f"solutions but glued in a cell not tagged 'answer'")
+    assert checked >= 100  # the answer values of ten chapters and the exam bank
+
+
+def test_check_cells_ship_blank():
+    """A check cell holds a blank (`my_answer = None`), never the answer filled in."""
+    n = 0
+    for doc, nb in _sources_with_solutions():
+        for cell in nb["cells"]:
+            src = re_ed._source(cell)
+            if cell["cell_type"] != "code" or "check(" not in src:
+                continue
+            for lhs, rhs in re.findall(r"(?m)^(my_\w+)\s*=\s*([^#\n]*)", src):
+                assert rhs.strip() in ("None", "..."), f"{doc}: {lhs} = {rhs.strip()} filled in"
+                n += 1
+    assert n >= 10
+
+
+def test_student_edition_of_every_chapter_has_no_solution_and_no_answer_cell(tmp_path):
+    paths = re_ed.build(tmp_path, student=True)
+    assert paths
+    for path in paths:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        for cell in nb["cells"]:
+            assert re_ed.ANSWER_TAG not in cell.get("metadata", {}).get("tags", [])
+            assert "Solution to Exercise" not in re_ed._source(cell), f"{path.name}: a solution"
+    site = re_ed.build_student_site(tmp_path / "site")
+    assert {p.name for p in site} >= {"course_guide.md", "exam_bank.ipynb", "01_hardware.ipynb"}
+    for p in site:
+        assert "{solution}" not in p.read_text(encoding="utf-8"), f"{p.name}: a solution block"
+
+
+def test_course_guide_refers_to_exercises_that_exist_and_covers_every_chapter():
+    """The course guide assigns exercises by label (class, homework, exam): each label must name an
+    exercise of the book, and every numbered chapter of _toc.yml must be in its plans."""
+    book = re_ed.load_book(ROOT)
+    guide = (ROOT / "book" / "course_guide.md").read_text(encoding="utf-8")
+    labels = re.findall(r"\{ref\}`([^`<>]+)`", guide)
+    assert len(labels) >= 60
+    missing = [lb for lb in labels if lb not in book.labels or book.labels[lb].kind != "exercise"]
+    assert not missing, f"course_guide.md refers to exercises that do not exist: {missing}"
+    for doc, chapter in book.docs:
+        if chapter:
+            assert f"{{doc}}`{Path(doc).name}`" in guide, f"chapter {chapter} ({doc}) not in the plans"
+    exam = {lb for lb, t in book.labels.items() if t.doc == "book/exam_bank" and t.kind == "exercise"}
+    assert exam and exam <= set(labels), f"exam bank questions the guide does not list: {exam - set(labels)}"

@@ -1,7 +1,9 @@
 """Answer checking for the book's exercises: a verdict and, when off, a hint at the usual slip.
 
 ``check(answer, expected)`` prints and returns ``"right"``, ``"close (3.2% high)"`` or
-``"off by a factor of ~8: bits vs bytes?"``. The factors recognised are the classic
+``"off by a factor of ~8: bits vs bytes?"``. A blank answer (``None`` or ``...``, as the check
+cells ship in the book and its student edition) gives ``UNANSWERED`` instead of an error, so a
+notebook runs top to bottom before the student has filled anything in. The factors recognised are the classic
 back-of-envelope mistakes: 2 (a multiply-add is 2 FLOP; K and V are two tensors),
 8 (bits vs bytes), 1000 / 1e6 / 1e9 (a unit prefix), 1024 and 1.0737 / 1.0737^2 (GiB vs GB,
 binary vs decimal prefixes), and their inverses.
@@ -13,7 +15,10 @@ import math
 
 import numpy as np
 
-__all__ = ["check", "KNOWN_FACTORS"]
+__all__ = ["check", "KNOWN_FACTORS", "UNANSWERED"]
+
+# The verdict for a blank answer: the check cells ship as ``my_answer = None``.
+UNANSWERED = "fill in your answer: replace None with your number, then run the cell again"
 
 _GIB = 1024**3 / 1e9  # 1.0737...
 KNOWN_FACTORS = [
@@ -49,14 +54,17 @@ def check(answer, expected, rtol=0.05, quiet=False) -> str:
     - ``"close (x% high)"`` / ``"close (x% low)"`` within 3 x ``rtol``;
     - ``"off by a factor of ~F (too high|too low): <hint>"`` when the ratio is near a known slip
       (within ``rtol`` of it, in log terms), else ``"off by a factor of ~F (too high|too low)"``;
-    - ``"wrong sign"`` when the signs differ.
+    - ``"wrong sign"`` when the signs differ;
+    - ``UNANSWERED`` ("fill in your answer: ...") when ``answer`` is ``None`` or ``...`` (a blank
+      check cell); ``expected`` and ``rtol`` are still validated.
     """
-    a = _as_float(answer, "answer")
+    blank = answer is None or answer is Ellipsis
+    a = None if blank else _as_float(answer, "answer")
     e = _as_float(expected, "expected")
     rtol = _as_float(rtol, "rtol")
     if rtol <= 0:
         raise ValueError(f"rtol: got {rtol:g}; allowed values are > 0")
-    verdict = _verdict(a, e, rtol)
+    verdict = UNANSWERED if blank else _verdict(a, e, rtol)
     if not quiet:
         print(verdict)
     return verdict
