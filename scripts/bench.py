@@ -63,7 +63,8 @@ def _bare_decode_time(m, c, B, S, n_chips=8, dtype="bf16"):
     """
     N, C, W = m.matmul_params_active, c.peak(dtype), c.hbm_bandwidth
     kv = m.kv_bytes_per_token(2)
-    return np.maximum(2.0 * B * N / (n_chips * C), (m.total_params * 2 + B * S * kv) / (n_chips * W))
+    return np.maximum(2.0 * B * N / (n_chips * C),
+                      (m.total_params * 2 + B * S * kv) / (n_chips * W))
 
 
 def _bare_decode_time_scalar(m, c, B, S, n_chips=8):
@@ -175,7 +176,8 @@ def bench_notebooks():
             client.execute()
             ok = True
         except Exception as exc:  # report, keep measuring the others
-            lines = [ln for ln in re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).splitlines() if ln.strip()]
+            lines = [ln for ln in re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).splitlines()
+                     if ln.strip()]
             ok = f"{type(exc).__name__}: {(lines[-1] if lines else '')[:160]}"
         out[path.name] = {"s": time.perf_counter() - t, "ok": ok}
     return out
@@ -198,7 +200,8 @@ def _page_bytes(page: Path, html_root: Path, cache: dict) -> tuple[int, int]:
         if not m:
             continue
         url = m.group(1)
-        if url.startswith("data:") or urlparse(url).scheme in ("http", "https") or url.startswith("//"):
+        if (url.startswith("data:") or urlparse(url).scheme in ("http", "https")
+                or url.startswith("//")):
             continue
         target = (page.parent / unquote(url)).resolve()
         if target in seen or not target.is_file():
@@ -212,12 +215,14 @@ def _page_bytes(page: Path, html_root: Path, cache: dict) -> tuple[int, int]:
 
 
 def bench_book():
-    jb = shutil.which("jupyter-book", path=str(ROOT / ".venv" / "bin")) or shutil.which("jupyter-book")
+    jb = (shutil.which("jupyter-book", path=str(ROOT / ".venv" / "bin"))
+          or shutil.which("jupyter-book"))
     if jb is None:
         return {"error": "jupyter-book not found"}
     with tempfile.TemporaryDirectory(prefix="bench-book-") as tmp:
         t = time.perf_counter()
-        proc = subprocess.run([jb, "build", ".", "--all", "--builder", "html", "--path-output", tmp],
+        proc = subprocess.run([jb, "build", ".", "--all", "--builder", "html",
+                               "--path-output", tmp],
                               cwd=ROOT, capture_output=True, text=True)
         build_s = time.perf_counter() - t
         html_root = Path(tmp) / "_build" / "html"
@@ -238,7 +243,7 @@ def bench_book():
             "max_page_bytes": max(sizes) if sizes else None, "site_bytes": site}
 
 
-# ----- report ---------------------------------------------------------------------------------------
+# ----- report -------------------------------------------------------------------------------------
 
 def _fmt_s(x):
     return "-" if x is None else (f"{x * 1e3:.1f} ms" if x < 1 else f"{x:.1f} s")
@@ -259,7 +264,8 @@ def report(res):
                  ("library", "same grid, bare numpy formula (no checks, time only)",
                   f"{_fmt_s(lib['bare_sweep_s']['median'])} "
                   f"({lib['ns_per_config_bare']:.1f} ns/config)",
-                  f"sweep / bare {lib['sweep_over_bare']:.1f}x (< {TARGETS['sweep_over_bare']:g}x)"),
+                  f"sweep / bare {lib['sweep_over_bare']:.1f}x (< "
+                  f"{TARGETS['sweep_over_bare']:g}x)"),
                  ("library", f"same, Python loop over {lib['loop_points']:,} configs",
                   f"{lib['ns_per_config_loop']:,.0f} ns/config", f"speedup {lib['speedup']:,.0f}x")]
         bare = lib["scalar_call_s"]["bare formula"]
@@ -271,15 +277,17 @@ def report(res):
     for name, e in res.get("explorers", {}).items():
         u, f = e["update_s"], e["full_redraw_s"]
         rows.append(("explorer", f"{name}: move {e['main']} (median / p95)",
-                     f"{_fmt_s(u['median'])} / {_fmt_s(u['p95'])}", f"< {_fmt_s(TARGETS['update_median_s'])} median"))
+                     f"{_fmt_s(u['median'])} / {_fmt_s(u['p95'])}",
+                     f"< {_fmt_s(TARGETS['update_median_s'])} median"))
         rows.append(("explorer", f"{name}: change {e['other']}, full redraw (median / p95)",
                      f"{_fmt_s(f['median'])} / {_fmt_s(f['p95'])}", ""))
     for name, nb in res.get("notebooks", {}).items():
-        rows.append(("notebook", name + ("" if nb["ok"] is True else f" FAILED: {nb['ok']}"), _fmt_s(nb["s"]),
-                     f"< {TARGETS['notebook_s']:.0f} s"))
+        rows.append(("notebook", name + ("" if nb["ok"] is True else f" FAILED: {nb['ok']}"),
+                     _fmt_s(nb["s"]), f"< {TARGETS['notebook_s']:.0f} s"))
     if "book" in res and "build_s" in res["book"]:
         b = res["book"]
-        rows.append(("book", "jupyter-book build --all" + ("" if b["returncode"] == 0 else " (FAILED)"),
+        rows.append(("book",
+                     "jupyter-book build --all" + ("" if b["returncode"] == 0 else " (FAILED)"),
                      _fmt_s(b["build_s"]), f"< {TARGETS['build_s']:.0f} s"))
         rows.append(("book", f"median page with its assets ({len(b['pages'])} pages)",
                      _fmt_b(b["median_page_bytes"]), f"< {_fmt_b(TARGETS['median_page_bytes'])}"))
@@ -316,7 +324,8 @@ def bench_pages():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated: " + ",".join(SECTIONS))
+    ap.add_argument("--only", default=",".join(SECTIONS),
+                    help="comma-separated: " + ",".join(SECTIONS))
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]

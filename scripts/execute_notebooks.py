@@ -90,7 +90,8 @@ def execute(path: Path) -> float:
     # Keep cell ids stable across runs too (nbformat may add random ones to old notebooks).
     for i, cell in enumerate(nb.cells):
         if "id" in cell:
-            cell["id"] = cell["id"] if re.fullmatch(r"[a-z0-9-]{1,64}", cell["id"] or "") else f"cell-{i}"
+            cell["id"] = cell["id"] if re.fullmatch(r"[a-z0-9-]{1,64}", cell["id"] or "") else (
+                f"cell-{i}")
     nbformat.write(nb, path)
     return elapsed
 

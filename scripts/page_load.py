@@ -82,7 +82,8 @@ def measure(pages: list[str], html_root: Path = HTML, browser_path: str | None =
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(
-                executable_path=browser_path or os.environ.get("LLMMATH_CHROMIUM", "/usr/bin/chromium"),
+                executable_path=(browser_path
+                                 or os.environ.get("LLMMATH_CHROMIUM", "/usr/bin/chromium")),
                 args=["--no-sandbox", "--disable-gpu"])
             for rel in pages:
                 ctx = browser.new_context(viewport=PHONE)
@@ -96,7 +97,8 @@ def measure(pages: list[str], html_root: Path = HTML, browser_path: str | None =
                 cdp.on("Network.requestWillBeSent",
                        lambda e, urls=urls: urls.__setitem__(e["requestId"], e["request"]["url"]))
                 cdp.on("Network.loadingFinished",
-                       lambda e, sizes=sizes: sizes.__setitem__(e["requestId"], e["encodedDataLength"]))
+                       lambda e, sizes=sizes: sizes.__setitem__(
+                           e["requestId"], e["encodedDataLength"]))
                 page.goto(base + rel, wait_until="load", timeout=180_000)
                 page.wait_for_timeout(1500)
                 lcp = page.evaluate("window.__lcp || null")
@@ -122,8 +124,10 @@ def report(results: dict) -> str:
         fcp = f"{r['fcp_s']:.2f} s" if r["fcp_s"] else "-"
         big = f"{r['largest'][0][0]} ({r['largest'][0][1] / 1e3:.0f} kB)" if r["largest"] else ""
         flag = "" if r["lcp_s"] and r["lcp_s"] <= LCP_TARGET_S else "  <- over the target"
-        lines.append(f"{rel:40s} {lcp:>7s} {fcp:>7s} {r['transfer_bytes'] / 1e6:7.2f} MB   {big}{flag}")
-    lines.append(f"(1.6 Mbit/s down, 150 ms round trip, empty cache, gzip; target LCP <= {LCP_TARGET_S} s)")
+        lines.append(f"{rel:40s} {lcp:>7s} {fcp:>7s} "
+                     f"{r['transfer_bytes'] / 1e6:7.2f} MB   {big}{flag}")
+    lines.append("(1.6 Mbit/s down, 150 ms round trip, empty "
+                 f"cache, gzip; target LCP <= {LCP_TARGET_S} s)")
     return "\n".join(lines)
 
 

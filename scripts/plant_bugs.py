@@ -14,13 +14,19 @@ TEST = ROOT / "tests" / "test_values_planted_bugs.py"
 
 bugs = [
  ("intensity.py", "ridge * (k * b_in + n * b_out)", "ridge * (k * b_in)"),
- ("capacity.py", "per_seq = model.kv_cache_bytes(context, kv_bytes)", "per_seq = model.kv_cache_bytes(context, 2)"),
+ ("capacity.py", "per_seq = model.kv_cache_bytes(context, kv_bytes)",
+  "per_seq = model.kv_cache_bytes(context, 2)"),
  ("cost.py", "- 1.0, 0.0)\n                * np.asarray(s.batch))", "- 1.0, 0.0))"),
- ("capacity.py", "return _out(model.total_params * np.asarray(weight_bytes", "return _out(model.active_params * np.asarray(weight_bytes"),
- ("cost.py", "np.asarray(step.n_chips) * np.asarray(step.time) / np.asarray(step.tokens)", "np.asarray(step.time) / np.asarray(step.tokens)"),
- ("step.py", "kvbytes = batch * (written + model.kv_read_bytes(past, kv_bytes))", "kvbytes = batch * written"),
- ("models.py", "touched = E * -xp.expm1(tokens * xp.log1p(-k / E))", "touched = np.minimum(tokens * k, E)"),
- ("models.py", "kv_up = self.kv_lora_rank * nq * (self.qk_nope_head_dim + self.v_head_dim)", "kv_up = self.kv_lora_rank * nq * self.qk_nope_head_dim"),
+ ("capacity.py", "return _out(model.total_params * np.asarray(weight_bytes",
+  "return _out(model.active_params * np.asarray(weight_bytes"),
+ ("cost.py", "np.asarray(step.n_chips) * np.asarray(step.time) / np.asarray(step.tokens)",
+  "np.asarray(step.time) / np.asarray(step.tokens)"),
+ ("step.py", "kvbytes = batch * (written + model.kv_read_bytes(past, kv_bytes))",
+  "kvbytes = batch * written"),
+ ("models.py", "touched = E * -xp.expm1(tokens * xp.log1p(-k / E))",
+  "touched = np.minimum(tokens * k, E)"),
+ ("models.py", "kv_up = self.kv_lora_rank * nq * (self.qk_nope_head_dim + self.v_head_dim)",
+  "kv_up = self.kv_lora_rank * nq * self.qk_nope_head_dim"),
 ]
 survived = 0
 for f, old, new in bugs:

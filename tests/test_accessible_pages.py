@@ -6,14 +6,17 @@ import importlib.util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("accessible_pages", ROOT / "_ext" / "accessible_pages.py")
+_spec = importlib.util.spec_from_file_location("accessible_pages",
+                                               ROOT / "_ext" / "accessible_pages.py")
 acc = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(acc)
 
-SEARCH = ('<button class="btn search-button-field search-button__button pst-js-only" title="Search" '
-          'aria-label="Search" data-bs-placement="bottom">\n <span>Search</span> Ctrl+K</button>')
+SEARCH = ('<button class="btn search-button-field search-button__button pst-js-only" '
+          'title="Search" aria-label="Search" data-bs-placement="bottom">\n <span>Search</span> '
+          'Ctrl+K</button>')
 TOGGLE = '<summary aria-label="Toggle hidden content">\n<p>Show code cell source</p>\n</summary>'
-OTHER = '<button class="btn" aria-label="Close">x</button><summary class="sd-summary-title">S</summary>'
+OTHER = ('<button class="btn" aria-label="Close">x</button><summary '
+         'class="sd-summary-title">S</summary>')
 
 
 def test_search_button_and_toggle_named_by_their_text():

@@ -9,7 +9,8 @@ from pybtex.database import parse_string
 from pybtex.plugin import find_plugin
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("bibliography_style", ROOT / "_ext" / "bibliography_style.py")
+_spec = importlib.util.spec_from_file_location(
+    "bibliography_style", ROOT / "_ext" / "bibliography_style.py")
 bib = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bib)
 bib.register()
@@ -30,7 +31,8 @@ BIB = r"""
 def _render():
     data = parse_string(BIB, "bibtex")
     style = find_plugin("pybtex.style.formatting", "book")()
-    return {e.key: (e.label, e.text.render_as("text")) for e in style.format_entries(data.entries.values())}
+    entries = style.format_entries(data.entries.values())
+    return {e.key: (e.label, e.text.render_as("text")) for e in entries}
 
 
 def test_labels_read_like_the_citations():

@@ -1,4 +1,5 @@
-"""Chip catalogue: sources, published figures, dense-vs-sparse sanity and the book's rules of thumb."""
+"""Chip catalogue: sources, published figures,
+dense-vs-sparse sanity and the book's rules of thumb."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def test_sources_are_cited(chip):
     assert chip.source in keys, f"{chip.name}: source {chip.source!r} not in any .bib"
     if chip.price_per_hour is not None:
         assert re.fullmatch(r"20\d\d-(0[1-9]|1[0-2])", chip.price_date or ""), chip.price_date
-        assert chip.price_source in keys, f"{chip.name}: price_source {chip.price_source!r} not in any .bib"
+        assert chip.price_source in keys, (f"{chip.name}: price_source "
+                                           f"{chip.price_source!r} not in any .bib")
 
 
 @pytest.mark.parametrize("chip", chips.all_chips(), ids=lambda c: c.name)
@@ -58,7 +60,8 @@ FP4_RATIO = {
 }
 
 
-@pytest.mark.parametrize("chip", [c for c in chips.all_chips() if "fp4" in c.flops and "fp8" in c.flops],
+@pytest.mark.parametrize("chip",
+                         [c for c in chips.all_chips() if "fp4" in c.flops and "fp8" in c.flops],
                          ids=lambda c: c.name)
 def test_fp4_over_fp8(chip):
     assert chip.name in FP4_RATIO, f"{chip.name}: add its published fp4/fp8 ratio to FP4_RATIO"
@@ -80,22 +83,26 @@ def test_gpu_ridge_about_300_in_bf16(chip):
     if chip.name in RIDGE_EXEMPT:
         # An exempt chip must still be outside the band or lack bf16, or the exemption is stale.
         if "bf16" in chip.flops:
-            assert not 200 <= chip.ops_per_byte("bf16") <= 600, f"{chip.name} no longer needs its exemption"
+            assert not 200 <= chip.ops_per_byte("bf16") <= 600, (
+                f"{chip.name} no longer needs its exemption")
         return
-    assert 200 <= chip.ops_per_byte("bf16") <= 600, f"{chip.name}: {chip.ops_per_byte('bf16'):.0f} FLOP/byte"
+    assert 200 <= chip.ops_per_byte("bf16") <= 600, (f"{chip.name}: "
+                                                     f"{chip.ops_per_byte('bf16'):.0f} FLOP/byte")
 
 
-@pytest.mark.parametrize("chip", [c for c in chips.all_chips() if "fp4" in c.flops], ids=lambda c: c.name)
+@pytest.mark.parametrize("chip", [c for c in chips.all_chips() if "fp4" in c.flops],
+                         ids=lambda c: c.name)
 def test_fp4_ridge_in_episode_units(chip):
-    # The episode counts FP4 multiplies (FLOP/2) against weights of 0.5 byte: (FLOP/s / 2 * 0.5) / (B/s)
-    # "is about 300" (GB200: 10 PF dense FP4, 8 TB/s -> 312).
+    # The episode counts FP4 multiplies (FLOP/2) against weights of 0.5 byte:
+    # (FLOP/s / 2 * 0.5) / (B/s) "is about 300" (GB200: 10 PF dense FP4, 8 TB/s -> 312).
     ratio = chip.flops["fp4"] / 2 * 0.5 / chip.hbm_bandwidth
     assert 200 <= ratio <= 600, f"{chip.name}: {ratio:.0f}"
 
 
 @pytest.mark.parametrize("chip", chips.all_chips(), ids=lambda c: c.name)
 def test_hbm_drain_time_10_to_50_ms(chip):
-    # Reading all of HBM once takes tens of milliseconds on every chip (the episode's "about 20 ms").
+    # Reading all of HBM once takes tens of milliseconds on every chip
+    # (the episode's "about 20 ms").
     assert 10e-3 <= chip.drain_time <= 50e-3, f"{chip.name}: {chip.drain_time * 1e3:.1f} ms"
 
 
@@ -113,8 +120,9 @@ def test_network_is_one_direction_and_scale_out_slower(chip):
 # ---- published figures, each with its source -----------------------------------------------
 
 def test_h100_published():
-    # NVIDIA H100 datasheet (nvidia_h100_datasheet): SXM BF16 1,979 TFLOPS with sparsity -> 989 dense,
-    # 80 GB HBM3, 3.35 TB/s, NVLink 900 GB/s bidirectional, HGX 8 GPUs, ConnectX-7 400 Gb/s per GPU.
+    # NVIDIA H100 datasheet (nvidia_h100_datasheet): SXM BF16 1,979 TFLOPS with sparsity ->
+    # 989 dense, 80 GB HBM3, 3.35 TB/s, NVLink 900 GB/s bidirectional, HGX 8 GPUs,
+    # ConnectX-7 400 Gb/s per GPU.
     h = chips.get("H100-SXM")
     assert h.peak("bf16") == pytest.approx(989e12, rel=0.01)
     assert h.hbm_bandwidth == pytest.approx(3.35e12)
@@ -124,7 +132,8 @@ def test_h100_published():
 
 
 def test_a100_published():
-    # NVIDIA A100 datasheet (nvidia_a100_datasheet): BF16 312 TFLOPS dense, 80 GB HBM2e at 2,039 GB/s.
+    # NVIDIA A100 datasheet (nvidia_a100_datasheet): BF16 312 TFLOPS dense, 80 GB HBM2e
+    # at 2,039 GB/s.
     a = chips.get("A100-SXM-80GB")
     assert a.peak("bf16") == pytest.approx(312e12)
     assert a.hbm_bandwidth == pytest.approx(2.039e12)
@@ -146,8 +155,8 @@ def test_tpu_v4_matches_pope_2022():
 
 
 def test_tpu_v5e_published():
-    # Google Cloud TPU v5e docs (google_tpu_v5e_docs): 197 TFLOPS bf16, 394 TOPS int8, 16 GB, 819 GB/s,
-    # 256-chip pods.
+    # Google Cloud TPU v5e docs (google_tpu_v5e_docs): 197 TFLOPS bf16, 394 TOPS int8, 16 GB,
+    # 819 GB/s, 256-chip pods.
     t = chips.get("TPU v5e")
     assert t.peak("bf16") == pytest.approx(197e12)
     assert t.peak("int8") == pytest.approx(394e12, rel=0.005)
@@ -233,7 +242,8 @@ def test_peak_unknown_dtype_names_allowed():
 
 
 def test_user_chip_works():
-    v5e = Chip(name="my v5e", flops={"bf16": 1.97e14, "int8": 3.94e14}, hbm_bandwidth=8.2e11, hbm_capacity=16e9)
+    v5e = Chip(name="my v5e", flops={"bf16": 1.97e14, "int8": 3.94e14}, hbm_bandwidth=8.2e11,
+               hbm_capacity=16e9)
     assert v5e.ops_per_byte() == pytest.approx(240.2, abs=0.1)
     assert "my v5e" not in chips.names()
 

@@ -127,7 +127,8 @@ def test_drain_time_tens_of_ms_everywhere():
 
 
 def test_rubin_flashcard_drain_time():
-    # Flashcard 9 (episode): Rubin 288 GB / 20 TB/s = 14.4 ms; catalogue uses 22 TB/s (nvidia_vera_rubin).
+    # Flashcard 9 (episode): Rubin 288 GB / 20 TB/s = 14.4 ms; catalogue uses 22 TB/s
+    # (nvidia_vera_rubin).
     from llmmath.chips import Chip
     r = Chip(name="Rubin (episode)", flops={"fp4": 35e15}, hbm_bandwidth=20e12, hbm_capacity=288e9)
     assert r.drain_time == pytest.approx(0.0144)

@@ -146,7 +146,8 @@ def test_attention_small_at_context_equal_width(m):
                          ids=[m.name for m in ALL if m.attention_kind != "MLA"])
 def test_gqa_saving_factor(m):
     mha = m.replace(n_kv_heads=m.n_heads)
-    assert mha.kv_bytes_per_token(2) / m.kv_bytes_per_token(2) == pytest.approx(m.n_heads / m.n_kv_heads)
+    assert (mha.kv_bytes_per_token(2) / m.kv_bytes_per_token(2)
+            == pytest.approx(m.n_heads / m.n_kv_heads))
 
 
 # Claim: "MLA caches 576 numbers per layer per token: 57x less than multi-head attention with

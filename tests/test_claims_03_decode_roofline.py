@@ -57,7 +57,8 @@ def test_batch_one_is_memory_bound_everywhere(model, chip):
 def test_floor_is_reading_the_touched_weights(model, chip):
     for n, wb in itertools.product((1, 8, 64), (1, 2)):
         floor = min_latency(model, chip, n_chips=n, weight_bytes=wb, dtype=_dt(chip))
-        assert floor == pytest.approx(model.weight_params_read(1) * wb / (n * chip.hbm_bandwidth), rel=1e-12)
+        assert floor == pytest.approx(model.weight_params_read(1) * wb / (n * chip.hbm_bandwidth),
+                                      rel=1e-12)
         # no batch or context is faster than the floor
         s = decode_step(model, chip, BATCHES, 1024 if (model.max_context or 1e9) >= 1024 else 0,
                         n_chips=n, weight_bytes=wb, dtype=_dt(chip))
@@ -144,7 +145,8 @@ def test_many_chips_divide_both_terms(model, chip):
 
 
 def test_communication_does_not_shrink_with_chips():
-    # tensor-parallel all-reduce bandwidth time per step grows with n, (n-1)/n (Pope et al. 2022 §2.1)
+    # tensor-parallel all-reduce bandwidth time per step grows with n, (n-1)/n
+    # (Pope et al. 2022 §2.1)
     l70, h100 = models.get("Llama-3-70B"), chips.get("H100-SXM")
     t = [tensor_parallel_comm_time(l70, 64, n, h100.scale_up_bandwidth) for n in (2, 4, 8)]
     assert t[0] < t[1] < t[2]
@@ -156,7 +158,8 @@ def test_dense_critical_batch_on_h100_is_about_300():
     h100 = chips.get("H100-SXM")
     for m in MODELS:
         if not m.is_moe:
-            assert critical_batch(m, h100) == pytest.approx(h100.ops_per_byte("bf16"), rel=0.02), m.name
+            assert critical_batch(m, h100) == pytest.approx(
+                h100.ops_per_byte("bf16"), rel=0.02), m.name
             assert 280 < critical_batch(m, h100) < 310, m.name
 
 
@@ -180,20 +183,23 @@ def test_knee_moves_right_with_context_and_vanishes():
 
 def test_critical_context_values_in_text():
     # ch3: the episode's first approximation (no attention FLOPs) against the counted bound.
-    # Hand values: S* = 2 N_mm W / (C b_kv); Llama-3-70B 2 x 69.5e9 x 3.35e12 / (989.4e12 x 327,680 B)
-    # = 1,436; with attention 4 n_q d_h = 32,768 FLOP per 327,680/80 = 4,096 B per layer-token, S
-    # grows by 1 / (1 - 8 / 295.3) = 1.028. DeepSeek-V3: 3,529 without, about 19.5k with (issue 11).
+    # Hand values: S* = 2 N_mm W / (C b_kv); Llama-3-70B 2 x 69.5e9 x 3.35e12
+    # / (989.4e12 x 327,680 B) = 1,436; with attention 4 n_q d_h = 32,768 FLOP per 327,680/80
+    # = 4,096 B per layer-token, S grows by 1 / (1 - 8 / 295.3) = 1.028. DeepSeek-V3: 3,529
+    # without, about 19.5k with (issue 11).
     h100 = chips.get("H100-SXM")
     l70, ds = models.get("Llama-3-70B"), models.get("DeepSeek-V3")
     ep70 = critical_context(l70, h100, attention_flops=False)
     assert ep70 == pytest.approx(1436, rel=0.01)
-    assert critical_context(l70, h100) == pytest.approx(ep70 / (1 - 8 / h100.ops_per_byte()), rel=1e-5)
+    assert critical_context(l70, h100) == pytest.approx(ep70 / (1 - 8 / h100.ops_per_byte()),
+                                                        rel=1e-5)
     assert critical_context(ds, h100, attention_flops=False) == pytest.approx(3529, rel=0.01)
     assert critical_context(ds, h100) == pytest.approx(19_500, rel=0.01)
     assert critical_context(models.get("Llama-3-8B"), h100) < 500
     # fp8 KV doubles the first approximation; counted, a little more than doubles it: with bf16
     # arithmetic attention's FLOPs stay while the bytes halve (16 FLOP per cached byte, not 8)
-    assert critical_context(l70, h100, kv_bytes=1, attention_flops=False) == pytest.approx(2 * ep70, rel=1e-9)
+    assert critical_context(l70, h100, kv_bytes=1, attention_flops=False) == pytest.approx(
+        2 * ep70, rel=1e-9)
     fp8 = critical_context(l70, h100, kv_bytes=1)
     assert fp8 == pytest.approx(2 * ep70 / (1 - 16 / h100.ops_per_byte()), rel=1e-5)
     # ... and with fp8 arithmetic too (attention at the fp8 peak) doubles the counted one
@@ -238,12 +244,14 @@ def test_mla_attention_flops_per_byte_near_the_ridge():
 FULL_KV = [m for m in MODELS if m.attention_kind in ("MHA", "GQA") and not m.sparse_attention_topk]
 
 
-@pytest.mark.parametrize("model, chip", [(m, c) for m in FULL_KV for c in CHIPS if "bf16" in c.flops],
+@pytest.mark.parametrize("model, chip",
+                         [(m, c) for m in FULL_KV for c in CHIPS if "bf16" in c.flops],
                          ids=lambda x: x.name)
 @pytest.mark.parametrize("attention_flops", [True, False])
 def test_critical_context_inside_supported_window(model, chip, attention_flops):
     # "for every grouped-query or multi-head model that reads its whole KV cache, on every chip, the
-    # critical context lies inside the model's own supported context", with or without attention FLOPs
+    # critical context lies inside the model's own supported context", with or without attention
+    # FLOPs
     s = critical_context(model, chip, attention_flops=attention_flops)
     assert s < model.max_context
     # and beyond it the step is memory-bound at every batch (whole-step overlap) ...
@@ -309,7 +317,8 @@ MEASURED = [
 ]
 
 
-@pytest.mark.parametrize("row", MEASURED, ids=[f"{r[0]}-B{r[3]}-{r[8] * 1e3:.2f}ms" for r in MEASURED])
+@pytest.mark.parametrize("row", MEASURED,
+                         ids=[f"{r[0]}-B{r[3]}-{r[8] * 1e3:.2f}ms" for r in MEASURED])
 @pytest.mark.parametrize("overlap", ["step", "per-op"])
 def test_bound_below_measured(row, overlap):
     name, chip, n, batch, ctx, wb, kvb, dtype, measured = row
@@ -337,10 +346,10 @@ def test_h100_drain_time_about_20ms():
     assert 15e-3 < drain_time(chips.get("H100-SXM")) < 30e-3
 
 
-# ----- "By hand beside the library": the hand read of all N_tot weights exceeds the library's by the
-# embedding rows a step does not gather (weights actually read), and by nothing else, for every dense
-# model. Expected bytes from the config fields: an untied V x D input table is gathered one row per
-# token; a tied table is the LM head, a matmul, read whole.
+# ----- "By hand beside the library": the hand read of all N_tot weights exceeds the library's by
+# the embedding rows a step does not gather (weights actually read), and by nothing else, for every
+# dense model. Expected bytes from the config fields: an untied V x D input table is gathered one
+# row per token; a tied table is the LM head, a matmul, read whole.
 DENSE = [m for m in MODELS if not m.is_moe]
 
 

@@ -59,12 +59,14 @@ def test_cost_per_token_non_increasing_up_to_max_batch(model, chip, context):
     top = max_batch(model, chip, context, n_chips=n, weight_bytes=b, kv_bytes=2)
     assert top >= 1
     B = np.unique(np.round(np.logspace(0, math.log10(top), 60)))
-    cost = chip_seconds_per_token(decode_step(model, chip, B, context, n_chips=n, weight_bytes=b, dtype=d))
+    cost = chip_seconds_per_token(decode_step(model, chip, B, context, n_chips=n, weight_bytes=b,
+                                              dtype=d))
     assert np.all(np.diff(cost) <= 1e-12 * cost[:-1]), (model.name, chip.name)
     # ... and the frontier trades speed for it: per-user speed never rises with batch.
     f = latency_cost_frontier(model, chip, B, context, n_chips=n, weight_bytes=b, dtype=d,
                               price_per_chip_hour=1.0)
-    assert np.all(np.diff(f.tokens_per_second_per_user) <= 1e-12 * f.tokens_per_second_per_user[:-1])
+    assert np.all(np.diff(f.tokens_per_second_per_user)
+                  <= 1e-12 * f.tokens_per_second_per_user[:-1])
 
 
 # Claim: "for a dense model B* = ridge point x b_w / 2" (context 0); the library's extra is the
@@ -149,8 +151,8 @@ def test_drain_time_tens_of_ms(chip):
     assert 0.010 <= chip.drain_time <= 0.040, (chip.name, chip.drain_time)
 
 
-# Claim (flashcard 8): DeepSeek-V3 routes 8 of 256 experts, sparsity ~18, B* ~ 5,400 on an H100 in FP8
-# (not the card's 2,400).
+# Claim (flashcard 8): DeepSeek-V3 routes 8 of 256 experts, sparsity ~18, B* ~ 5,400 on an H100 in
+# FP8 (not the card's 2,400).
 def test_deepseek_v3_real_sparsity():
     ds = models.get("DeepSeek-V3")
     assert (ds.n_experts, ds.experts_per_token) == (256, 8)
@@ -160,8 +162,8 @@ def test_deepseek_v3_real_sparsity():
     assert star > 2 * 2400
 
 
-# Claim: "verifying k drafted tokens costs about one memory-bound step": while B (k+1) stays below B*
-# the verify step takes the plain step's time (within 1%) for every model and chip.
+# Claim: "verifying k drafted tokens costs about one memory-bound step": while B (k+1) stays below
+# B* the verify step takes the plain step's time (within 1%) for every model and chip.
 @pytest.mark.parametrize("chip", CHIPS, ids=[c.name for c in CHIPS])
 @pytest.mark.parametrize("model", DENSE, ids=[m.name for m in DENSE])
 def test_speculative_verify_costs_one_memory_bound_step(model, chip):
@@ -205,7 +207,8 @@ def test_speculative_tokens_per_step():
     assert s.time == pytest.approx(s0.time) and s.tokens == pytest.approx(s0.tokens)
 
 
-# Claim: "price ratio x speed ratio = batch ratio on fixed chips, and no batch beats the batch-1 step".
+# Claim: "price ratio x speed ratio = batch ratio on fixed chips, and no batch beats the batch-1
+# step".
 @pytest.mark.parametrize("model", MODELS, ids=[m.name for m in MODELS])
 def test_fast_mode_identity_and_ceiling(model):
     chip = chips.get("H100-SXM")

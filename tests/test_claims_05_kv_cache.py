@@ -84,7 +84,8 @@ def test_gqa_saves_the_group_size(m):
     mha = m.replace(n_kv_heads=m.n_heads)
     mqa = m.replace(n_kv_heads=1)
     assert mha.kv_bytes_per_token() >= m.kv_bytes_per_token() >= mqa.kv_bytes_per_token()
-    assert mha.kv_bytes_per_token() / m.kv_bytes_per_token() == pytest.approx(m.n_heads / m.n_kv_heads)
+    assert (mha.kv_bytes_per_token() / m.kv_bytes_per_token()
+            == pytest.approx(m.n_heads / m.n_kv_heads))
 
 
 def test_mla_versus_its_mha_and_gqa_rebuilds():
@@ -136,10 +137,13 @@ def test_min_chips_example_llama31_70b():
 
 @pytest.mark.parametrize("m", FULL, ids=[m.name for m in FULL])
 def test_pipelining_divides_weights_not_kv(m):
-    # Flashcard 13: with P micro-batches in flight, weights per chip fall as 1/P, KV per chip does not.
+    # Flashcard 13: with P micro-batches in flight, weights per chip fall as 1/P, KV per chip does
+    # not.
     ctx = min(8192, m.max_context)
-    one = pipeline_memory_per_chip(m, micro_batch=64, context=ctx, expert_parallel=8, pipeline_stages=1)
-    four = pipeline_memory_per_chip(m, micro_batch=64, context=ctx, expert_parallel=8, pipeline_stages=4)
+    one = pipeline_memory_per_chip(m, micro_batch=64, context=ctx, expert_parallel=8,
+                                   pipeline_stages=1)
+    four = pipeline_memory_per_chip(m, micro_batch=64, context=ctx, expert_parallel=8,
+                                    pipeline_stages=4)
     assert four.weights == pytest.approx(one.weights / 4)
     assert four.kv == pytest.approx(one.kv)
 
@@ -214,9 +218,9 @@ def test_ridge_points_span_a_factor_under_four():
 
 
 def test_no_chip_moves_s_star_more_than_twofold_from_an_h100():
-    # Claim (section "The critical context"): against an H100's ridge, no chip in the catalogue moves
-    # S* by more than a factor of two either way. S* scales as W/C (first approximation), so the
-    # claim is on the ridge points; H100 SXM: 989.4 TFLOP/s / 3.35 TB/s = 295 FLOP/byte.
+    # Claim (section "The critical context"): against an H100's ridge, no chip in the catalogue
+    # moves S* by more than a factor of two either way. S* scales as W/C (first approximation), so
+    # the claim is on the ridge points; H100 SXM: 989.4 TFLOP/s / 3.35 TB/s = 295 FLOP/byte.
     h100 = 989.4e12 / 3.35e12
     assert chips.get("H100-SXM").ops_per_byte() == pytest.approx(h100, rel=1e-3)
     for c in BF16:
@@ -283,7 +287,8 @@ def test_sparse_topk_alone_has_a_critical_context_only_where_the_cap_exceeds_the
     # Without its indexer's reads DeepSeek-V3.2 reads at most top-k = 2048 tokens per layer: 144 MB
     # per sequence per step in bf16. Where one token's compute time is worth more bytes than that
     # (2 N W / C), decode never becomes memory-bound at every batch (first approximation).
-    m = models.get("DeepSeek-V3.2").replace(index_n_heads=None, index_head_dim=None, index_key_bytes=None)
+    m = models.get("DeepSeek-V3.2").replace(index_n_heads=None, index_head_dim=None,
+                                            index_key_bytes=None)
     cap = m.kv_read_bytes(m.max_context, 2)
     assert cap == pytest.approx(61 * 2048 * 576 * 2)
     balance = 2 * m.matmul_params_active / chip.ops_per_byte()
@@ -298,8 +303,9 @@ def test_sparse_topk_alone_has_a_critical_context_only_where_the_cap_exceeds_the
 @pytest.mark.parametrize("chip", BF16, ids=lambda c: c.name)
 def test_v32_indexer_reads_give_it_a_critical_context_on_every_chip(chip):
     # The indexer's keys (132 B per token per layer) are read for every cached token, so the reads
-    # grow without bound: V3.2 has a critical context on every chip, with or without attention FLOPs,
-    # later than V3's (the attention reads are capped), and inside its window where C/W >= 250.
+    # grow without bound: V3.2 has a critical context on every chip, with or without attention
+    # FLOPs, later than V3's (the attention reads are capped), and inside its window where
+    # C/W >= 250.
     m, v3 = models.get("DeepSeek-V3.2"), models.get("DeepSeek-V3")
     for attn in (False, True):
         s = critical_context(m, chip, attention_flops=attn)
@@ -329,7 +335,8 @@ def test_price_step_implies_about_two_kilobytes_per_token():
     # (C/W = 625) it is 1.6 kB; with H100 at bf16 (295) about twice that.
     gb = chips.get("GB200")
     assert implied_kv_bytes_per_token(100e9, gb, 200e3, "fp8") == pytest.approx(1600, rel=0.01)
-    assert implied_kv_bytes_per_token(100e9, chips.get("H100-SXM"), 200e3) == pytest.approx(3386, rel=0.01)
+    assert implied_kv_bytes_per_token(100e9, chips.get("H100-SXM"), 200e3) == pytest.approx(
+        3386, rel=0.01)
     assert 100e9 / (300 * 200e3) == pytest.approx(1667, rel=0.01)
     # every catalogue model caches more than that per token in bf16 (so none of them could price a
     # 200k step at 100B active): the smallest is PaLM-8B's MQA at 32 kB

@@ -3,7 +3,8 @@ book/06_prefill_prices.ipynb), asserted over the whole chip and model catalogue.
 
 When a rule fails for some chip or model, the chapter's prose changes (its scope), not the test.
 Sources: the episode (dwarkesh2026pope) for the price-step and memory-tier arguments; the
-memory-tier figures and API prices are cited in lib/llmmath/cost.py and _bibparts/06_prefill_prices.bib.
+memory-tier figures and API prices are cited in lib/llmmath/cost.py and
+_bibparts/06_prefill_prices.bib.
 """
 
 from __future__ import annotations
@@ -98,7 +99,8 @@ def test_ratio_at_most_one_at_critical_batch(m, c):
     kw = _kw(m, c, batch=1, context=128)
     try:
         S = min(128.0, 0.5 * critical_context(m, c, kv_bytes=kw["kv_bytes"], dtype=kw["dtype"]))
-    except ValueError:  # capped reads (DeepSeek-V3.2's sparse attention): no critical context at all
+    # capped reads (DeepSeek-V3.2's sparse attention): no critical context at all
+    except ValueError:
         S = 128.0
     b = critical_batch(m, c, weight_bytes=kw["weight_bytes"], dtype=kw["dtype"], context=S,
                        kv_bytes=kw["kv_bytes"])
@@ -119,8 +121,10 @@ def test_episode_price_step_number():
 def test_price_step_under_both_overlaps():
     from llmmath.prices import kv_bytes_from_price_ratio
     assert kv_bytes_from_price_ratio(100e9, 200e3, 600, 1.5, "step") == pytest.approx(2500)
-    assert kv_bytes_from_price_ratio(100e9, 200e3, 600, 1.5, "per-op") == pytest.approx(833.33, rel=1e-4)
-    assert kv_bytes_from_price_ratio(100e9, 200e3, 600, 1.0, "step") == pytest.approx(1666.67, rel=1e-4)
+    assert kv_bytes_from_price_ratio(100e9, 200e3, 600, 1.5, "per-op") == pytest.approx(
+        833.33, rel=1e-4)
+    assert kv_bytes_from_price_ratio(100e9, 200e3, 600, 1.0, "step") == pytest.approx(
+        1666.67, rel=1e-4)
     with pytest.raises(ValueError, match="price_ratio"):
         kv_bytes_from_price_ratio(100e9, 200e3, 600, 0.9)
     # and the reading matches the bound: a model with those bytes costs 1.5x at 200k under per-op
@@ -189,7 +193,8 @@ def test_cache_cost_is_a_roofline_in_lifetime():
         below = cache_cost(1.0, t.drain_time / 10, t)
         assert below == pytest.approx(cache_cost(1.0, t.drain_time / 100, t))  # flat
         above = cache_cost(1.0, 10 * t.drain_time, t)
-        assert above == pytest.approx(cache_hold_cost(1.0, 10 * t.drain_time, t))  # the episode's formula
+        # the episode's formula
+        assert above == pytest.approx(cache_hold_cost(1.0, 10 * t.drain_time, t))
 
 
 # Claim: "holding a prompt's KV in flash for 5 minutes and reading it back costs less than half of
@@ -203,7 +208,8 @@ def test_flash_cache_beats_recompute():
         P = min(4096, m.max_context)
         kw = _kw(m, c, context=P)
         remat = cost.cost_per_token(prefill_step(m, c, 1, P, **kw))
-        store = cache_cost(m.kv_bytes_per_token(kw["kv_bytes"]), 5 * minute, memory.MEMORY_TIERS["flash"])
+        store = cache_cost(m.kv_bytes_per_token(kw["kv_bytes"]), 5 * minute,
+                           memory.MEMORY_TIERS["flash"])
         ratios.append(remat / store)
     ratios = np.array(ratios)
     assert np.all(ratios > 2), ratios.min()
@@ -217,7 +223,8 @@ def test_price_sheets(p):
     assert p.cached_to_input == pytest.approx(0.1)
 
 
-# Claim: chunked prefill finds free compute in every memory-bound decode step, none in a compute-bound one.
+# Claim: chunked prefill finds free compute in every memory-bound decode step, none in a
+# compute-bound one.
 @pytest.mark.parametrize("m,c", PAIRS, ids=IDS)
 def test_chunked_prefill_room(m, c):
     S = min(4096, m.max_context)

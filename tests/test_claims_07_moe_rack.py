@@ -92,7 +92,8 @@ def test_domains_against_the_largest_moe():
         if c.scale_up_domain == 8 and c.hbm_capacity <= 80e9:
             assert biggest.total_params > moe.max_total_params(c, weight_bytes=1), c.name
         if c.scale_up_domain == 72:
-            assert biggest.total_params < moe.max_total_params(c, weight_bytes=1, kv_fraction=0.5), c.name
+            assert biggest.total_params < moe.max_total_params(
+                c, weight_bytes=1, kv_fraction=0.5), c.name
 
 
 # Claim: "the compute-bound cost of a token depends on N_act, not N_tot": two models with the

@@ -38,8 +38,10 @@ def test_gpu_scale_up_over_scale_out_is_9_to_18():
 
 
 # Claim: "for every MoE model routing >= 4 experts and every GPU, 3 layers per stage or fewer keep
-# the rack boundary off the critical path" (2 k L W_out/W_up >= 1 with W_up/W_out <= 18.1: L >= 18.1/8).
-@pytest.mark.parametrize("model", [m for m in MODELS if (m.experts_per_token or 0) >= 4], ids=lambda m: m.name)
+# the rack boundary off the critical path" (2 k L W_out/W_up >= 1 with W_up/W_out <= 18.1:
+# L >= 18.1/8).
+@pytest.mark.parametrize("model", [m for m in MODELS if (m.experts_per_token or 0) >= 4],
+                         ids=lambda m: m.name)
 @pytest.mark.parametrize("chip", GPUS, ids=lambda c: c.name)
 def test_few_layers_per_stage_suffice_for_moe(model, chip):
     need = pp.min_layers_per_stage(model, chip)
@@ -114,7 +116,7 @@ def test_ten_percent_bubble_needs_nine_per_stage(P):
 def test_interleaving_and_zero_bubble(P, m):
     for v in (2, 4):
         f = pp.bubble_fraction(P, m, "interleaved", virtual_stages=v)
-        assert f == pytest.approx((P - 1) / (v * m + P - 1))          # idle time (P-1)/v per unit of work
+        assert f == pytest.approx((P - 1) / (v * m + P - 1))  # idle time (P-1)/v per unit of work
     zb = pp.bubble_fraction(P, m, "zb-h1")
     assert zb == pytest.approx((P - 1) / (3 * m + P - 1))              # bubble (P-1)(1+1-1) vs 3m
     assert zb < pp.bubble_fraction(P, m, "1f1b") or P == 1
@@ -126,7 +128,7 @@ def test_chapter_examples():
     ds, h100, gb200 = models.get("DeepSeek-V3"), chips.get("H100-SXM"), chips.get("GB200")
     # bf16: 1.342 TB of weights; room per 8-GPU stage 640 GB - 64 x 4096 x 70,272 B = 621.6 GB -> 3
     assert pp.stages_to_fit(ds, h100, 64, 4096, 8) == 3
-    assert pp.stages_to_fit(ds, h100, 64, 4096, 8, weight_bytes=1) == 2      # 671 GB / 621.6 GB -> 2
+    assert pp.stages_to_fit(ds, h100, 64, 4096, 8, weight_bytes=1) == 2  # 671 GB / 621.6 GB -> 2
     assert pp.stages_to_fit(ds, gb200, 64, 4096, 72) == 1
     l405 = models.get("Llama-3.1-405B")
     # 16 x 131,072 x 516,096 B / 8 = 135 GB > 80 GB: no number of stages

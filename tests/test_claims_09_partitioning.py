@@ -41,20 +41,24 @@ def test_decode_all_reduce_is_latency_bound(chip):
         latency = 14 * ALPHA
         bandwidth = 2 * 7 / 8 * q / chip.scale_up_bandwidth
         assert latency > bandwidth, (m.name, chip.name)
-        assert latency_bandwidth_crossover("all-reduce", 8, chip.scale_up_bandwidth, ALPHA, "ring") > q
+        assert latency_bandwidth_crossover("all-reduce", 8, chip.scale_up_bandwidth, ALPHA,
+                                           "ring") > q
 
 
 # Claim: "the bandwidth factor is about 1 (2 for an all-reduce) on any topology; topology changes
 # the step count": (n-1)/n and 2(n-1)/n for switch, ring and torus; steps 2, 2(n-1), 2 sum(d_i - 1).
-@pytest.mark.parametrize("n, dims", [(8, (2, 2, 2)), (16, (4, 2, 2)), (64, (4, 4, 4)), (256, (8, 8, 4))])
+@pytest.mark.parametrize("n, dims",
+                         [(8, (2, 2, 2)), (16, (4, 2, 2)), (64, (4, 4, 4)), (256, (8, 8, 4))])
 def test_topology_changes_steps_not_bandwidth(n, dims):
     q, bw = 1e8, 1e11
     for topo in ("switch", "ring", "torus"):
-        bw_only = collective_time("all-reduce", q, n, bw, 0.0, topo, dims=dims if topo == "torus" else None)
+        bw_only = collective_time("all-reduce", q, n, bw, 0.0, topo,
+                                  dims=dims if topo == "torus" else None)
         assert bw_only == pytest.approx(2 * (n - 1) / n * q / bw)
     steps = {"switch": 2, "ring": 2 * (n - 1), "torus": 2 * sum(d - 1 for d in dims)}
     for topo, s in steps.items():
-        t = collective_time("all-reduce", 0.0, n, bw, 1.0, topo, dims=dims if topo == "torus" else None)
+        t = collective_time("all-reduce", 0.0, n, bw, 1.0, topo,
+                            dims=dims if topo == "torus" else None)
         assert t == pytest.approx(s)
 
 
@@ -83,7 +87,8 @@ def test_switch_floor(model):
     n_ar = 1 if model.parallel_block else 2
     floor = 2 * model.n_layers * n_ar * ALPHA_NVLS
     for batch in (1, 8, 64):
-        times = [sharded_decode(model, gb, batch, S, n, ALPHA_NVLS, "switch").time for n in (2, 4, 8, 16, 32, 64)]
+        times = [sharded_decode(model, gb, batch, S, n, ALPHA_NVLS, "switch").time
+                 for n in (2, 4, 8, 16, 32, 64)]
         assert min(times) > floor
         assert times[-1] < times[0]
 
@@ -99,8 +104,8 @@ def test_kv_copies(model):
         assert kv_replicas(model, 1024, n, "sequence") == 1
 
 
-# Claim: "2D weight-stationary beats 1D beyond 4F/D chips" (from the optimum 4 T b sqrt(DF)/(sqrt(n) bw)
-# against 2 T D b / bw), for every model's own D and F.
+# Claim: "2D weight-stationary beats 1D beyond 4F/D chips" (from the optimum
+# 4 T b sqrt(DF)/(sqrt(n) bw) against 2 T D b / bw), for every model's own D and F.
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
 def test_2d_beats_1d_beyond_4f_over_d(model):
     D, F = model.d_model, model.d_ff
@@ -138,9 +143,11 @@ def test_fastest_is_not_cheapest(model):
     gb = chips.get("GB200")
     S = _ctx(model, 4096)
     for batch in (1, 8, 64, 256):
-        runs = [sharded_decode(model, gb, batch, S, n, ALPHA_NVLS, "switch") for n in (1, 2, 4, 8, 16, 32, 64)]
+        runs = [sharded_decode(model, gb, batch, S, n, ALPHA_NVLS, "switch")
+                for n in (1, 2, 4, 8, 16, 32, 64)]
         fit = [r for r in runs if r.fits]
         if not fit:
             continue
         fastest = min(fit, key=lambda r: r.time)
-        assert fastest.chip_seconds_per_token >= fit[0].chip_seconds_per_token * (1 - 1e-9), (model.name, batch)
+        assert fastest.chip_seconds_per_token >= fit[0].chip_seconds_per_token * (1 - 1e-9), (
+            model.name, batch)

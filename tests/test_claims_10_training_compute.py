@@ -22,15 +22,16 @@ CHIPS = chips.all_chips()
 MODELS = models.all_models()
 DENSE = [m for m in MODELS if not m.is_moe]
 MOE = [m for m in MODELS if m.is_moe]
-NET = [(c, net) for c in CHIPS for net in ("scale_up", "scale_out") if getattr(c, f"{net}_bandwidth")
-       and "bf16" in c.flops]
+NET = [(c, net) for c in CHIPS for net in ("scale_up", "scale_out")
+       if getattr(c, f"{net}_bandwidth") and "bf16" in c.flops]
 
 
 # Claim: "training costs 6 N_act D_pre FLOP; 8 with full recomputation" for every model.
 @pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
 def test_six_and_eight_per_active_parameter(m):
     assert tr.training_flops(m, 1e12) == pytest.approx(6 * m.active_params * 1e12, rel=1e-12)
-    assert tr.training_flops(m, 1e12, recompute=True) == pytest.approx(8 * m.active_params * 1e12, rel=1e-12)
+    assert tr.training_flops(m, 1e12, recompute=True) == pytest.approx(
+        8 * m.active_params * 1e12, rel=1e-12)
 
 
 # Claim: "a mixture of experts pays for its active parameters only": N_tot / N_act times less
@@ -100,14 +101,16 @@ def test_dp_threshold_formula(c, net):
         dense = (n - 1) / n * (2 / 3) * c.peak("bf16") / W
         for m in MODELS:
             got = tr.dp_critical_tokens(m, c, n, net)
-            assert got == pytest.approx(dense * m.total_params / m.active_params, rel=1e-9), (m.name, n)
+            assert got == pytest.approx(dense * m.total_params / m.active_params, rel=1e-9), (
+                m.name, n)
 
 
 def test_dp_threshold_scale_up_below_scale_out_and_grows_with_flops():
     m = models.get("Llama-3.1-405B")
     for c in CHIPS:
         if c.scale_up_bandwidth and c.scale_out_bandwidth and "bf16" in c.flops:
-            assert tr.dp_critical_tokens(m, c, 1024, "scale_up") < tr.dp_critical_tokens(m, c, 1024, "scale_out")
+            assert (tr.dp_critical_tokens(m, c, 1024, "scale_up")
+                    < tr.dp_critical_tokens(m, c, 1024, "scale_out"))
     h100, b200 = chips.get("H100-SXM"), chips.get("B200")
     assert b200.scale_out_bandwidth == h100.scale_out_bandwidth  # same 400 Gb/s port
     assert tr.dp_critical_tokens(m, b200, 1024) > 2 * tr.dp_critical_tokens(m, h100, 1024)

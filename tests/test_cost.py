@@ -1,4 +1,5 @@
-"""Tests of llmmath.cost: throughput, cost per token, the latency-cost frontier, input vs output cost."""
+"""Tests of llmmath.cost: throughput, cost per token, the latency-cost frontier,
+input vs output cost."""
 
 import numpy as np
 import pytest
@@ -61,7 +62,8 @@ def test_cost_broadcasts():
 
 
 def test_unbatched_serving_is_orders_of_magnitude_dearer():
-    # Episode: unbatched serving can cost "a thousand times" more than batched (order of magnitude check).
+    # Episode: unbatched serving can cost "a thousand times" more than batched
+    # (order of magnitude check).
     one = cost_per_token(decode_step(DSV3, H100, 1, 0, n_chips=64))
     big = cost_per_token(decode_step(DSV3, H100, 4096, 0, n_chips=64))
     assert one / big > 100

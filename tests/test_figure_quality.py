@@ -259,11 +259,13 @@ def overlaps(fig):
         # guides (lines of constant ratio behind a scatter, flagged `_llm_guide`) are like grid
         # lines: labels may cross them; every other line and marker is data
         lines = [ln for ln in ax.lines if ln.get_visible() and not getattr(ln, "_llm_guide", False)]
-        colls = [c for c in ax.collections if c.get_visible() and type(c).__name__ == "PathCollection"]
+        colls = [c for c in ax.collections
+                 if c.get_visible() and type(c).__name__ == "PathCollection"]
         for what, box in boxes:
             for ln in lines:
                 if _line_hits(ln, box, axbox):
-                    found.append(f"{what} covers the line {ln.get_label()!r} ({to_hex(ln.get_color())})")
+                    found.append(f"{what} covers the line {ln.get_label()!r} "
+                                 f"({to_hex(ln.get_color())})")
             for c in colls:
                 if _scatter_hits(c, box, axbox):
                     found.append(f"{what} covers the markers {c.get_label()!r}")
@@ -299,7 +301,8 @@ def test_log_axes_label_two_ticks(figures, key):
                 continue
             lo, hi = sorted(lim)
             shown = [t for t in axis.get_ticklabels()
-                     if t.get_text().strip() and lo * 0.999 <= t.get_position()[axis is ax.yaxis] <= hi * 1.001]
+                     if t.get_text().strip()
+                     and lo * 0.999 <= t.get_position()[axis is ax.yaxis] <= hi * 1.001]
             assert len(shown) >= 2, f"{key}: log {axis.axis_name} axis labels {len(shown)} tick(s)"
 
 

@@ -19,7 +19,8 @@ VALUES = [1, 16, 256, 1024]
 
 @pytest.fixture(scope="module")
 def fs():
-    return frames.slider(plots.cost_vs_batch, "mark_batch", VALUES, model=LLAMA, chip=H100, n_chips=8)
+    return frames.slider(plots.cost_vs_batch, "mark_batch", VALUES, model=LLAMA, chip=H100,
+                         n_chips=8)
 
 
 def test_html_structure(fs):
@@ -30,7 +31,8 @@ def test_html_structure(fs):
     assert html.count("<img ") == 1
     assert re.search(rf'<input type="range" min="0" max="{n - 1}" step="1" value="0"', html)
     assert '<span class="llm-frames-label">batch = 1</span>' in html
-    assert f"Static page: {n} precomputed frames. Run this notebook (make lab) for the full explorer." in html
+    assert (f"Static page: {n} precomputed frames. Run this "
+            "notebook (make lab) for the full explorer.") in html
     assert "<script>" in html and "require" not in html
     assert "http://" not in html and "https://" not in html and "src=\"//" not in html
     assert re.search(r'<img src="data:image/png;base64,[^"]+" alt="[^"]{40,}"', html)
@@ -43,11 +45,13 @@ def test_alt_text_per_frame_follows_the_marked_point(fs):
 
 
 def test_deterministic_id_html_and_repr(fs):
-    again = frames.slider(plots.cost_vs_batch, "mark_batch", VALUES, model=LLAMA, chip=H100, n_chips=8)
+    again = frames.slider(plots.cost_vs_batch, "mark_batch", VALUES, model=LLAMA, chip=H100,
+                          n_chips=8)
     assert again.uid == fs.uid and re.fullmatch(r"llm-frames-[0-9a-f]{12}", fs.uid)
     assert SANITIZE.sub("X", again.html) == SANITIZE.sub("X", fs.html)
     assert repr(fs) == "<FrameSlider: 4 frames of cost_vs_batch over batch>"
-    other = frames.slider(plots.cost_vs_batch, "mark_batch", VALUES[:3], model=LLAMA, chip=H100, n_chips=8)
+    other = frames.slider(plots.cost_vs_batch, "mark_batch", VALUES[:3], model=LLAMA, chip=H100,
+                          n_chips=8)
     assert other.uid != fs.uid
 
 
@@ -59,8 +63,8 @@ def test_size_and_resolution(fs):
 
 
 def test_budget_steps_resolution_down_then_refuses():
-    small = frames.slider(plots.decode_time_vs_batch, "context", [1024, 8192], model=LLAMA, chip=H100,
-                          max_bytes=90_000)
+    small = frames.slider(plots.decode_time_vs_batch, "context", [1024, 8192], model=LLAMA,
+                          chip=H100, max_bytes=90_000)
     assert small.nbytes <= 90_000 and small.dpi < 200
     with pytest.raises(ValueError, match="fewer frames"):
         frames.slider(plots.decode_time_vs_batch, "context", [1024, 8192], model=LLAMA, chip=H100,
@@ -131,4 +135,5 @@ def test_moving_the_marked_point_changes_the_frame(name, mark):
     fig.update(**{mark: hi})
     second = plots.render_rgba(fig).copy()
     matplotlib.pyplot.close(fig)
-    assert (first != second).any(), f"{name}: moving {mark} from {lo} to {hi} did not change the figure"
+    assert (first != second).any(), (f"{name}: moving {mark} from {lo} "
+                                     f"to {hi} did not change the figure")

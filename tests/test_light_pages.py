@@ -1,4 +1,5 @@
-"""_ext/light_pages.py: each rule on hand-written pages (the browser suite checks the built site)."""
+"""_ext/light_pages.py: each rule on hand-written pages (the browser suite checks the
+built site)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ def test_fontawesome_script_dropped_and_search_scripts_deferred():
     assert "fontawesome.js" not in page
     for src in ("../_static/searchtools.js", "../_static/language_data.js", "../searchindex.js"):
         assert f'<script defer src="{src}"></script>' in page
-    assert page.index("searchtools.js") < page.index("language_data.js") < page.index("searchindex.js")
+    assert (page.index("searchtools.js") < page.index("language_data.js")
+            < page.index("searchindex.js"))
 
 
 def test_lighten_is_idempotent():

@@ -192,7 +192,8 @@ def test_kv_transfer_time_by_hand():
     per_token = 80 * 2 * 8 * 128 * 2
     assert LLAMA.kv_bytes_per_token(2) == per_token
     assert kv_transfer_time(LLAMA, 4096, 400e9) == pytest.approx(4096 * per_token / 400e9)
-    assert kv_transfer_time(LLAMA, 4096, 400e9, kv_bytes=1) == pytest.approx(4096 * per_token / 2 / 400e9)
+    assert kv_transfer_time(LLAMA, 4096, 400e9, kv_bytes=1) == pytest.approx(
+        4096 * per_token / 2 / 400e9)
 
 
 @pytest.mark.parametrize("args", [(0, 1e9), (-1, 1e9), (4096, 0.0), (4096, -1e9)])
@@ -230,7 +231,8 @@ def test_price_sheets_catalogue():
     assert (opus.input, opus.output, opus.cached_input, opus.cache_write) == (5.0, 25.0, 0.50, 6.25)
     assert opus.output_to_input == pytest.approx(5.0)
     gemini = by_name["Gemini 3.1 Pro"]
-    assert gemini.long_context == 200_000 and gemini.long_output / gemini.output == pytest.approx(1.5)
+    assert (gemini.long_context == 200_000
+            and gemini.long_output / gemini.output == pytest.approx(1.5))
     for p in PRICE_SHEETS:
         assert p.source and p.date
         assert 3 <= p.output_to_input <= 6

@@ -58,7 +58,8 @@ ACTIVE_EXCLUDES_INPUT_EMBEDDING = {"gpt-oss-120b"}
 
 
 def _unit_of_last_digit(x: float) -> float:
-    """One unit in the last significant digit of a published figure: 37e9 -> 1e9, 116.83e9 -> 1e7."""
+    """One unit in the last significant digit of a published figure: 37e9 -> 1e9,
+    116.83e9 -> 1e7."""
     return float(10 ** Decimal(repr(float(x))).normalize().as_tuple().exponent)
 
 
@@ -308,8 +309,10 @@ def test_attention_flops_formula():
     assert v3.attention_flops_per_token(1000) == 2 * 128 * (2 * 512 + 64) * 61 * 1000
 
 
-@pytest.mark.parametrize("model", [m for m in ALL if not m.n_sliding_layers and not m.sparse_attention_topk],
-                         ids=[m.name for m in ALL if not m.n_sliding_layers and not m.sparse_attention_topk])
+@pytest.mark.parametrize("model",
+                         [m for m in ALL if not m.n_sliding_layers and not m.sparse_attention_topk],
+                         ids=[m.name for m in ALL
+                              if not m.n_sliding_layers and not m.sparse_attention_topk])
 def test_attention_flops_linear_in_context(model: Model):
     s = np.array([1, 100, 1000, model.max_context // 2, model.max_context])
     f = model.attention_flops_per_token(s)
@@ -337,7 +340,8 @@ def test_mla_prefill_uses_the_unabsorbed_form():
     # (7 x 5000 pairs x 278,528) is cheaper than expanding them (5000 x 2 x 512 x 128 x 256)
     past_pairs, expand = 7 * 5000 * (278_528 - 81_920), 5000 * 2 * 512 * 128 * 256
     new = (5007 * 5008 - 5000 * 5001) / 2 * 81_920
-    assert v3.prefill_attention_flops(7, 5000) == pytest.approx(61 * (new + min(past_pairs, expand)))
+    assert v3.prefill_attention_flops(7, 5000) == pytest.approx(
+        61 * (new + min(past_pairs, expand)))
     # 2,000 new ones: expanding is cheaper
     past_pairs, expand = 2000 * 5000 * (278_528 - 81_920), 5000 * 2 * 512 * 128 * 256
     new = (7000 * 7001 - 5000 * 5001) / 2 * 81_920

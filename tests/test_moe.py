@@ -45,11 +45,13 @@ def test_announced_domains_are_cited():
 def test_active_params_from_cost():
     # H100 at $3.00/h, fp8 peak 1978.9e12, e = 0.5: $0.10 per Mtok -> 1e-7 $/token
     # N_act = 1e-7 x 1978.9e12 x 0.5 / (2 x 3/3600) = 59.367e9.
-    assert moe.max_active_params(H100, 0.10, dtype="fp8", compute_efficiency=0.5) == pytest.approx(59.367e9)
+    assert moe.max_active_params(H100, 0.10, dtype="fp8", compute_efficiency=0.5) == pytest.approx(
+        59.367e9)
     # inverse: 37e9 active on the same terms costs 1e6 x 2 x 37e9 x (3/3600) / (989.45e12) $
     c = moe.compute_cost_per_million_tokens(37e9, H100, dtype="fp8", compute_efficiency=0.5)
     assert c == pytest.approx(1e6 * 2 * 37e9 * (3 / 3600) / (1978.9e12 * 0.5))
-    assert moe.max_active_params(H100, c, dtype="fp8", compute_efficiency=0.5) == pytest.approx(37e9)
+    assert moe.max_active_params(H100, c, dtype="fp8", compute_efficiency=0.5) == pytest.approx(
+        37e9)
     with pytest.raises(ValueError, match="price_per_hour"):
         moe.max_active_params(GB200, 0.1)  # no catalogue price
     assert moe.max_active_params(GB200, 0.1, price_per_chip_hour=6.0) > 0

@@ -35,7 +35,8 @@ def test_executed_top_to_bottom_in_a_fresh_kernel(path):
     cells = _code_cells(_load(path))
     counts = [c["execution_count"] for c in cells]
     assert None not in counts, f"{path.name}: unexecuted cells; run `make execute`"
-    assert counts == list(range(1, len(cells) + 1)), f"{path.name}: execution counts {counts} are not 1..n"
+    assert counts == list(range(1, len(cells) + 1)), (f"{path.name}: execution "
+                                                      f"counts {counts} are not 1..n")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -43,9 +44,12 @@ def test_no_errors_and_no_unstable_text(path):
     for cell in _code_cells(_load(path)):
         for out in cell.get("outputs", []):
             assert out["output_type"] != "error", f"{path.name}: an error output is stored"
-            assert out.get("name") != "stderr", f"{path.name}: stderr stored: {''.join(out.get('text', ''))[:200]}"
-            text = json.dumps(out.get("data", {}).get("text/plain", "")) + json.dumps(out.get("text", ""))
-            assert not re.search(r" at 0x[0-9a-f]{6,}", text), f"{path.name}: a memory address in an output"
+            assert out.get("name") != "stderr", (f"{path.name}: stderr stored: "
+                                                 f"{''.join(out.get('text', ''))[:200]}")
+            text = (json.dumps(out.get("data", {}).get("text/plain", ""))
+                    + json.dumps(out.get("text", "")))
+            assert not re.search(r" at 0x[0-9a-f]{6,}", text), (
+                f"{path.name}: a memory address in an output")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -55,7 +59,8 @@ def test_every_widget_view_has_saved_state(path):
     views = [o["data"][VIEW]["model_id"] for c in _code_cells(nb) for o in c.get("outputs", [])
              if VIEW in o.get("data", {})]
     missing = [v for v in views if v not in state]
-    assert not missing, f"{path.name}: widget views without saved state (blank in the book): {missing}"
+    assert not missing, (f"{path.name}: widget views without saved "
+                         f"state (blank in the book): {missing}")
     refs = set(re.findall(r"IPY_MODEL_([0-9a-f]{32})", json.dumps(state)))
     assert refs <= set(state), f"{path.name}: saved widgets refer to models that were not saved"
 
@@ -65,7 +70,8 @@ def test_figures_have_alt_text(path):
     for cell in _code_cells(_load(path)):
         if any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
             alt = cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt", "")
-            assert len(alt) > 20, f"{path.name}: a figure cell without alt text: {''.join(cell['source'])[:80]}"
+            assert len(alt) > 20, (f"{path.name}: a figure cell without alt text: "
+                                   f"{''.join(cell['source'])[:80]}")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -85,7 +91,8 @@ def _strings(x):
             yield from _strings(v)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS + sorted((ROOT / "book").glob("*.md")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS + sorted((ROOT / "book").glob("*.md")),
+                         ids=lambda p: p.name)
 def test_no_tab_where_tex_was_meant(path):
     # A caption or entry written through a non-raw Python string turns "\times" and "\text" into a
     # tab and "imes"/"ext" (Fig 4.2's caption once read "300<tab>imes sparsity").

@@ -1,4 +1,5 @@
-"""Tests of llmmath.parallel: collectives (Pope et al. 2022 App. A.1), TP/EP/PP, FFN layouts (§3.2)."""
+"""Tests of llmmath.parallel: collectives (Pope et al. 2022 App. A.1), TP/EP/PP,
+FFN layouts (§3.2)."""
 
 import numpy as np
 import pytest
@@ -60,8 +61,10 @@ def test_expert_parallel_comm():
 
 def test_pipeline_memory_kv_does_not_shrink_with_stages():
     # Episode §1.4: c = N b_w / (E P) + b S b_kv / E.
-    one = pipeline_memory_per_chip(DSV3, micro_batch=256, context=4096, expert_parallel=64, pipeline_stages=1)
-    four = pipeline_memory_per_chip(DSV3, micro_batch=256, context=4096, expert_parallel=64, pipeline_stages=4)
+    one = pipeline_memory_per_chip(DSV3, micro_batch=256, context=4096, expert_parallel=64,
+                                   pipeline_stages=1)
+    four = pipeline_memory_per_chip(DSV3, micro_batch=256, context=4096, expert_parallel=64,
+                                    pipeline_stages=4)
     assert isinstance(four, PipelineMemory)
     assert four.weights == pytest.approx(one.weights / 4)
     assert four.kv == pytest.approx(one.kv)
@@ -103,7 +106,8 @@ def test_ffn_weight_gathered():
     opt = ffn_comm_time("wg-opt", T, E, F, n, BW, activation_bytes=1, weight_bytes=1)
     assert opt == pytest.approx(4 * E * np.sqrt(T * F) / (np.sqrt(n) * BW))  # App. A.2
     for layout in ("wg-x", "wg-xy", "wg-xyz"):
-        assert ffn_comm_time(layout, T, E, F, n, BW, activation_bytes=1, weight_bytes=1) >= opt * (1 - 1e-12)
+        assert (ffn_comm_time(layout, T, E, F, n, BW, activation_bytes=1, weight_bytes=1)
+                >= opt * (1 - 1e-12))
     xyz = ffn_comm_time("wg-xyz", T, E, F, n, BW)
     assert xyz == pytest.approx(2 * E * F * 2 / BW + 2 * T * E * 2 / (n * BW))
     xy = ffn_comm_time("wg-xy", T, E, F, n, BW, axes=(4, 4, 4))
@@ -153,10 +157,12 @@ def test_sharded_decode_tp_comm_by_hand():
 
 
 def test_kv_replicas_by_hand():
-    assert kv_replicas(PALM, 512, 64, "head") == 64      # one KV head, 64 chips: 64 copies (Pope Table 1)
+    # one KV head, 64 chips: 64 copies (Pope Table 1)
+    assert kv_replicas(PALM, 512, 64, "head") == 64
     assert kv_replicas(PALM, 512, 64, "batch") == 1
     assert kv_replicas(LLAMA, 64, 16, "head") == 2       # 8 KV heads over 16 chips
-    assert kv_replicas(LLAMA, 4, 8, "batch") == 2        # 4 sequences on 8 chips: busiest holds 1 = 2 x 4/8
+    # 4 sequences on 8 chips: busiest holds 1 = 2 x 4/8
+    assert kv_replicas(LLAMA, 4, 8, "batch") == 2
     assert kv_replicas(DSV3, 64, 8, "head") == 8         # MLA's latent is shared by all heads
     assert kv_replicas(LLAMA, 64, 8, "sequence") == 1
     with pytest.raises(ValueError, match="kv_shard"):
@@ -164,7 +170,8 @@ def test_kv_replicas_by_hand():
 
 
 def test_ring_optimum_matches_the_sweep():
-    # With bandwidth made irrelevant, the fastest power of two on a ring brackets sqrt(t1/(2 L n_ar a)).
+    # With bandwidth made irrelevant, the fastest power of two on a ring brackets
+    # sqrt(t1/(2 L n_ar a)).
     for batch in (1, 8, 64):
         n_star = ring_optimal_chips(LLAMA, H100, batch, 4096, 2.4e-6)
         t1 = sharded_decode(LLAMA, H100, batch, 4096, 1).step.time

@@ -49,7 +49,8 @@ def _chapters(flat):
     with APPENDIX (the appendices are lettered: _latex/pdf_outputs.py), in toc order."""
     files = _toc_files()
     starts = [m.start() for m in re.finditer(r"\b(?:CHAPTER|APPENDIX)\b", flat)]
-    assert len(starts) == len(files), f"{len(starts)} CHAPTER/APPENDIX headings for {len(files)} toc files"
+    assert len(starts) == len(files), (f"{len(starts)} CHAPTER/APPENDIX "
+                                       f"headings for {len(files)} toc files")
     starts.append(len(flat))
     return {f: flat[a:b] for f, a, b in zip(files, starts, starts[1:], strict=False)}
 
@@ -84,7 +85,8 @@ def test_appendices_are_lettered(pdf_text):
     appendices = [p for p in files if not re.search(r"/\d\d_", p)]
     assert appendices and flat.count("APPENDIX") == len(appendices)
     for letter, path in zip("ABCDEFGH", appendices, strict=False):
-        assert f"Appendix {letter}. {_squash(_title(path))}" in flat, f"{path} is not appendix {letter}"
+        assert f"Appendix {letter}. {_squash(_title(path))}" in flat, (
+            f"{path} is not appendix {letter}")
 
 
 def test_no_unresolved_reference_or_raw_markup(pdf_text):

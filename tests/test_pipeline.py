@@ -57,7 +57,7 @@ def test_simulated_timeline_matches_the_formula(schedule, P, m):
     end = max(start + dur for _, start, dur, _, _ in ops)
     assert end == pytest.approx((m + P - 1) * 3)                        # (m+P-1)(t_F + t_B)
     assert 1 - 3 * m / end == pytest.approx(pp.bubble_fraction(P, m, schedule))
-    for s in range(P):                                                  # a stage never runs two ops at once
+    for s in range(P):  # a stage never runs two ops at once
         spans = sorted((start, start + dur) for st, start, dur, _, _ in ops if st == s)
         assert all(a[1] <= b[0] + 1e-12 for a, b in zip(spans, spans[1:], strict=False))
 
@@ -65,7 +65,8 @@ def test_simulated_timeline_matches_the_formula(schedule, P, m):
 def test_1f1b_holds_at_most_P_micro_batches_gpipe_all():
     def peak_in_flight(ops, stage):
         events = sorted([(start, 1) for s, start, _, k, _ in ops if s == stage and k == "F"]
-                        + [(start + dur, -1) for s, start, dur, k, _ in ops if s == stage and k == "B"])
+                        + [(start + dur, -1) for s, start, dur, k, _ in ops
+                           if s == stage and k == "B"])
         live = peak = 0
         for _, d in events:
             live += d
@@ -101,7 +102,8 @@ def test_stages_to_fit_hand_values():
 def test_hop_time():
     # 64 tokens x 7168 x 2 B = 917,504 B at 50 GB/s = 18.35 us, plus 77 us
     assert pp.hop_time(64, 7168, 50e9, latency=77e-6) == pytest.approx(77e-6 + 917504 / 50e9)
-    assert pp.HOP_LATENCIES["measured cross-node dispatch (DeepEP, EP8)"] == (77e-6, "deepseek_deepep")
+    assert (pp.HOP_LATENCIES["measured cross-node dispatch (DeepEP, EP8)"]
+            == (77e-6, "deepseek_deepep"))
 
 
 def test_pipeline_decode_latency_and_throughput():
@@ -124,7 +126,8 @@ def test_pipeline_decode_latency_and_throughput():
 
 
 def test_boundary_ratio_hand_values():
-    # H100: 450 GB/s NVLink one way vs 400 Gb/s = 50 GB/s: ratio 1/9; DeepSeek k = 8, one layer: 16/9
+    # H100: 450 GB/s NVLink one way vs 400 Gb/s = 50 GB/s: ratio 1/9;
+    # DeepSeek k = 8, one layer: 16/9
     assert pp.boundary_ratio(DSV3, H100, 1) == pytest.approx(16 / 9)
     assert pp.min_layers_per_stage(DSV3, GB200) == 2                    # 16 L / 18 >= 1 -> L = 2
     assert pp.min_layers_per_stage(LLAMA, GB200) == 9                   # 2 L / 18 >= 1 -> L = 9

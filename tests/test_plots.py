@@ -1,5 +1,6 @@
 """Figure builders: every builder works for every catalogue chip and model, with labelled axes
-(units), annotations where the text points, no NaN/inf plotted, and alt text with the key numbers."""
+(units), annotations where the text points, no NaN/inf plotted, and alt text with the key
+numbers."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from llmmath.roofline import critical_batch, max_batch  # noqa: E402
 CHIPS = chips.names()
 MODELS = models.names()
 UNIT = re.compile(r"\((s|B|bytes|USD|FLOP/byte|FLOP/s|sequences|tokens|tokens/s|days|%|count|"
-                  r"tokens per step|tokens per sequence|tokens in the KV cache|tokens per sequence)\)")
+                  r"tokens per step|tokens per sequence|"
+                  r"tokens in the KV cache|tokens per sequence)\)")
 H100 = chips.get("H100-SXM")
 LLAMA = models.get("Llama-3-70B")
 
@@ -32,29 +34,32 @@ def _close():
 def _build(name, model, chip):
     with plots.offscreen():
         return {
-            "decode_time_vs_batch": lambda: plots.decode_time_vs_batch(model, chip, batches=[1, 8, 64, 512, 4096],
-                                                                       mark_batch=64),
+            "decode_time_vs_batch": lambda: plots.decode_time_vs_batch(
+                model, chip, batches=[1, 8, 64, 512, 4096], mark_batch=64),
             "decode_time_vs_context": lambda: plots.decode_time_vs_context(
                 model, chip, contexts=[128, 1024, 2048, 8192, 131072], mark_context=1024),
-            "cost_vs_batch": lambda: plots.cost_vs_batch(model, chip, batches=[1, 8, 64, 512, 4096], mark_batch=8),
-            "latency_cost_frontier": lambda: plots.latency_cost_frontier(model, chip, mark_batch=16),
-            "prefill_time_vs_prompt": lambda: plots.prefill_time_vs_prompt(model, chip, prompts=[16, 256, 2048],
-                                                                           mark_prompt=256),
-            "kv_vs_context": lambda: plots.kv_vs_context([model], chip, batch=4, contexts=[128, 1024, 8192, 131072],
+            "cost_vs_batch": lambda: plots.cost_vs_batch(model, chip, batches=[1, 8, 64, 512, 4096],
+                                                         mark_batch=8),
+            "latency_cost_frontier": lambda: plots.latency_cost_frontier(model, chip,
+                                                                         mark_batch=16),
+            "prefill_time_vs_prompt": lambda: plots.prefill_time_vs_prompt(
+                model, chip, prompts=[16, 256, 2048], mark_prompt=256),
+            "kv_vs_context": lambda: plots.kv_vs_context([model], chip, batch=4,
+                                                         contexts=[128, 1024, 8192, 131072],
                                                          mark_context=1024),
-            "moe_weights_vs_batch": lambda: plots.moe_weights_vs_batch(model, chip, batches=[1, 16, 256, 4096],
-                                                                       mark_batch=16),
+            "moe_weights_vs_batch": lambda: plots.moe_weights_vs_batch(
+                model, chip, batches=[1, 16, 256, 4096], mark_batch=16),
             "memory_per_chip": lambda: plots.memory_per_chip(model, chip, mark_stages=4),
-            "training_time_vs_chips": lambda: plots.training_time_vs_chips(model, 1e12, chip,
-                                                                           chips_range=[8, 512, 65536],
-                                                                           mark_chips=512),
+            "training_time_vs_chips": lambda: plots.training_time_vs_chips(
+                model, 1e12, chip, chips_range=[8, 512, 65536], mark_chips=512),
             "regime_map": lambda: plots.regime_map(model, chip, batches=np.geomspace(1, 4096, 8),
                                                    contexts=np.geomspace(128, 2048, 6)),
         }[name]()
 
 
-BUILDERS = ["decode_time_vs_batch", "decode_time_vs_context", "cost_vs_batch", "latency_cost_frontier",
-            "prefill_time_vs_prompt", "kv_vs_context", "moe_weights_vs_batch", "memory_per_chip",
+BUILDERS = ["decode_time_vs_batch", "decode_time_vs_context", "cost_vs_batch",
+            "latency_cost_frontier", "prefill_time_vs_prompt", "kv_vs_context",
+            "moe_weights_vs_batch", "memory_per_chip",
             "training_time_vs_chips", "regime_map"]
 
 
@@ -65,7 +70,8 @@ def _check(fig, name):
     plotted = 0
     for line in ax.get_lines():
         x, y = (np.asarray(a, dtype=float) for a in line.get_data())
-        assert np.all(np.isfinite(x)) and np.all(np.isfinite(y)), f"{name}: non-finite data in {line}"
+        assert np.all(np.isfinite(x)) and np.all(np.isfinite(y)), (
+            f"{name}: non-finite data in {line}")
         plotted += x.size
     assert plotted or ax.collections, f"{name}: nothing plotted"
     assert isinstance(fig.alt_text, str) and len(fig.alt_text) > 40, f"{name}: no alt text"
@@ -78,7 +84,8 @@ def _check(fig, name):
 @pytest.mark.parametrize("chip", CHIPS)
 @pytest.mark.parametrize("name", BUILDERS)
 def test_every_builder_on_every_chip(name, chip):
-    fig = _build(name, LLAMA if name != "moe_weights_vs_batch" else models.get("DeepSeek-V3"), chips.get(chip))
+    fig = _build(name, LLAMA if name != "moe_weights_vs_batch" else models.get("DeepSeek-V3"),
+                 chips.get(chip))
     _check(fig, name)
 
 
@@ -88,7 +95,8 @@ def test_every_builder_on_every_model(name, model):
     fig = _build(name, models.get(model), H100)
     _check(fig, name)
     if name != "regime_map":
-        assert models.get(model).name in fig.axes[0].get_title() or models.get(model).name in fig.alt_text
+        assert (models.get(model).name in fig.axes[0].get_title()
+                or models.get(model).name in fig.alt_text)
 
 
 def _texts(fig):
@@ -175,7 +183,8 @@ def test_roofline_and_bars():
         assert fig.axes[0].get_xlabel().endswith("(%)")
         fig = plots.kv_per_token()
         assert "(bytes)" in fig.axes[0].get_xlabel()
-        fig = plots.kv_vs_context([LLAMA, models.get("DeepSeek-V3"), models.get("GPT-3-175B")], H100, n_chips=8)
+        fig = plots.kv_vs_context([LLAMA, models.get("DeepSeek-V3"), models.get("GPT-3-175B")],
+                                  H100, n_chips=8)
         _check(fig, "kv_vs_context")
 
 

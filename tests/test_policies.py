@@ -40,7 +40,8 @@ def test_memory_held_by_hand():
     # Llama 3 70B: 70.55e9 weights x 1 B + 3 sequences x 1000 tokens x 80 layers x 2 x 8 x 128 x 1 B
     llama = models.get("Llama-3-70B")
     expected = llama.total_params * 1 + 3 * 1000 * 80 * 2 * 8 * 128 * 1
-    assert memory_held(llama, 3, 1000, weight_bytes=1, kv_bytes=1) == pytest.approx(expected, rel=1e-12)
+    assert memory_held(llama, 3, 1000, weight_bytes=1, kv_bytes=1) == pytest.approx(
+        expected, rel=1e-12)
 
 
 def test_fits_in_memory_edges():

@@ -1,4 +1,5 @@
-"""Published figures of Pope et al. 2022, "Efficiently Scaling Transformer Inference" (arXiv 2211.05102).
+"""Published figures of Pope et al. 2022, "Efficiently Scaling Transformer Inference"
+(arXiv 2211.05102).
 
 Every test names the table or section and the tolerance. Hardware: TPU v4 (275 TFLOP/s bf16
 and int8, 1200 GB/s HBM, 32 GiB, 270 GB/s ICI); PaLM 540B and 62B, context 2048.
@@ -42,8 +43,8 @@ def test_catalogue_tpu_v4_is_the_papers_chip():
 
 
 def test_catalogue_palm_540b_is_the_papers_model():
-    # Table D.1 / Chowdhery et al. 2022: 118 layers, d_model 18432, d_ff 73728, 48 heads, MQA d_head 256,
-    # 256k vocabulary, tied embeddings, SwiGLU -> 540.35B parameters (within 0.1%).
+    # Table D.1 / Chowdhery et al. 2022: 118 layers, d_model 18432, d_ff 73728, 48 heads, MQA d_head
+    # 256, 256k vocabulary, tied embeddings, SwiGLU -> 540.35B parameters (within 0.1%).
     paper = Model(name="PaLM 540B (paper)", n_layers=118, d_model=18432, d_ff=73728, n_heads=48,
                   n_kv_heads=1, head_dim=256, vocab_size=256000, tied_embeddings=True,
                   gated_mlp=True, parallel_block=True)
@@ -143,7 +144,8 @@ def test_prefill_bound_below_measured(batch, wb, measured, hand, label):
 
 
 def test_compute_bound_rows_bound_over_measured_is_mfu():
-    # For the compute-bound rows the bound is 2 N tokens / (n C): bound / measured is the MFU (1 point).
+    # For the compute-bound rows the bound is 2 N tokens / (n C): bound / measured is the MFU
+    # (1 point).
     dec = decode_step(PALM, TPU, 512, 2048, n_chips=N_CHIPS)  # Table 2 HT decode, 33%
     assert dec.bound == "compute"
     assert dec.time / 93.75e-3 == pytest.approx(0.33, abs=0.01)
@@ -160,7 +162,8 @@ TABLE3 = [
 ]
 
 
-@pytest.mark.parametrize("decode, n, batch, wb, measured, label", TABLE3, ids=[r[-1] for r in TABLE3])
+@pytest.mark.parametrize("decode, n, batch, wb, measured, label", TABLE3,
+                         ids=[r[-1] for r in TABLE3])
 def test_palm62b_bounds_below_measured(decode, n, batch, wb, measured, label):
     if decode:
         s = decode_step(PALM62, TPU, batch, 2048, n_chips=n, weight_bytes=wb, attention_flops=True)
@@ -226,7 +229,8 @@ def test_table1_max_context(label, model, replicas, batch, paper):
 
 def test_table1_needs_gib_not_gb():
     # with 32e9-byte chips the optimized-MQA figure drops ~7%, outside the 2% tolerance
-    gb_chip = Chip(name="TPU v4 GB", flops={"bf16": 275e12}, hbm_bandwidth=1200e9, hbm_capacity=32e9)
+    gb_chip = Chip(name="TPU v4 GB", flops={"bf16": 275e12}, hbm_bandwidth=1200e9,
+                   hbm_capacity=32e9)
     got = max_context(PALM, gb_chip, 128, n_chips=N_CHIPS, kv_fraction=0.3)
     assert abs(got / 43_000 - 1) > 0.05
 
@@ -261,15 +265,18 @@ def test_2d_weight_stationary_beats_1d_beyond_16_chips():
         assert ffn_comm_time("2d-ws", T, E, F, n, bw) < ffn_comm_time("1d-ws", T, E, F, n, bw)
     for n in (4, 8):
         assert ffn_comm_time("2d-ws", T, E, F, n, bw) > ffn_comm_time("1d-ws", T, E, F, n, bw)
-    assert ffn_comm_time("2d-ws", T, E, F, 16, bw) == pytest.approx(ffn_comm_time("1d-ws", T, E, F, 16, bw))
+    assert ffn_comm_time("2d-ws", T, E, F, 16, bw) == pytest.approx(
+        ffn_comm_time("1d-ws", T, E, F, 16, bw))
 
 
 def test_weight_gathered_wins_for_prefill_not_decode():
     # §4.1: prefill picks WS or WG by tokens in the batch; decode always uses 2D WS.
     E, F, bw = 18432, 73728, TPU.scale_up_bandwidth
     decode_tokens, prefill_tokens = 512, 512 * 2048
-    assert ffn_comm_time("2d-ws", decode_tokens, E, F, 64, bw) < ffn_comm_time("wg-xyz", decode_tokens, E, F, 64, bw)
-    assert ffn_comm_time("wg-xyz", prefill_tokens, E, F, 64, bw) < ffn_comm_time("2d-ws", prefill_tokens, E, F, 64, bw)
+    assert (ffn_comm_time("2d-ws", decode_tokens, E, F, 64, bw)
+            < ffn_comm_time("wg-xyz", decode_tokens, E, F, 64, bw))
+    assert (ffn_comm_time("wg-xyz", prefill_tokens, E, F, 64, bw)
+            < ffn_comm_time("2d-ws", prefill_tokens, E, F, 64, bw))
 
 
 # ----- chapter 9: the bound plus the layouts' communication stays below every measured latency --
@@ -278,7 +285,8 @@ def test_low_latency_decode_comm_by_hand():
     # Table 2 low-latency decode: 2D weight-stationary on 64 chips, batch 64, bf16 activations:
     # 8 T D b_a / (sqrt(n) bw) = 8 x 64 x 18432 x 2 / (8 x 270e9) = 8.738 us per layer,
     # x 118 layers = 1.031 ms per decode step, against the 7.24 ms bound and 28.4 ms measured.
-    per_step = PALM.n_layers * ffn_comm_time("2d-ws", 64, PALM.d_model, PALM.d_ff, 64, TPU.scale_up_bandwidth)
+    per_step = PALM.n_layers * ffn_comm_time("2d-ws", 64, PALM.d_model, PALM.d_ff, 64,
+                                             TPU.scale_up_bandwidth)
     assert per_step == pytest.approx(118 * 8 * 64 * 18432 * 2 / (8 * 270e9), rel=1e-9)
     assert per_step == pytest.approx(1.031e-3, rel=1e-3)
     bound = decode_step(PALM, TPU, 64, 2048, n_chips=64, weight_bytes=1).time
@@ -296,11 +304,12 @@ def test_bound_plus_comm_below_measured(decode, model, n, batch, wb, layout, mea
     bw = TPU.scale_up_bandwidth
     if decode:
         bound = 64 * decode_step(model, TPU, batch, 2048, n_chips=n, weight_bytes=wb).time
-        comm = 64 * model.n_layers * ffn_comm_time(layout, batch, model.d_model, model.d_ff, n, bw, weight_bytes=wb)
+        comm = 64 * model.n_layers * ffn_comm_time(layout, batch, model.d_model, model.d_ff, n, bw,
+                                                   weight_bytes=wb)
     else:
         bound = prefill_step(model, TPU, batch, 2048, n_chips=n, weight_bytes=wb).time
-        comm = model.n_layers * ffn_comm_time(layout, batch * 2048, model.d_model, model.d_ff, n, bw,
-                                              weight_bytes=wb, axes=torus_dims(n))
+        comm = model.n_layers * ffn_comm_time(layout, batch * 2048, model.d_model, model.d_ff, n,
+                                              bw, weight_bytes=wb, axes=torus_dims(n))
     assert bound + comm <= measured
     assert 0.03 < comm / bound < 0.30          # communication adds 3% to 30% to the bound
     assert 1.2 < measured / (bound + comm) < 3.5

@@ -1,10 +1,10 @@
 """The code a reader sees stands on its own (issue 11, issue 12's reader's API).
 
-A chapter's visible code cells (no ``remove-input`` / ``remove-cell`` tag; ``hide-input`` cells count,
-since a reader can open them) may use only names that visible cells above them define: a reader must
-be able to follow each one knowing only what the page shows. Hidden cells are plumbing (glue, formatting)
-and may import what they like. Each chapter opens with ``import llmmath as lm`` and at most one more
-import line.
+A chapter's visible code cells (no ``remove-input`` / ``remove-cell`` tag; ``hide-input`` cells
+count, since a reader can open them) may use only names that visible cells above them define: a
+reader must be able to follow each one knowing only what the page shows. Hidden cells are plumbing
+(glue, formatting) and may import what they like. Each chapter opens with ``import llmmath as lm``
+and at most one more import line.
 """
 
 from __future__ import annotations
@@ -56,14 +56,16 @@ def test_visible_cells_use_only_visible_names(path):
         if missing:
             problems.append(f"cell {i}: {missing}")
         seen |= bound
-    assert not problems, f"{path.name}: visible code uses names defined only in hidden cells: {problems}"
+    assert not problems, (f"{path.name}: visible code uses names "
+                          f"defined only in hidden cells: {problems}")
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_chapter_opens_with_the_readers_api(path):
     visible = [s for _, tags, s in _code_cells(path) if not tags & HIDDEN]
     lines = [ln for ln in visible[0].splitlines() if ln.startswith(("import ", "from "))]
-    assert lines[0] == "import llmmath as lm", f"{path.name}: first visible code line is {lines[0]!r}"
+    assert lines[0] == "import llmmath as lm", (f"{path.name}: first visible "
+                                                f"code line is {lines[0]!r}")
     assert len(lines) <= 2, f"{path.name}: {len(lines)} import lines in the opening cell"
 
 

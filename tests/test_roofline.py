@@ -88,7 +88,8 @@ def test_decode_attention_flops_flag_adds_context_dependent_flops():
 def test_decode_per_op_serialises_kv_reads():
     s = decode_step(LLAMA, H100, 256, 8000, n_chips=8, overlap="per-op")
     # each kernel overlaps its own traffic: attention with the KV reads, matmuls with weights
-    assert s.time == pytest.approx(max(s.attention_time, s.kv_time) + max(s.matmul_time, s.weight_time))
+    assert s.time == pytest.approx(max(s.attention_time, s.kv_time)
+                                   + max(s.matmul_time, s.weight_time))
     assert s.compute_time == pytest.approx(s.attention_time + s.matmul_time)
     # the episode's form (no attention FLOPs) serialises the KV reads
     e = decode_step(LLAMA, H100, 256, 8000, n_chips=8, overlap="per-op", attention_flops=False)
@@ -233,7 +234,8 @@ def test_at_critical_batch_compute_equals_memory(model, frac):
 def test_critical_batch_moe_is_about_sparsity_times_dense():
     dense_like = H100.ops_per_byte()  # b_w = 2: C b_w / 2W
     cb = critical_batch(DSV3, H100)
-    # Self-consistent: above the dense value, below the all-experts-touched limit (episode's 300 x sparsity).
+    # Self-consistent: above the dense value, below the all-experts-touched limit
+    # (episode's 300 x sparsity).
     upper = dense_like * DSV3.total_params / DSV3.matmul_params_active
     assert dense_like < cb < upper
     assert cb > 0.5 * upper  # at this batch nearly every expert is touched
@@ -296,11 +298,13 @@ def test_critical_context_raises_when_reads_are_capped():
 
 def test_sparse_attention_without_indexer_has_no_critical_context():
     # Top-k reads alone (no indexer reading every key) stop growing: compute-bound at any context.
-    m = models.get("DeepSeek-V3.2").replace(index_n_heads=None, index_head_dim=None, index_key_bytes=None)
+    m = models.get("DeepSeek-V3.2").replace(index_n_heads=None, index_head_dim=None,
+                                            index_key_bytes=None)
     with pytest.raises(ValueError, match="capped"):
         critical_context(m, H100, attention_flops=False)
     k = m.sparse_attention_topk
-    assert critical_batch(m, H100, context=100_000) == pytest.approx(critical_batch(m, H100, context=k))
+    assert critical_batch(m, H100, context=100_000) == pytest.approx(
+        critical_batch(m, H100, context=k))
     assert critical_batch(m, H100, context=k) > critical_batch(m, H100, context=0)
 
 
@@ -308,7 +312,8 @@ def test_indexer_keys_give_v32_a_critical_context():
     # DeepSeek-V3.2's indexer reads 132 B per cached token per layer (fp8 keys of 128 + an fp32
     # scale) for every token, on top of MLA's 576 latent elements for the top 2048.
     m = models.get("DeepSeek-V3.2")
-    C, C8, W, L, n = H100.flops["bf16"], H100.flops["fp8"], H100.hbm_bandwidth, 61, m.matmul_params_active
+    C, C8, W, L, n = (H100.flops["bf16"], H100.flops["fp8"], H100.hbm_bandwidth, 61,
+                      m.matmul_params_active)
     topk_bytes = L * 2048 * 576 * 2
     episode = (2 * n * W / C - topk_bytes) / (L * 132)
     assert critical_context(m, H100, attention_flops=False) == pytest.approx(episode, rel=1e-9)
@@ -356,7 +361,8 @@ def test_min_chips():
     assert max_batch(LLAMA, H100, 8192, n_chips=n) >= 64
     assert max_batch(LLAMA, H100, 8192, n_chips=n - 1) < 64
     need = LLAMA.total_params * 2 + 1000 * LLAMA.kv_cache_bytes(8192)  # 2.8 TB
-    assert np.all(min_chips(LLAMA, H100, batch=[1, 1000], context=8192) == [2, np.ceil(need / 80e9)])
+    assert np.all(min_chips(LLAMA, H100, batch=[1, 1000], context=8192)
+                  == [2, np.ceil(need / 80e9)])
 
 
 def test_max_context_inverts_kv_cache():

@@ -106,7 +106,8 @@ def _secrets() -> dict[str, dict]:
         public = "\n".join(re_ed.strip_solutions(c) for c in cells)
         glue = {}
         if (ROOT / f"{doc}.ipynb").exists():
-            glue = re_ed.glue_values(json.loads((ROOT / f"{doc}.ipynb").read_text(encoding="utf-8")))
+            source = (ROOT / f"{doc}.ipynb").read_text(encoding="utf-8")
+            glue = re_ed.glue_values(json.loads(source))
         public_names = {m.group(1).strip() for m in GLUE_USE.finditer(public)}
         public_values = {_shown(glue[n], "") for n in public_names if n in glue}
         public_plain = " ".join(public.split())
@@ -131,7 +132,8 @@ def _secrets() -> dict[str, dict]:
 # with an unrelated number of the page. Each is reviewed; anything else found is a leak.
 SHOWN_BY_THE_BODY = {
     "book/01_hardware": {"15.9"},  # the body prints I at batch 16; ch1-ex-b16 asks to place it
-    "book/03_decode_roofline": {"206"},  # 206 us of KV read in the Pope et al. row (ch3-ex-moe: GB/s)
+    # 206 us of KV read in the Pope et al. row (ch3-ex-moe asks for GB/s)
+    "book/03_decode_roofline": {"206"},
     "book/05_kv_cache": {"104"},  # 104 GB per chip in the pipelining aside (ch5-ex-pipeline)
     "book/06_prefill_prices": {"285 MB/s"},  # the disk row of the memory-tier table
     # the domain table lists the B300 rack's HBM (ch7-ex-rack); gpt-oss's "(1.00 D)" expert width
@@ -142,8 +144,9 @@ SHOWN_BY_THE_BODY = {
 def _checked_secrets():
     out = _secrets()
     for doc, allowed in SHOWN_BY_THE_BODY.items():
-        assert allowed <= out[doc]["values"], f"{doc}: {allowed - out[doc]['values']} no longer an " \
-            "answer value: drop it from SHOWN_BY_THE_BODY"
+        assert allowed <= out[doc]["values"], (
+            f"{doc}: {allowed - out[doc]['values']} no longer an answer value: "
+            "drop it from SHOWN_BY_THE_BODY")
         out[doc]["values"] -= allowed
     return out
 
@@ -263,7 +266,8 @@ def _solution_only_stems() -> set[str]:
                     public |= stems(re_ed._source(cell))
                     for out in cell.get("outputs", []):
                         public |= stems(re_ed._text(out.get("text", "")))
-                        public |= stems(" ".join(re_ed._text(v) for k, v in out.get("data", {}).items()
+                        data = out.get("data", {}).items()
+                        public |= stems(" ".join(re_ed._text(v) for k, v in data
                                                  if k in ("text/plain", "text/markdown")))
     for path in [*sorted((ROOT / "lib" / "llmmath").rglob("*.py")), ROOT / "references.bib",
                  ROOT / "_config.yml"]:
@@ -279,7 +283,8 @@ def test_search_index_has_no_word_only_solutions_use():
     s = (SITE / "searchindex.js").read_text(encoding="utf-8")
     index = json.loads(s[s.index("(") + 1:s.rindex(")")])
     terms = set(index["terms"]) | set(index.get("titleterms", {}))
-    assert not only & terms, f"searchindex.js: words only solutions use: {sorted(only & terms)[:20]}"
+    leaked = sorted(only & terms)
+    assert not leaked, f"searchindex.js: words only solutions use: {leaked[:20]}"
 
 
 def test_check_cells_are_blank_and_answer_cells_gone():
@@ -295,8 +300,8 @@ def test_check_cells_are_blank_and_answer_cells_gone():
                 shown = " ".join(re_ed._text(o.get("text", "")) for o in cell.get("outputs", []))
                 assert "right" not in shown.split(), f"{doc}: a check cell shows a verdict"
         glued = set(re_ed.glue_values(nb))
-        assert not glued & SECRETS[doc]["names"], (
-            f"{doc}: values only solutions paste are stored: {sorted(glued & SECRETS[doc]['names'])}")
+        stored = sorted(glued & SECRETS[doc]["names"])
+        assert not stored, f"{doc}: values only solutions paste are stored: {stored}"
 
 
 # --- each blank student notebook runs in a fresh kernel --------------------------------------

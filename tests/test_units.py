@@ -58,7 +58,8 @@ def test_formatting_rejects_arrays_and_nonfinite():
     assert u.fmt_bytes(np.float64(1e9)) == "1 GB"
 
 
-_SCALE = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "Z": 1e21, "Y": 1e24}
+_SCALE = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "Z": 1e21,
+          "Y": 1e24}
 
 
 @settings(max_examples=300, deadline=None)

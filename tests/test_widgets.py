@@ -71,7 +71,8 @@ def test_every_picker_value(name, no_render):
     for key, w in e.controls.items():
         if key in ("model", "chip"):
             continue
-        for opt in list(getattr(w, "options", []) or [])[:: max(1, len(getattr(w, "options", [])) // 4)]:
+        for opt in list(getattr(w, "options", []) or [])[
+                :: max(1, len(getattr(w, "options", [])) // 4)]:
             e.update(**{key: opt[1] if isinstance(opt, tuple) else opt})
 
 

@@ -53,7 +53,8 @@ def number(name: str, value, *, single: bool = False):
     try:
         arr = np.asarray(value)
     except (TypeError, ValueError) as exc:  # ragged lists and the like
-        raise TypeError(f"{name}: got {value!r}; expected a real number or an array of them") from exc
+        raise TypeError(f"{name}: got {value!r}; expected a real "
+                        "number or an array of them") from exc
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"{name}: got {value!r} (dtype {arr.dtype}); expected real numbers "
                         "(int or float), not strings, booleans or objects")
@@ -95,7 +96,8 @@ def positive(name: str, value, *, allow_zero: bool = False, integer: bool = Fals
         return v
     if not np.all(np.isfinite(v)):
         first = v[~np.isfinite(v)].flat[0]
-        raise ValueError(f"{name}: got an array holding {first!r}; expected finite numbers {allowed}")
+        raise ValueError(f"{name}: got an array holding {first!r}; "
+                         f"expected finite numbers {allowed}")
     bad = v < 0 if allow_zero else v <= 0
     if np.any(bad):
         raise ValueError(f"{name}: got {v[bad].flat[0]:g}; allowed values are {allowed}")

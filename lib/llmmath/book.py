@@ -51,7 +51,8 @@ class Table:
     def __repr__(self) -> str:
         table = [self.headers, *self.rows]
         widths = [max(len(str(r[i])) for r in table) for i in range(len(self.headers))]
-        return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in table)
+        return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True))
+                         for r in table)
 
     def _repr_pretty_(self, p, cycle):
         p.text(repr(self))
@@ -71,8 +72,8 @@ def chip_table(dtype: str = "bf16") -> Table:
               if c.scale_up_bandwidth and c.scale_up_domain else "-")
         price = f"{fmt_usd(c.price_per_hour)} ({c.price_date})" if c.price_per_hour else "-"
         cite = f"{{cite:p}}`{c.source}`" if c.source else ""
-        rows.append([c.name, peak, fmt_bandwidth(c.hbm_bandwidth), cap, ratio, fmt_time(c.drain_time),
-                     up, price, cite])
+        rows.append([c.name, peak, fmt_bandwidth(c.hbm_bandwidth), cap, ratio,
+                     fmt_time(c.drain_time), up, price, cite])
     headers = ["chip", f"dense {dtype}", "HBM bandwidth", "HBM capacity", "FLOP/byte", "drain time",
                "scale-up (one way) x domain", "price per chip-hour", "source"]
     return Table(headers, rows)
@@ -85,7 +86,8 @@ def model_table() -> Table:
 
     rows = []
     for m in models.all_models():
-        shape = f"L={m.n_layers}, D={m.d_model}, {m.attention_kind} {m.n_heads}/{m.n_kv_heads}x{m.head_dim}"
+        shape = (f"L={m.n_layers}, D={m.d_model}, {m.attention_kind} "
+                 f"{m.n_heads}/{m.n_kv_heads}x{m.head_dim}")
         if m.is_moe:
             shape += f", E={m.n_experts}, k={m.experts_per_token}"
         pub = fmt_count(m.published_params) if m.published_params else "-"

@@ -93,7 +93,8 @@ class Chip:
     def price_per_second(self) -> float:
         """USD per chip-second; ValueError when the chip has no price."""
         if self.price_per_hour is None:
-            raise ValueError(f"price_per_hour: chip {self.name!r} has none; pass a price explicitly")
+            raise ValueError(f"price_per_hour: chip {self.name!r} "
+                             "has none; pass a price explicitly")
         return self.price_per_hour / 3600.0
 
 

@@ -82,7 +82,8 @@ NCCL_NVLINK_EFFICIENCY = 370 / 450
 def torus_dims(n, k=3):
     """The most nearly cubic ``k`` sides (largest first) whose product is ``n`` (a whole number).
 
-    ``torus_dims(64) == (4, 4, 4)``, ``torus_dims(32) == (4, 4, 2)``, ``torus_dims(8, 2) == (4, 2)``.
+    ``torus_dims(64) == (4, 4, 4)``, ``torus_dims(32) == (4, 4, 2)``,
+    ``torus_dims(8, 2) == (4, 2)``.
     """
     n = int(n_chips_check(n))
     k = int(positive("k", k, integer=True, maximum=6))
@@ -109,7 +110,8 @@ def _dims(n, topology, dims):
         return torus_dims(n)
     sides = tuple(int(positive(f"dims[{i}]", d, integer=True)) for i, d in enumerate(dims))
     if math.prod(sides) != n:
-        raise ValueError(f"dims: got {dims!r}, whose product is {math.prod(sides)}; it must equal n_chips={n}")
+        raise ValueError(f"dims: got {dims!r}, whose product is "
+                         f"{math.prod(sides)}; it must equal n_chips={n}")
     return sides
 
 
@@ -121,8 +123,8 @@ def _ring_distance_sum(d):
 def _scalar_n(n):
     n = n_chips_check(n)
     if type(n) is not float:
-        raise TypeError(f"n_chips: got an array {n!r}; ring and torus step counts take one chip count "
-                        "(loop over counts, or use topology='switch')")
+        raise TypeError(f"n_chips: got an array {n!r}; ring and torus step counts take one chip "
+                        "count (loop over counts, or use topology='switch')")
     return int(n)
 
 
@@ -172,7 +174,8 @@ def collective_time(kind, bytes_per_chip, n_chips, bandwidth, hop_latency=0.0, t
     return _out(np.asarray(steps) * alpha + np.asarray(f) * d / bw)
 
 
-def latency_bandwidth_crossover(kind, n_chips, bandwidth, hop_latency, topology="switch", dims=None):
+def latency_bandwidth_crossover(kind, n_chips, bandwidth, hop_latency, topology="switch",
+                                dims=None):
     """The message size ``D*`` (bytes per chip) at which the latency and bandwidth terms are equal:
     ``D* = steps x alpha x bw / f``. Below it a collective is latency-bound."""
     bw = positive("bandwidth", bandwidth)

@@ -79,7 +79,8 @@ def price_per_chip_second(chip, price_per_chip_hour=None):
 
 
 def tokens_per_second(step: Step):
-    """Tokens per second of one replica: ``tokens / time`` (an upper bound, since time is a lower bound)."""
+    """Tokens per second of one replica: ``tokens / time`` (an upper bound,
+    since time is a lower bound)."""
     return _out(np.asarray(step.tokens) / np.asarray(step.time))
 
 
@@ -98,7 +99,8 @@ def cost_per_token(step: Step, price_per_chip_hour=None):
 
     ValueError when no price is given and the step's chip has none.
     """
-    return _out(chip_seconds_per_token(step) * price_per_chip_second(step.chip, price_per_chip_hour))
+    return _out(chip_seconds_per_token(step)
+                * price_per_chip_second(step.chip, price_per_chip_hour))
 
 
 def cost_per_million_tokens(step: Step, price_per_chip_hour=None):
@@ -188,7 +190,8 @@ def fast_mode(model, chip, batch, speedup, context, n_chips=1, weight_bytes=2, k
     context = positive("context", context, allow_zero=True, single=True)
     weight_bytes = positive("weight_bytes", weight_bytes, single=True)
     kv_bytes = positive("kv_bytes", kv_bytes, single=True)
-    kw = dict(n_chips=n_chips, weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dtype, overlap=overlap)
+    kw = dict(n_chips=n_chips, weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dtype,
+              overlap=overlap)
     t0 = decode_step(model, chip, batch, context, **kw).time
     t1 = decode_step(model, chip, 1.0, context, **kw).time
     max_speedup = t0 / t1
@@ -231,7 +234,8 @@ def input_output_cost(model, chip, prompt, batch, context, n_chips=1, weight_byt
     decode memory-bound, so output costs several times input: the ratio API prices show.
     """
     prefill_batch = positive("prefill_batch", prefill_batch)
-    pre = prefill_step(model, chip, prefill_batch, prompt, n_chips=n_chips, weight_bytes=weight_bytes,
+    pre = prefill_step(model, chip, prefill_batch, prompt, n_chips=n_chips,
+                       weight_bytes=weight_bytes,
                        kv_bytes=kv_bytes, dtype=dtype, compute_efficiency=compute_efficiency,
                        memory_efficiency=memory_efficiency)
     dec = decode_step(model, chip, batch, context, n_chips=n_chips, weight_bytes=weight_bytes,

@@ -97,7 +97,8 @@ class FrameSlider:
     def _render(self) -> str:
         n, k, uid = len(self), self.start, self.uid
         w, h = self.size_px
-        css_w, css_h = round(w * 100 / self.dpi), round(h * 100 / self.dpi)  # 1 figure inch = 100 CSS px
+        # 1 figure inch = 100 CSS px
+        css_w, css_h = round(w * 100 / self.dpi), round(h * 100 / self.dpi)
         uris = [self.data_uri(i) for i in range(n)]
         uris[k] = None  # the visible frame is read back from the <img>
         esc = html.escape
@@ -113,7 +114,8 @@ class FrameSlider:
         ) % (_js(uris), _js(self.labels), _js(self.alts), k, uid)
         return (
             f'<div class="llm-frames mathjax_ignore" id="{uid}" data-llm-frames="{uid}">'
-            f'<img src="{self.data_uri(k)}" alt="{esc(self.alts[k])}" width="{css_w}" height="{css_h}">'
+            f'<img src="{self.data_uri(k)}" alt="{esc(self.alts[k])}" '
+            f'width="{css_w}" height="{css_h}">'
             f'<div class="llm-frames-controls">'
             f'<input type="range" min="0" max="{n - 1}" step="1" value="{k}" '
             f'aria-label="{esc(self.name)}">'
@@ -129,7 +131,8 @@ def _js(value) -> str:
 
 
 def _default_label(v) -> str:
-    if isinstance(v, (int, np.integer)) or (isinstance(v, float) and v.is_integer() and abs(v) < 1e15):
+    if isinstance(v, (int, np.integer)) or (isinstance(v, float) and v.is_integer()
+                                            and abs(v) < 1e15):
         return f"{int(v):,}"
     if isinstance(v, float):
         return f"{v:g}"
@@ -138,7 +141,8 @@ def _default_label(v) -> str:
 
 def slider(builder, param: str, values, label=None, *, name: str | None = None, start=0,
            max_bytes: int = DEFAULT_MAX_BYTES, **builder_kwargs) -> FrameSlider:
-    """Render ``builder(**builder_kwargs, param=v)`` for each ``v`` in ``values`` into a FrameSlider.
+    """Render ``builder(**builder_kwargs, param=v)`` for each ``v`` in ``values`` into a
+    FrameSlider.
 
     - ``label``: formats a value for the label beside the slider (default: ``1,024``, ``0.4``,
       or an object's ``name``); the label reads ``"<name> = <label(v)>"``.
@@ -176,7 +180,8 @@ def slider(builder, param: str, values, label=None, *, name: str | None = None, 
                 fmt, data = _encode(rgba)
                 images.append(data)
                 alts.append(getattr(fig, "alt_text", "") or f"{bname} at {shown} = {fmt_value(v)}")
-            fs = FrameSlider(bname, param, shown, values, labels, alts, images, fmt, size, dpi, start)
+            fs = FrameSlider(bname, param, shown, values, labels, alts, images, fmt, size, dpi,
+                             start)
             if fs.nbytes <= max_bytes:
                 return fs
     raise ValueError(f"max_bytes: {len(values)} frames of {bname} need {fs.nbytes:,} bytes even at "

@@ -89,10 +89,12 @@ class MemoryTier:
 
     @classmethod
     def from_chip(cls, chip, price_per_hour=None):
-        """The HBM of an accelerator as a tier, priced at the chip's rental price (or the one given)."""
+        """The HBM of an accelerator as a tier,
+        priced at the chip's rental price (or the one given)."""
         price = price_per_hour if price_per_hour is not None else chip.price_per_hour
         if price is None:
-            raise ValueError(f"price_per_hour: chip {chip.name!r} has no price; pass one in USD per hour")
+            raise ValueError(f"price_per_hour: chip {chip.name!r} "
+                             "has no price; pass one in USD per hour")
         return cls(name="HBM", capacity=chip.hbm_capacity, bandwidth=chip.hbm_bandwidth,
                    price_per_hour=price, device=f"{chip.name} HBM (whole GPU rented)",
                    date=chip.price_date or "", source=chip.source, price_source=chip.price_source)
@@ -117,19 +119,22 @@ def _tiers():
                    "2025-26 DRAM price rise), amortised over 5 years.")),
         "flash": MemoryTier(
             name="flash", capacity=30.72e12, bandwidth=14e9,
-            price_per_hour=amortised_price_per_hour(10950, 5), device="one 30.72 TB PCIe Gen5 NVMe SSD",
+            price_per_hour=amortised_price_per_hour(10950, 5),
+            device="one 30.72 TB PCIe Gen5 NVMe SSD",
             date="2026-03", source="storagereview2025micron9550", price_source="vdura2026ssdprices",
-            notes=("Micron 9550 PRO class: up to 14 GB/s sequential read over PCIe Gen5 x4, 30.72 TB "
-                   "top capacity, 5-year warranty. Price: $10,950 for a 30 TB TLC SSD in Q1 2026 "
-                   "(up from $3,062 in Q2 2025), amortised over 5 years.")),
+            notes=("Micron 9550 PRO class: up to 14 GB/s sequential read over PCIe Gen5 x4, 30.72 "
+                   "TB top capacity, 5-year warranty. Price: $10,950 for a 30 TB TLC SSD in Q1 "
+                   "2026 (up from $3,062 in Q2 2025), amortised over 5 years.")),
         "disk": MemoryTier(
             name="disk", capacity=24e12, bandwidth=285e6,
             price_per_hour=amortised_price_per_hour(24e3 * 0.014 * 1.35, 5),
             device="one 24 TB 7,200 rpm hard disk", date="2026-03",
-            source="blocksandfiles2023exosx24", price_source="backblaze2022hddcost,vdura2026ssdprices",
-            notes=("Seagate Exos X24: 24 TB, 285 MB/s maximum sustained rate, 5-year warranty. Price: "
-                   "Backblaze's bulk $0.014/GB (Nov 2022) raised by the 35% HDD rise of Q2 2025-Q1 2026, "
-                   "for 24 TB, amortised over 5 years. Random reads cost a ~10 ms seek each.")),
+            source="blocksandfiles2023exosx24",
+            price_source="backblaze2022hddcost,vdura2026ssdprices",
+            notes=("Seagate Exos X24: 24 TB, 285 MB/s maximum sustained rate, 5-year warranty. "
+                   "Price: Backblaze's bulk $0.014/GB (Nov 2022) raised by the 35% HDD rise of Q2 "
+                   "2025-Q1 2026, for 24 TB, amortised over 5 years. Random reads cost a ~10 ms "
+                   "seek each.")),
     }
 
 
@@ -144,7 +149,8 @@ def memory_tiers() -> list:
 # ----- holding and fetching a cache -----------------------------------------------------------
 
 def cache_hold_cost(nbytes, seconds, tier):
-    """USD to keep ``nbytes`` in ``tier`` for ``seconds``: ``bytes x time x (device $/s / capacity)``.
+    """USD to keep ``nbytes`` in ``tier`` for ``seconds``:
+    ``bytes x time x (device $/s / capacity)``.
 
     The episode's hold cost: it charges capacity only and assumes the device's bandwidth is
     not the binding constraint (true when ``seconds`` exceeds the tier's drain time).

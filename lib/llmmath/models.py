@@ -84,7 +84,8 @@ class Model:
     # keeps its own key cache and scores every cached token at every step.
     index_n_heads: int | None = None  # index_n_heads
     index_head_dim: int | None = None  # index_head_dim
-    index_key_bytes: float | None = None  # bytes of indexer key cache per token per layer (fp8 + scale)
+    # bytes of indexer key cache per token per layer (fp8 + scale)
+    index_key_bytes: float | None = None
     max_context: int | None = None  # longest context the model supports
     parallel_block: bool = False  # attention and MLP side by side (PaLM, GPT-J)
     # Provenance: the published totals this entry must reproduce.
@@ -104,23 +105,29 @@ class Model:
         positive("n_kv_heads", self.n_kv_heads, integer=True)
         positive("head_dim", self.head_dim, integer=True)
         if self.n_heads % self.n_kv_heads:
-            raise ValueError(f"n_kv_heads: got {self.n_kv_heads}; it must divide n_heads={self.n_heads}")
+            raise ValueError(f"n_kv_heads: got {self.n_kv_heads}; "
+                             f"it must divide n_heads={self.n_heads}")
         if self.n_experts:
             positive("experts_per_token", self.experts_per_token, integer=True)
             if self.experts_per_token > self.n_experts:
-                raise ValueError(f"experts_per_token: got {self.experts_per_token}; allowed 1..n_experts={self.n_experts}")
+                raise ValueError(f"experts_per_token: got {self.experts_per_token}; "
+                                 f"allowed 1..n_experts={self.n_experts}")
             if self.d_ff_expert is None:
-                raise ValueError("d_ff_expert: an MoE model (n_experts > 0) needs the expert MLP width")
+                raise ValueError("d_ff_expert: an MoE model (n_experts "
+                                 "> 0) needs the expert MLP width")
             positive("d_ff_expert", self.d_ff_expert, integer=True)
         elif self.experts_per_token or self.n_shared_experts:
-            raise ValueError("n_experts: got 0 but experts_per_token/n_shared_experts are set; set n_experts")
+            raise ValueError("n_experts: got 0 but experts_per_token/n_shared_experts "
+                             "are set; set n_experts")
         if not 0 <= self.n_dense_layers <= self.n_layers:
-            raise ValueError(f"n_dense_layers: got {self.n_dense_layers}; allowed 0..n_layers={self.n_layers}")
+            raise ValueError(f"n_dense_layers: got {self.n_dense_layers}; "
+                             f"allowed 0..n_layers={self.n_layers}")
         if self.kv_lora_rank is not None:
             for name in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
                 positive(name, getattr(self, name), integer=True)
         if not 0 <= self.n_sliding_layers <= self.n_layers:
-            raise ValueError(f"n_sliding_layers: got {self.n_sliding_layers}; allowed 0..n_layers={self.n_layers}")
+            raise ValueError(f"n_sliding_layers: got {self.n_sliding_layers}; "
+                             f"allowed 0..n_layers={self.n_layers}")
         if self.n_sliding_layers and not self.sliding_window:
             raise ValueError("sliding_window: n_sliding_layers > 0 needs a window size")
         for name in ("sliding_window", "sparse_attention_topk", "max_context",
@@ -130,8 +137,8 @@ class Model:
         indexer = (self.index_n_heads, self.index_head_dim, self.index_key_bytes)
         if any(x is not None for x in indexer):
             if any(x is None for x in indexer) or self.sparse_attention_topk is None:
-                raise ValueError("index_n_heads, index_head_dim, index_key_bytes: an indexer needs all "
-                                 "three and sparse_attention_topk (the tokens it selects)")
+                raise ValueError("index_n_heads, index_head_dim, index_key_bytes: an indexer needs "
+                                 "all three and sparse_attention_topk (the tokens it selects)")
             positive("index_key_bytes", self.index_key_bytes)
 
     # ----- kinds -------------------------------------------------------------------------
@@ -227,7 +234,8 @@ class Model:
     def total_params(self) -> int:
         """N_tot: every parameter, embeddings included."""
         n_mlp_dense = self.n_layers - self.n_moe_layers
-        moe_layer = self.n_experts * self.expert_params + self.shared_expert_params + self.router_params
+        moe_layer = (self.n_experts * self.expert_params + self.shared_expert_params
+                     + self.router_params)
         return int(
             self.embedding_params
             + self.lm_head_params
@@ -250,7 +258,8 @@ class Model:
 
     @cached_property
     def matmul_params_active(self) -> int:
-        """Active parameters that are multiplied per token: the untied input embedding is a gather."""
+        """Active parameters that are multiplied per token:
+        the untied input embedding is a gather."""
         gather = 0 if self.tied_embeddings else self.embedding_params
         return self.active_params - gather - self.norm_params
 
@@ -272,7 +281,8 @@ class Model:
         rows = lo(tokens, self.vocab_size) * self.d_model if not self.tied_embeddings else 0.0
         if self.is_moe:
             E, k = self.n_experts, self.experts_per_token
-            touched = E * -xp.expm1(tokens * xp.log1p(-k / E)) if k < E else E * np.ones_like(tokens)
+            touched = E * -xp.expm1(tokens * xp.log1p(-k / E)) if k < E else (
+                E * np.ones_like(tokens))
             routed_read = self.n_moe_layers * touched * self.expert_params
         else:
             routed_read = 0.0
@@ -305,9 +315,11 @@ class Model:
         context = positive(name, context, allow_zero=True)
         if self.max_context is None:
             return context
-        if (context > self.max_context) if type(context) is float else np.any(context > self.max_context):
+        if ((context > self.max_context) if type(context) is float
+                else np.any(context > self.max_context)):
             raise ValueError(
-                f"{name}: got {np.max(context):g} tokens; {self.name} supports at most {self.max_context}"
+                f"{name}: got {np.max(context):g} tokens; "
+                f"{self.name} supports at most {self.max_context}"
             )
         return context
 
@@ -358,7 +370,8 @@ class Model:
         return self._n_global * context * (self.index_key_bytes or 0.0)
 
     def _spans(self, context, read: bool):
-        """Tokens held (read=False) or read per step (read=True) per layer group: (global, sliding)."""
+        """Tokens held (read=False) or read per step (read=True) per layer group:
+        (global, sliding)."""
         lo = min if type(context) is float else np.minimum  # scalar: no numpy
         held_global = context
         if read and self.sparse_attention_topk is not None:
@@ -379,7 +392,8 @@ class Model:
         n_global = self.n_layers - self.n_sliding_layers
         terms = []
         if n_global:
-            terms.append((n_global, float(self.sparse_attention_topk) if self.sparse_attention_topk else np.inf))
+            terms.append((n_global, float(self.sparse_attention_topk)
+                          if self.sparse_attention_topk else np.inf))
         if self.n_sliding_layers:
             terms.append((self.n_sliding_layers, float(self.sliding_window)))
         caps = sorted({c for _, c in terms})
@@ -396,13 +410,15 @@ class Model:
         return np.where(reachable, result, 0.0), reachable
 
     def kv_cache_bytes(self, context, bytes_per_element: float = 2):
-        """Bytes of KV cache one sequence of `context` tokens holds (sliding layers cap at the window).
+        """Bytes of KV cache one sequence of `context` tokens holds (sliding layers cap at the
+        window).
 
         Includes an indexer's key cache (:meth:`indexer_cache_bytes`) where the model has one.
         """
         context = self._context(context)
         positive("bytes_per_element", bytes_per_element)
-        attn = self._spans(context, read=False) * self.kv_elements_per_token_per_layer * bytes_per_element
+        attn = (self._spans(context, read=False) * self.kv_elements_per_token_per_layer
+                * bytes_per_element)
         return attn + self.indexer_cache_bytes(context) if self.has_indexer else attn
 
     def kv_read_bytes(self, context, bytes_per_element: float = 2):
@@ -418,7 +434,8 @@ class Model:
 
     def _read_bytes(self, context, bytes_per_element):
         """:meth:`kv_read_bytes` without the argument checks (any context, for root finding)."""
-        attn = self._spans(context, read=True) * self.kv_elements_per_token_per_layer * bytes_per_element
+        attn = (self._spans(context, read=True) * self.kv_elements_per_token_per_layer
+                * bytes_per_element)
         if self.has_indexer:
             attn = attn + self._n_global * _floats(context) * self.index_key_bytes
         return attn
@@ -464,7 +481,8 @@ class Model:
         return 2.0 * self.index_n_heads * (self.index_head_dim + 1)
 
     def attention_flops_per_token(self, context):
-        """Attention-kernel FLOPs (QK^T and AV) for one decoded token over `context` tokens (all layers).
+        """Attention-kernel FLOPs (QK^T and AV) for one decoded token over `context` tokens (all
+        layers).
 
         Sparse attention counts the top-k tokens attended; the indexer that picks them is
         :meth:`indexer_flops_per_token`.
@@ -482,7 +500,8 @@ class Model:
         return self._decode_flops(context)[1]
 
     def flops_per_token(self, context=0):
-        """Forward FLOPs for one decoded token: 2 N_matmul + attention (+ indexer) over `context` tokens."""
+        """Forward FLOPs for one decoded token: 2 N_matmul + attention (+ indexer)
+        over `context` tokens."""
         return (2.0 * self.matmul_params_active + self.attention_flops_per_token(context)
                 + self.indexer_flops_per_token(context))
 
@@ -520,15 +539,18 @@ class Model:
             past_pairs = lo(prompt * held, pairs)
             extra = lo(
                 held * self._mla_expand_flops_per_token,
-                past_pairs * (self._attention_flops_per_context_token - self._prefill_flops_per_pair))
+                past_pairs * (self._attention_flops_per_context_token
+                              - self._prefill_flops_per_pair))
             flops = flops + self._n_global * extra
         if self.n_sliding_layers:
-            flops = flops + (self.n_sliding_layers * self._prefill_pairs(prompt, past, self.sliding_window)
+            flops = flops + (self.n_sliding_layers
+                             * self._prefill_pairs(prompt, past, self.sliding_window)
                              * self._prefill_flops_per_pair)
         return flops
 
     def prefill_indexer_flops(self, prompt, past=0):
-        """Indexer FLOPs to prefill `prompt` tokens after `past`: every query scores every earlier token."""
+        """Indexer FLOPs to prefill `prompt` tokens after `past`:
+        every query scores every earlier token."""
         prompt = positive("prompt", prompt)
         past = self._context(past, "past")
         return self._n_global * self._prefill_pairs(prompt, past, None) * self._index_flops_per_pair

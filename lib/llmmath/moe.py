@@ -91,8 +91,8 @@ ANNOUNCED_DOMAINS: tuple[ScaleUpDomain, ...] = (
         name="Rubin Ultra NVL576 (announced)", scale_up_domain=144, hbm_capacity=1e12, year=2027,
         source="nvidia2025gtc_roadmap",
         notes=("Announced at GTC 2025 for the second half of 2027: 144 Rubin Ultra packages (576 "
-               "compute dies, hence 'NVL576') in one NVLink domain, about 1 TB of HBM4e per package. "
-               "A roadmap figure, not a datasheet."),
+               "compute dies, hence 'NVL576') in one NVLink domain, about 1 TB of HBM4e per "
+               "package. A roadmap figure, not a datasheet."),
     ),
 )
 
@@ -180,7 +180,8 @@ def compute_cost_per_million_tokens(active_params, chip, dtype="bf16", compute_e
 
 
 def critical_batch_for_sparsity(chip, sparsity, weight_bytes=2, dtype="bf16"):
-    """The weights-only critical batch of a model with ``N_tot/N_act = sparsity``: ``(C/W)(b_w/2) s``.
+    """The weights-only critical batch of a model with ``N_tot/N_act = sparsity``:
+    ``(C/W)(b_w/2) s``.
 
     Compute time ``2 B N_act / C`` equals the weight-read time ``N_tot b_w / W`` there: the
     episode's "B* ~ 300 x sparsity" (at ``b_w = 2`` and ``C/W`` about 300). It assumes the batch
@@ -222,10 +223,11 @@ class ExpertPlacement:
 def expert_placement(model, n_chips, redundant_experts=0, weight_bytes=1):
     """Place ``E + r`` routed-expert slots on ``n`` chips, the same number per chip.
 
-    ``experts_per_chip = ceil((E + r)/n)``; with that many per chip ``ceil((E + r)/experts_per_chip)``
-    chips are needed and the rest idle (the episode's 256 experts on a 72-GPU rack: 4 per GPU on
-    64 GPUs, 8 idle). DeepSeek's decode layout is ``E = 256``, ``r = 32``, ``n = 144``: 2 per GPU;
-    prefill ``n = 32``: 9 per GPU. ``weight_bytes`` sizes the bytes per chip (1: fp8).
+    ``experts_per_chip = ceil((E + r)/n)``; with that many per chip
+    ``ceil((E + r)/experts_per_chip)`` chips are needed and the rest idle (the episode's 256 experts
+    on a 72-GPU rack: 4 per GPU on 64 GPUs, 8 idle). DeepSeek's decode layout is ``E = 256``,
+    ``r = 32``, ``n = 144``: 2 per GPU; prefill ``n = 32``: 9 per GPU. ``weight_bytes`` sizes the
+    bytes per chip (1: fp8).
     """
     if not model.is_moe:
         raise ValueError(f"model: {model.name!r} is dense; expert placement needs an MoE model")
@@ -236,7 +238,8 @@ def expert_placement(model, n_chips, redundant_experts=0, weight_bytes=1):
     per = np.ceil(slots / n - 1e-12)
     used = np.ceil(slots / per - 1e-12)
     routed = per * model.n_moe_layers * model.expert_params * b
-    replicated = (model.total_params - model.n_moe_layers * model.n_experts * model.expert_params) * b
+    replicated = (model.total_params
+                  - model.n_moe_layers * model.n_experts * model.expert_params) * b
     return ExpertPlacement(_out(n), _out(slots + 0.0 * n), _out(per), _out(used), _out(n - used),
                            _out(used * per - slots), _out(routed), _out(replicated + 0.0 * routed),
                            _out(routed + replicated))
@@ -380,7 +383,8 @@ def expert_all_to_all(model, tokens_per_chip, n_chips, chip, domain=None, dispat
     if np.any(np.asarray(out_bytes) > 0):
         if not chip.scale_out_bandwidth:
             raise ValueError(f"chip: {chip.name!r} has no scale_out_bandwidth figure, and "
-                             f"n_chips={float(np.max(n)):g} exceeds its domain of {float(np.min(d)):g}")
+                             f"n_chips={float(np.max(n)):g} exceeds "
+                             f"its domain of {float(np.min(d)):g}")
         out_t = out_bytes / chip.scale_out_bandwidth
     else:
         out_t = 0.0 * out_bytes

@@ -52,13 +52,15 @@ def _collective(kind, name, d, n, bandwidth, hop_latency, topology, dims):
     d = positive(name, d, allow_zero=True)
     n = positive("n", n)
     bw = positive("bandwidth", bandwidth)
-    if topology == "switch" and dims is None and type(hop_latency) in (int, float) and hop_latency == 0:
+    if (topology == "switch" and dims is None and type(hop_latency) in (int, float)
+            and hop_latency == 0):
         f = _frac(n)  # Pope et al.'s bandwidth-only time: the default, exactly as before
         return _out(d / bw * (2.0 * f if kind == "all-reduce" else f))
     return collective_time(kind, d, n, bw, hop_latency=hop_latency, topology=topology, dims=dims)
 
 
-def all_gather_time(bytes_per_chip_out, n, bandwidth, hop_latency=0.0, topology="switch", dims=None):
+def all_gather_time(bytes_per_chip_out, n, bandwidth, hop_latency=0.0, topology="switch",
+                    dims=None):
     """All-gather: every chip ends with the full ``D`` bytes: ``T = D/bw x (n-1)/n``.
 
     With ``hop_latency`` (s per step) and ``topology`` (``"switch"``, ``"ring"``, ``"torus"``
@@ -68,7 +70,8 @@ def all_gather_time(bytes_per_chip_out, n, bandwidth, hop_latency=0.0, topology=
                        hop_latency, topology, dims)
 
 
-def reduce_scatter_time(bytes_per_chip_in, n, bandwidth, hop_latency=0.0, topology="switch", dims=None):
+def reduce_scatter_time(bytes_per_chip_in, n, bandwidth, hop_latency=0.0, topology="switch",
+                        dims=None):
     """Reduce-scatter of ``D`` input bytes per chip into ``D/n`` each: ``T = D/bw x (n-1)/n``
     (plus per-step latency as in :func:`all_gather_time`)."""
     return _collective("reduce-scatter", "bytes_per_chip_in", bytes_per_chip_in, n, bandwidth,
@@ -76,14 +79,16 @@ def reduce_scatter_time(bytes_per_chip_in, n, bandwidth, hop_latency=0.0, topolo
 
 
 def all_reduce_time(bytes_per_chip, n, bandwidth, hop_latency=0.0, topology="switch", dims=None):
-    """All-reduce = reduce-scatter + all-gather: ``T = 2 D/bw x (n-1)/n`` (plus per-step latency)."""
+    """All-reduce = reduce-scatter + all-gather:
+    ``T = 2 D/bw x (n-1)/n`` (plus per-step latency)."""
     return _collective("all-reduce", "bytes_per_chip", bytes_per_chip, n, bandwidth,
                        hop_latency, topology, dims)
 
 
 def all_to_all_time(bytes_per_chip, n, bandwidth, hop_latency=0.0, topology="switch", dims=None):
     """All-to-all: each chip sends the ``(n-1)/n`` of its ``D`` bytes meant for others:
-    ``T = D/bw x (n-1)/n`` through a switch (more on a ring or torus, where bytes cross several links)."""
+    ``T = D/bw x (n-1)/n`` through a switch (more on a ring or torus, where bytes cross several
+    links)."""
     return _collective("all-to-all", "bytes_per_chip", bytes_per_chip, n, bandwidth,
                        hop_latency, topology, dims)
 
@@ -131,13 +136,15 @@ def expert_parallel_comm_time(model, tokens, n_chips, bandwidth, activation_byte
     if not model.is_moe:
         return _out(0.0 * tokens * n_chips)
     per_chip = tokens * model.experts_per_token * model.d_model * activation_bytes / n_chips
-    t = all_to_all_time(per_chip, n_chips, bandwidth, hop_latency=hop_latency, topology=topology, dims=dims)
+    t = all_to_all_time(per_chip, n_chips, bandwidth, hop_latency=hop_latency, topology=topology,
+                        dims=dims)
     return _out(model.n_moe_layers * 2.0 * np.asarray(t))
 
 
 @dataclass(frozen=True)
 class PipelineMemory:
-    """HBM per chip (bytes) with ``expert_parallel`` chips per stage and ``pipeline_stages`` stages."""
+    """HBM per chip (bytes) with ``expert_parallel`` chips per stage and
+    ``pipeline_stages`` stages."""
 
     weights: float | np.ndarray
     kv: float | np.ndarray
@@ -185,7 +192,8 @@ FFN_LAYOUTS = ("1d-ws", "2d-ws", "wg-x", "wg-xy", "wg-xyz", "wg-opt")
 
 def ffn_comm_time(layout, tokens, d_model, d_ff, n_chips, bandwidth, activation_bytes=2,
                   weight_bytes=2, axes=None, x=None):
-    """Communication time of one feed-forward layer under Pope et al. (2022) layouts (§3.2, App. A.2).
+    """Communication time of one feed-forward layer under Pope et al. (2022) layouts (§3.2, App.
+    A.2).
 
     ``tokens`` is ``B L`` (batch x sequence length in the pass), ``E = d_model``, ``F = d_ff``,
     ``bw`` per-chip bandwidth; activations are ``b_a`` and weights ``b_w`` bytes/element.
@@ -221,7 +229,8 @@ def ffn_comm_time(layout, tokens, d_model, d_ff, n_chips, bandwidth, activation_
     if axes is None:
         side = np.cbrt(n)
         if np.any(np.abs(side - np.round(side)) > 1e-9):
-            raise ValueError(f"axes: n_chips={n!r} is not a cube; pass axes=(X, Y, Z) for layout {layout!r}")
+            raise ValueError(f"axes: n_chips={n!r} is not a cube; pass "
+                             f"axes=(X, Y, Z) for layout {layout!r}")
         axes = (side, side, side)
     X, Y, Z = (positive(f"axes[{i}]", a) for i, a in enumerate(axes))
     if np.any(np.abs(np.asarray(X) * Y * Z - n) > 1e-9 * np.asarray(n)):
@@ -252,7 +261,8 @@ def kv_replicas(model, batch, n_chips, kv_shard="batch"):
     n = n_chips_check(n_chips)
     batch = positive("batch", batch)
     if kv_shard == "head":
-        return _out(np.maximum(1.0, np.asarray(n) / _kv_groups(model)) * np.ones_like(np.asarray(batch)))
+        return _out(np.maximum(1.0, np.asarray(n) / _kv_groups(model))
+                    * np.ones_like(np.asarray(batch)))
     if kv_shard == "batch":
         return _out(np.asarray(n) * np.ceil(np.asarray(batch) / n) / batch)
     return _out(np.ones_like(np.asarray(n * batch, dtype=float)))
@@ -307,7 +317,8 @@ class ShardedDecode:
         return _out(np.asarray(self.batch) / np.asarray(self.time))
 
 
-def sharded_decode(model, chip, batch, context, n_chips, hop_latency=0.0, topology="switch", dims=None,
+def sharded_decode(model, chip, batch, context, n_chips, hop_latency=0.0, topology="switch",
+                   dims=None,
                    kv_shard="batch", weight_bytes=2, kv_bytes=2, activation_bytes=2, dtype="bf16",
                    bandwidth=None, attention_flops=True):
     """Decode step of ``model`` split over ``n_chips`` by 1D (Megatron) tensor parallelism, with
@@ -325,7 +336,8 @@ def sharded_decode(model, chip, batch, context, n_chips, hop_latency=0.0, topolo
     batch = positive("batch", batch)
     bw = chip.scale_up_bandwidth if bandwidth is None else bandwidth
     if bw is None:
-        raise ValueError(f"bandwidth: chip {chip.name!r} lists no scale_up_bandwidth; pass bandwidth=")
+        raise ValueError(f"bandwidth: chip {chip.name!r} lists "
+                         "no scale_up_bandwidth; pass bandwidth=")
     bw = positive("bandwidth", bw)
     kv_bytes = positive("kv_bytes", kv_bytes)
     r = kv_replicas(model, batch, n, kv_shard)
@@ -335,16 +347,19 @@ def sharded_decode(model, chip, batch, context, n_chips, hop_latency=0.0, topolo
     if np.all(np.asarray(n) == 1):
         tp = kv = 0.0 * np.asarray(step.time)
     else:
-        tp = np.asarray(tensor_parallel_comm_time(model, batch, n, bw, activation_bytes, hop_latency,
-                                                  topology, dims))
+        tp = np.asarray(tensor_parallel_comm_time(model, batch, n, bw, activation_bytes,
+                                                  hop_latency, topology, dims))
         kv = model.n_layers * _kv_comm_per_layer(model, kv_shard, batch, n, bw, activation_bytes,
                                                  hop_latency, topology, dims)
     comm = tp + kv
     t = np.asarray(step.time)
     w = model.total_params * weight_bytes / np.asarray(n)
-    kvc = np.asarray(batch) * model.kv_cache_bytes(context, kv_bytes) * np.asarray(r) / np.asarray(n)
-    return ShardedDecode(step, _out(tp), _out(kv), _out(comm), _out(t + comm), _out(np.maximum(t, comm)),
-                         _out(r), _out(w), _out(kvc), (w + kvc) <= chip.hbm_capacity, _out(n), _out(batch))
+    kvc = (np.asarray(batch) * model.kv_cache_bytes(context, kv_bytes) * np.asarray(r)
+           / np.asarray(n))
+    return ShardedDecode(step, _out(tp), _out(kv), _out(comm), _out(t + comm),
+                         _out(np.maximum(t, comm)),
+                         _out(r), _out(w), _out(kvc), (w + kvc) <= chip.hbm_capacity, _out(n),
+                         _out(batch))
 
 
 def best_tensor_parallel(model, chip, batch, context, chip_counts=None, **kwargs):
@@ -360,23 +375,26 @@ def best_tensor_parallel(model, chip, batch, context, chip_counts=None, **kwargs
         raise TypeError(f"batch: got an array {batch!r}; best_tensor_parallel takes one batch")
     context = positive("context", context, allow_zero=True)
     if type(context) is not float:
-        raise TypeError(f"context: got an array {context!r}; best_tensor_parallel takes one context")
+        raise TypeError(f"context: got an array {context!r}; "
+                        "best_tensor_parallel takes one context")
     if chip_counts is None:
         top = min(chip.scale_up_domain or 8, 1024)
         chip_counts = [2 ** i for i in range(int(math.log2(top)) + 1)]
-    runs = {int(n_chips_check(n, "chip_counts")): sharded_decode(model, chip, batch, context, n, **kwargs)
+    runs = {int(n_chips_check(n, "chip_counts")):
+            sharded_decode(model, chip, batch, context, n, **kwargs)
             for n in chip_counts}
     fitting = [n for n, r in runs.items() if bool(r.fits)]
     best = min(fitting, key=lambda n: runs[n].time) if fitting else None
     return best, runs
 
 
-def ring_optimal_chips(model, chip, batch, context, hop_latency=33.7e-6 / 14, weight_bytes=2, kv_bytes=2,
-                       dtype="bf16"):
+def ring_optimal_chips(model, chip, batch, context, hop_latency=33.7e-6 / 14, weight_bytes=2,
+                       kv_bytes=2, dtype="bf16"):
     """The tensor-parallel degree beyond which more chips slow a decode step on a **ring**, when the
     all-reduces' latency dominates their bandwidth (small batches):
 
-    ``t(n) = t_1 / n + L n_ar 2 (n - 1) alpha``  is smallest at  ``n* = sqrt(t_1 / (2 L n_ar alpha))``,
+    ``t(n) = t_1 / n + L n_ar 2 (n - 1) alpha``  is smallest at
+    ``n* = sqrt(t_1 / (2 L n_ar alpha))``,
 
     with ``t_1`` the single-chip step bound (:func:`~llmmath.roofline.decode_step` with one chip,
     capacity ignored), ``L n_ar`` the all-reduces per step and ``alpha`` the per-step latency

@@ -82,8 +82,8 @@ def _stages(stages, name="stages"):
 def _one(name, value):
     """A scalar, for the functions that simulate one configuration (TypeError for an array)."""
     if type(value) is not float:
-        raise TypeError(f"{name}: got an array {value!r}; schedule_timeline simulates one configuration, "
-                        "pass a single number")
+        raise TypeError(f"{name}: got an array {value!r}; schedule_timeline simulates one "
+                        "configuration, pass a single number")
     return value
 
 
@@ -120,7 +120,8 @@ def bubble_fraction(stages, micro_batches, schedule="1f1b", virtual_stages=1,
 
 
 def micro_batches_for_bubble(stages, bubble, schedule="1f1b", virtual_stages=1):
-    """Fewest whole micro-batches per step that keep the GPipe/1F1B/interleaved bubble <= ``bubble``.
+    """Fewest whole micro-batches per step that keep the GPipe/1F1B/interleaved bubble <=
+    ``bubble``.
 
     From ``(P-1)/(v m + P-1) <= f``: ``m >= (P-1)(1-f)/(v f)``; 1 for a single stage.
     ``bubble`` is a fraction in (0, 1).
@@ -130,7 +131,8 @@ def micro_batches_for_bubble(stages, bubble, schedule="1f1b", virtual_stages=1):
     if np.any(np.asarray(f) >= 1):
         raise ValueError(f"bubble: got {bubble!r}; allowed values are in (0, 1)")
     choice("schedule", schedule, ("gpipe", "1f1b", "interleaved"))
-    v = positive("virtual_stages", virtual_stages, integer=True) if schedule == "interleaved" else 1.0
+    v = (positive("virtual_stages", virtual_stages, integer=True) if schedule == "interleaved"
+         else 1.0)
     m = np.ceil((P - 1.0) * (1.0 - f) / (v * f) - 1e-9)
     return _out(np.maximum(m, 1.0))
 
@@ -147,7 +149,8 @@ def schedule_timeline(stages, micro_batches, schedule="1f1b", forward=1.0, backw
     :func:`bubble_fraction` against an independent simulation.
     """
     P = int(_one("stages", _stages(stages)))
-    m = int(_one("micro_batches", positive("micro_batches", micro_batches, integer=True, maximum=4096)))
+    m = int(_one("micro_batches",
+                 positive("micro_batches", micro_batches, integer=True, maximum=4096)))
     choice("schedule", schedule, ("gpipe", "1f1b"))
     tf = _one("forward", positive("forward", forward))
     tb = _one("backward", positive("backward", backward))
@@ -227,7 +230,8 @@ def stages_to_fit(model, chip, micro_batch, context, chips_per_stage, weight_byt
     f = positive("memory_fraction", memory_fraction, maximum=1.0)
     room = E * f * chip.hbm_capacity - b * np.asarray(model.kv_cache_bytes(context, kb))
     with np.errstate(divide="ignore", invalid="ignore"):
-        need = np.where(room > 0, np.ceil(model.total_params * wb / np.where(room > 0, room, 1.0) - 1e-9),
+        need = np.where(room > 0,
+                        np.ceil(model.total_params * wb / np.where(room > 0, room, 1.0) - 1e-9),
                         np.inf)
     return _out(np.maximum(need, 1.0))
 
@@ -293,7 +297,8 @@ def pipeline_decode(model, chip, micro_batch, context, chips_per_stage, stages, 
     bw = scale_out_bandwidth if scale_out_bandwidth is not None else chip.scale_out_bandwidth
     if bw is None:
         if np.any(np.asarray(P) > 1):
-            raise ValueError(f"scale_out_bandwidth: chip {chip.name!r} lists none; pass one (bytes/s)")
+            raise ValueError(f"scale_out_bandwidth: chip {chip.name!r} "
+                             "lists none; pass one (bytes/s)")
         bw = 1.0
     bw = positive("scale_out_bandwidth", bw)
     step = decode_step(model, chip, b, context, n_chips=E, weight_bytes=weight_bytes,
@@ -305,7 +310,8 @@ def pipeline_decode(model, chip, micro_batch, context, chips_per_stage, stages, 
     cycle = np.maximum(latency, m * stage)
     tput = m * b / cycle
     mem = pipeline_memory(model, b, context, E, P, m, weight_bytes, kv_bytes)
-    return PipelineDecode(_out(stage), _out(hop * np.ones_like(stage)), _out(hops * np.ones_like(stage)),
+    return PipelineDecode(_out(stage), _out(hop * np.ones_like(stage)),
+                          _out(hops * np.ones_like(stage)),
                           _out(latency), _out(cycle), _out(tput), _out(tput / (E * P)),
                           _out(m * stage / cycle), mem, _out(E * P * np.ones_like(stage)))
 

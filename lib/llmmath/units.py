@@ -92,12 +92,14 @@ def fmt_si(x, unit: str = "", digits: int = 3) -> str:
 
 
 def fmt_bytes(x, digits: int = 3, binary: bool = False) -> str:
-    """Bytes with a decimal prefix (``'80 GB'``) or, with ``binary=True``, a binary one (``'80 GiB'``)."""
+    """Bytes with a decimal prefix (``'80 GB'``) or, with ``binary=True``,
+    a binary one (``'80 GiB'``)."""
     value = _scalar(x, "x")
     if not binary:
         return fmt_si(value, "B", digits)
     mag = abs(value)
-    for scale, prefix in [(TiB * 1024, "PiB"), (TiB, "TiB"), (GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB")]:
+    for scale, prefix in [(TiB * 1024, "PiB"), (TiB, "TiB"), (GiB, "GiB"), (MiB, "MiB"),
+                          (KiB, "KiB")]:
         if mag >= scale:
             return f"{_sig(value / scale, digits)} {prefix}"
     return f"{_sig(value, digits)} B"
@@ -134,7 +136,8 @@ def fmt_bandwidth(x, digits: int = 3) -> str:
 
 
 def fmt_count(x, digits: int = 3) -> str:
-    """A plain count with a short-scale suffix: ``fmt_count(7.05e10) == '70.5B'`` (parameters, tokens)."""
+    """A plain count with a short-scale suffix: ``fmt_count(7.05e10) == '70.5B'``
+    (parameters, tokens)."""
     value = _scalar(x, "x")
     mag = abs(value)
     for scale, suffix in [(1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")]:

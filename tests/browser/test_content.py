@@ -87,7 +87,8 @@ def test_page_has_its_content(stem):
     imgs = len(re.findall(r"<img\b", body))
     assert imgs >= want["figures"], f"{stem}: {imgs} images, the source has {want['figures']}"
     maths = len(re.findall(r'<div class="math[ "]', body))
-    assert maths >= want["equations"], f"{stem}: {maths} display equations, source {want['equations']}"
+    assert maths >= want["equations"], (f"{stem}: {maths} display equations, "
+                                        f"source {want['equations']}")
 
 
 @pytest.mark.parametrize("stem", PAGES)

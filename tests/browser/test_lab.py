@@ -58,7 +58,8 @@ def lab_url(edition, tmp_path_factory):
     (settings / "@jupyterlab/apputils-extension/notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False}))
     port = _free_port()
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "lib") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    env = dict(os.environ,
+               PYTHONPATH=str(ROOT / "lib") + os.pathsep + os.environ.get("PYTHONPATH", ""),
                JUPYTERLAB_SETTINGS_DIR=str(settings))
     log = open(tmp_path_factory.mktemp("lab-log") / "lab.log", "w")
     proc = subprocess.Popen(
@@ -101,7 +102,8 @@ def _markdown_texts(page) -> list[str]:
         ".jp-MarkdownCell .jp-RenderedMarkdown", "els => els.map(e => e.innerText)")
 
 
-IDLE = "() => /\\|\\s*Idle/.test(document.querySelector('.jp-StatusBar-Widget, #jp-main-statusbar')?.innerText || '')"
+IDLE = ("() => /\\|\\s*Idle/.test(document.querySelector('.jp-StatusBar-Widget, "
+        "#jp-main-statusbar')?.innerText || '')")
 
 
 def _wait_idle(page, timeout_ms=60_000):
@@ -142,7 +144,8 @@ def test_chapter_in_jupyterlab(browser, lab_url, edition, name):
         # scroll through, so anything rendered on demand is drawn
         for frac in (0.25, 0.5, 0.75, 1.0):
             page.evaluate(f"""() => {{ const n = document.querySelector('.jp-WindowedPanel-outer')
-                || document.querySelector('.jp-Notebook'); n.scrollTop = n.scrollHeight * {frac}; }}""")
+                || document.querySelector('.jp-Notebook');"""
+                          f""" n.scrollTop = n.scrollHeight * {frac}; }}""")
             time.sleep(0.3)
         texts = _markdown_texts(page)
         n_md = sum(c["cell_type"] == "markdown" for c in
@@ -150,8 +153,10 @@ def test_chapter_in_jupyterlab(browser, lab_url, edition, name):
         assert len(texts) == n_md, f"{name}: {len(texts)} of {n_md} markdown cells rendered"
         raw = [t[:200] for t in texts if RAW.search(t)]
         assert not raw, f"{name}: rendered markdown shows MyST source: {raw[:3]}"
-        errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
-        assert page.locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.error']").count() == 0, \
+        errors = page.locator(".jp-OutputArea-output"
+                              "[data-mime-type='application/vnd.jupyter.stderr']")
+        assert page.locator(".jp-RenderedText"
+                            "[data-mime-type='application/vnd.jupyter.error']").count() == 0, \
             f"{name}: a cell raised"
         del errors
         imgs = page.locator(".jp-OutputArea-output:not(.jupyter-widgets) > img, "

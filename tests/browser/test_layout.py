@@ -3,8 +3,8 @@
 At 390 px and 1280 px, on every page: images keep their aspect ratio; code blocks and outputs
 scroll instead of wrapping; every formula fits its column or sits in a scroll container that
 shows it scrolls; a static page shows no saved ipywidgets (they need a kernel) and no input
-outside the kernel-free explorers; prev/next links stay short; tables stay in the text column; the phone page never scrolls
-sideways.
+outside the kernel-free explorers; prev/next links stay short; tables stay in the text column;
+the phone page never scrolls sideways.
 Each visit also writes a full-page screenshot to `_build/screenshots/` for a person to look at.
 """
 
@@ -58,13 +58,17 @@ MEASURE = r"""() => {
     if (!img.naturalWidth || !visible(img)) continue;
     const cs = getComputedStyle(img), r = img.getBoundingClientRect();
     const px = k => parseFloat(cs[k]) || 0;
-    const w = r.width - px('paddingLeft') - px('paddingRight') - px('borderLeftWidth') - px('borderRightWidth');
-    const h = r.height - px('paddingTop') - px('paddingBottom') - px('borderTopWidth') - px('borderBottomWidth');
+    const w = r.width - px('paddingLeft') - px('paddingRight') -
+      px('borderLeftWidth') - px('borderRightWidth');
+    const h = r.height - px('paddingTop') - px('paddingBottom') -
+      px('borderTopWidth') - px('borderBottomWidth');
     const ratio = (w / h) / (img.naturalWidth / img.naturalHeight);
     if (Math.abs(ratio - 1) > %(tol)s)
-      problems.push(`image ${img.getAttribute('src')}${where(img)} drawn ${w.toFixed(0)}x${h.toFixed(0)}, ` +
+      problems.push(
+        `image ${img.getAttribute('src')}${where(img)} drawn ${w.toFixed(0)}x${h.toFixed(0)}, ` +
                     `natural ${img.naturalWidth}x${img.naturalHeight}`);
-    if (!inCol(r, img)) problems.push(`image ${img.getAttribute('src')}${where(img)} leaves the text column`);
+    if (!inCol(r, img))
+      problems.push(`image ${img.getAttribute('src')}${where(img)} leaves the text column`);
   }
 
   // Code blocks and outputs: one visual line per source line, scrolling sideways when long.
@@ -82,7 +86,8 @@ MEASURE = r"""() => {
     let shown = 0, last = -1e9;
     for (const t of tops) if (t - last > 0.5 * lh) { shown += 1; last = t; }
     const lines = pre.textContent.split('\n').filter(l => l.length > 0).length;
-    if (shown > lines) problems.push(`code block ${head}${where(pre)} wraps: ${lines} lines drawn as ${shown}`);
+    if (shown > lines)
+      problems.push(`code block ${head}${where(pre)} wraps: ${lines} lines drawn as ${shown}`);
     const s = pre.scrollWidth > pre.clientWidth + 1 ? scroller(pre) : null;
     if (pre.scrollWidth > pre.clientWidth + 1 && !s)
       problems.push(`code block ${head}${where(pre)} is wider than its box and does not scroll`);
@@ -98,11 +103,14 @@ MEASURE = r"""() => {
     const body = mj.querySelector('mjx-math') || mj;
     const r = body.getBoundingClientRect();
     const tex = (mj.closest('.math, span.math') || mj).getAttribute('data-tex') || '';
-    const label = (mj.getAttribute('display') === 'true' ? 'display' : 'inline') + ' math' + where(mj);
+    const label = (mj.getAttribute('display') === 'true' ? 'display' : 'inline') + ' math' +
+      where(mj);
     const s = scroller(mj);
     if (s && s.scrollWidth > s.clientWidth + 1) {
-      if (!inCol(s.getBoundingClientRect(), s)) problems.push(`${label}: its scroll box leaves the column`);
-      if (!shows_it_scrolls(s)) problems.push(`${label} scrolls with no sign that it does (${name(s)})`);
+      if (!inCol(s.getBoundingClientRect(), s))
+        problems.push(`${label}: its scroll box leaves the column`);
+      if (!shows_it_scrolls(s))
+        problems.push(`${label} scrolls with no sign that it does (${name(s)})`);
       continue;
     }
     if (!inCol(r, mj)) problems.push(`${label} runs out of the column (${r.width.toFixed(0)} px ` +
@@ -120,14 +128,18 @@ MEASURE = r"""() => {
 
   // Controls: a static page cannot run a kernel, so no saved ipywidgets and no input outside
   // the kernel-free explorers (whose sliders test_site.py moves).
-  const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]');
-  const drawn = Array.from(document.querySelectorAll('.jupyter-widgets, .widget-box, .widget-inline-hbox'))
+  const views =
+    document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]');
+  const drawn = Array.from(
+    document.querySelectorAll('.jupyter-widgets, .widget-box, .widget-inline-hbox'))
     .filter(visible);
   if (views.length || drawn.length)
-    problems.push(`${views.length} saved widget views, ${drawn.length} drawn widgets: they need a kernel`);
+    problems.push(
+      `${views.length} saved widget views, ${drawn.length} drawn widgets: they need a kernel`);
   for (const c of document.querySelectorAll('main input, main select, main textarea')) {
     if (visible(c) && !c.closest('.llm-frames'))
-      problems.push(`control <${c.tagName.toLowerCase()} ${c.type || ''}>${where(c)} does nothing here`);
+      problems.push(
+        `control <${c.tagName.toLowerCase()} ${c.type || ''}>${where(c)} does nothing here`);
   }
 
   // Prev/next links: a title on at most two lines.
@@ -142,7 +154,8 @@ MEASURE = r"""() => {
 
 SEARCH_BOXES = """() => Array.from(document.querySelectorAll(
     'form.bd-search, .search-button-field, button.search-button, .search-button__button'))
-  .filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; }).length"""
+  .filter(e => { const r = e.getBoundingClientRect();
+                 return r.width > 0 && r.height > 0; }).length"""
 
 
 def _shot_name(rel: str, label: str) -> str:

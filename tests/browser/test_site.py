@@ -51,7 +51,8 @@ class PageVisit:
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         self.page.on("request", lambda r: self.requests.append(r.url))
         self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
-        self.page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.url} ({r.status})"))
+        self.page.on("response",
+                     lambda r: r.status >= 400 and self.failed.append(f"{r.url} ({r.status})"))
         self.page.goto(url, wait_until="load")
         # The root index.html redirects (meta refresh): measure the page it lands on, not the
         # page in the middle of navigating (which read as raw TeX or a missing body).
@@ -73,8 +74,10 @@ class PageVisit:
         except PlaywrightTimeout:
             pass
         self.page.wait_for_function(
-            "() => document.querySelectorAll('script[type=\"application/vnd.jupyter.widget-view+json\"]').length === 0 || "
-            "document.querySelectorAll('.jupyter-widgets, .widget-box, .widget-inline-hbox').length > 0",
+            "() => document.querySelectorAll("
+            "'script[type=\"application/vnd.jupyter.widget-view+json\"]').length === 0 || "
+            "document.querySelectorAll('.jupyter-widgets, .widget-box, "
+            ".widget-inline-hbox').length > 0",
             timeout=15000)
         self.page.wait_for_timeout(300)
 
@@ -118,12 +121,14 @@ def test_page(browser, site_url, rel):
             let out = [];
             while (walker.nextNode()) {
               const n = walker.currentNode;
-              if (n.parentElement.closest('pre, code, script, style, mjx-container, .cell_output, textarea')) continue;
+              if (n.parentElement.closest(
+                    'pre, code, script, style, mjx-container, .cell_output, textarea')) continue;
               out.push(n.textContent);
             }
             return out.join(' ');
         }""")
-        raw = re.findall(r"\$\$|\\(?:frac|text|max|left|right|mathrm)\b|\{glue:?\}|\{glue_text\}", prose)
+        raw = re.findall(r"\$\$|\\(?:frac|text|max|left|right|mathrm)\b|\{glue:?\}|\{glue_text\}",
+                         prose)
         assert not raw, f"raw TeX or unresolved glue in the prose: {raw[:5]}"
 
         # Images: loaded, and figures carry alt text. Explorer frames load lazily (when scrolled
@@ -139,7 +144,8 @@ def test_page(browser, site_url, rel):
         for im in images:
             assert im["w"] > 0, f"image did not load: {im['src']}"
             if im["fig"]:
-                assert im["alt"].strip() and im["alt"] != "../_images/", f"figure without alt text: {im['src']}"
+                assert im["alt"].strip() and im["alt"] != "../_images/", (
+                    f"figure without alt text: {im['src']}")
 
         # Saved widgets: each view has been drawn by the widget manager.
         views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
@@ -149,7 +155,8 @@ def test_page(browser, site_url, rel):
 
         # Light pages (_ext/light_pages.py): the widget manager only where a widget is shown, no
         # Font Awesome script (the icon font draws the icons), and little script before the text.
-        manager = [u for u in visit.requests if re.search(r"/(require|widgets-glue|embed-amd)\.js", u)]
+        manager = [u for u in visit.requests
+                   if re.search(r"/(require|widgets-glue|embed-amd)\.js", u)]
         if not views:
             assert manager == [], f"no widget on the page, yet it loads {manager}"
         assert not [u for u in visit.requests if "fontawesome.js" in u], "fontawesome.js loaded"
@@ -216,7 +223,8 @@ def test_internal_links_resolve(rel):
         if target.is_dir():
             target = target / "index.html"
         if not target.resolve().is_relative_to(HTML.resolve()) or not target.is_file():
-            bad.append(f"{href} (no file {target.relative_to(HTML) if target.is_relative_to(HTML) else target})")
+            shown = target.relative_to(HTML) if target.is_relative_to(HTML) else target
+            bad.append(f"{href} (no file {shown})")
         elif frag and target.suffix == ".html" and frag not in _parsed(target.resolve()).ids:
             bad.append(f"{href} (no id {frag!r} in {target.name})")
     assert not bad, f"{rel}: broken internal links: {bad[:10]}"

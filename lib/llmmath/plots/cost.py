@@ -37,8 +37,8 @@ def _cost_vs_batch_setup(p):
 
 
 @builder(setup=_cost_vs_batch_setup)
-def cost_vs_batch(p, model, chip, price_per_chip_hour=None, batches=None, context=4096, n_chips=1, weight_bytes=2,
-                  kv_bytes=2, dtype="bf16", overlap="step", mark_batch=None):
+def cost_vs_batch(p, model, chip, price_per_chip_hour=None, batches=None, context=4096, n_chips=1,
+                  weight_bytes=2, kv_bytes=2, dtype="bf16", overlap="step", mark_batch=None):
     """USD per million output tokens against batch (log-log) and its parts.
 
     The weight-read share is a hyperbola ``n t_w p / B``; compute and KV reads are flat floors
@@ -82,7 +82,8 @@ def cost_vs_batch(p, model, chip, price_per_chip_hour=None, batches=None, contex
             limit = i
             # the curve and the marked limit end at the largest batch that fits, not at the
             # last grid point below it: one memory limit in the figure
-            at_mb = _decode(model, chip, float(mb), ctx, n_chips, weight_bytes, kv_bytes, dt, overlap)
+            at_mb = _decode(model, chip, float(mb), ctx, n_chips, weight_bytes, kv_bytes, dt,
+                            overlap)
             best = float(cost_per_million_tokens(at_mb, price))
     bstar = try_value(critical_batch, model, chip, weight_bytes=weight_bytes, dtype=dt, context=ctx,
                  kv_bytes=kv_bytes)
@@ -95,7 +96,8 @@ def cost_vs_batch(p, model, chip, price_per_chip_hour=None, batches=None, contex
     mark = None
     with p.marking():
         if mark_batch is not None:
-            m = _decode(model, chip, float(mark_batch), ctx, n_chips, weight_bytes, kv_bytes, dt, overlap)
+            m = _decode(model, chip, float(mark_batch), ctx, n_chips, weight_bytes, kv_bytes, dt,
+                        overlap)
             mark = float(cost_per_million_tokens(m, price))
             p.point(float(mark_batch), mark, f"B={float(mark_batch):g}: {fmt_usd(mark)}/Mtok",
                        offset=(8, 8), ha="left")
@@ -107,14 +109,15 @@ def cost_vs_batch(p, model, chip, price_per_chip_hour=None, batches=None, contex
     tail = (f"the cheapest batch that fits ({mb:,}) costs {fmt_usd(best)}" if best is not None
             else f"the model does not fit on {chips_label(n_chips, chip)}")
     return (f"Log-log plot of the lower-bound cost per million output tokens of {model.name} on "
-            f"{chips_label(n_chips, chip)} against batch: the weight-read share falls as 1/B toward a "
-            f"floor of {fmt_usd(floor)} set by compute and KV reads; {tail}.")
+            f"{chips_label(n_chips, chip)} against batch: the weight-read share falls as 1/B "
+            f"toward a floor of {fmt_usd(floor)} set by compute and KV reads; {tail}.")
 
 
 def _latency_cost_frontier_setup(p):
     ax = p.ax
     p.l, = ax.plot([], [], "-", color=ROLE["cost"], lw=1.8, zorder=2)
-    p.p_fit, = ax.plot([], [], "o", color=ROLE["cost"], ms=6, mec="white", label="fits in HBM", zorder=3)
+    p.p_fit, = ax.plot([], [], "o", color=ROLE["cost"], ms=6, mec="white", label="fits in HBM",
+                       zorder=3)
     p.p_nofit, = ax.plot([], [], "o", mfc="white", mec=PALETTE["grey"], ms=6,
                             label="does not fit", zorder=3)
     ax.legend(loc="upper left")  # slow and dear at once never happens: that corner stays empty
@@ -124,21 +127,24 @@ def _latency_cost_frontier_setup(p):
 
 
 @builder(setup=_latency_cost_frontier_setup)
-def latency_cost_frontier(p, model, chip, batches=None, context=4096, n_chips=1, price_per_chip_hour=None,
-                          weight_bytes=2, kv_bytes=2, dtype="bf16", overlap="step", mark_batch=None):
+def latency_cost_frontier(p, model, chip, batches=None, context=4096, n_chips=1,
+                          price_per_chip_hour=None,
+                          weight_bytes=2, kv_bytes=2, dtype="bf16", overlap="step",
+                          mark_batch=None):
     """Tokens/s per user (x) against $/Mtok (y) as the batch grows; points labelled with batch.
 
     The figure of :func:`llmmath.cost.latency_cost_frontier` (same name, same arguments and
     ``price_per_chip_hour``): that function returns the sweep, this one draws it.
 
-    Points whose weights and KV caches do not fit are drawn hollow. ``batches`` default 1, 2, 4 ... 4096.
+    Points whose weights and KV caches do not fit are drawn hollow. ``batches`` default 1, 2, 4 ...
+    4096.
     """
     dt, dnote = chip.resolve_dtype(dtype)
     ctx, cnote = model.cap_context(context)
     price, pnote = chip_hour_price(chip, price_per_chip_hour)
     B = grid(batches if batches is not None else 2.0 ** np.arange(13), 1, 4096)
-    f = _frontier(model, chip, B, ctx, n_chips=n_chips, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
-                  dtype=dt, price_per_chip_hour=price, overlap=overlap)
+    f = _frontier(model, chip, B, ctx, n_chips=n_chips, weight_bytes=weight_bytes,
+                  kv_bytes=kv_bytes, dtype=dt, price_per_chip_hour=price, overlap=overlap)
     x, y = f.tokens_per_second_per_user, f.cost_per_million_tokens
     p.l.set_data(*mask(x, y))
     p.p_fit.set_data(*mask(x[f.fits], y[f.fits]))
@@ -153,7 +159,8 @@ def latency_cost_frontier(p, model, chip, batches=None, context=4096, n_chips=1,
         p.label(x[i], y[i], f"B={B[i]:g}", cands, color="#333333", fontsize=SMALL, box=False)
     with p.marking():
         if mark_batch is not None:
-            g = _frontier(model, chip, float(mark_batch), ctx, n_chips=n_chips, weight_bytes=weight_bytes,
+            g = _frontier(model, chip, float(mark_batch), ctx, n_chips=n_chips,
+                          weight_bytes=weight_bytes,
                           kv_bytes=kv_bytes, dtype=dt, price_per_chip_hour=price, overlap=overlap)
             p.point(float(g.tokens_per_second_per_user[0]), float(g.cost_per_million_tokens[0]),
                        f"B={float(mark_batch):g}", offset=(-12, -16))
@@ -164,5 +171,5 @@ def latency_cost_frontier(p, model, chip, batches=None, context=4096, n_chips=1,
                         f"context {fmt_n(ctx)}", dnote, cnote, pnote))
     return (f"Log-log plot of cost per million output tokens against decode speed per user for "
             f"{model.name} on {chips_label(n_chips, chip)}, batch {B[0]:g} to {B[-1]:g}: from "
-            f"{x[0]:.0f} tokens/s at {fmt_usd(y[0])}/Mtok (batch {B[0]:g}) to {x[-1]:.3g} tokens/s at "
-            f"{fmt_usd(y[-1])}/Mtok (batch {B[-1]:g}).")
+            f"{x[0]:.0f} tokens/s at {fmt_usd(y[0])}/Mtok (batch {B[0]:g}) to {x[-1]:.3g} tokens/s "
+            f"at {fmt_usd(y[-1])}/Mtok (batch {B[-1]:g}).")

@@ -26,7 +26,8 @@ _PARTS = [("embeddings + head", PALETTE["grey"]), ("attention", ROLE["kv"]),
 
 
 def param_parts(model) -> dict:
-    """Parameters of `model` by part (the parts of :func:`param_breakdown`); they sum to ``total_params``."""
+    """Parameters of `model` by part (the parts of :func:`param_breakdown`);
+    they sum to ``total_params``."""
     m = model
     dense_layers = m.n_layers - m.n_moe_layers
     parts = {
@@ -34,7 +35,8 @@ def param_parts(model) -> dict:
         "attention": m.n_layers * m.attention_params_per_layer,
         "dense MLP": dense_layers * m.dense_mlp_params,
         "routed experts, active": m.n_moe_layers * m.experts_per_token * m.expert_params,
-        "routed experts, idle": m.n_moe_layers * (m.n_experts - m.experts_per_token) * m.expert_params,
+        "routed experts, idle": (m.n_moe_layers * (m.n_experts - m.experts_per_token)
+                                 * m.expert_params),
         "shared experts": m.n_moe_layers * m.shared_expert_params,
         "router + norms": m.n_moe_layers * m.router_params + m.norm_params,
     }
@@ -72,8 +74,9 @@ def param_breakdown(model_list=None):
         ax.grid(axis="y", visible=False)
         fig.legend(loc="outside lower center", ncol=2)
         ax.set_title("Where the parameters are\n(total, and active per token, at right)")
-    idle = [(m, t["routed experts, idle"] / m.total_params) for m, t in zip(ms, table, strict=False) if m.is_moe]
-    alt = (f"Stacked bars of the share of parameters in embeddings, attention, MLPs and experts for "
+    idle = [(m, t["routed experts, idle"] / m.total_params)
+            for m, t in zip(ms, table, strict=False) if m.is_moe]
+    alt = ("Stacked bars of the share of parameters in embeddings, attention, MLPs and experts for "
            f"{len(ms)} models, totals from {fmt_count(min(m.total_params for m in ms))} to "
            f"{fmt_count(max(m.total_params for m in ms))}")
     if idle:
@@ -107,9 +110,9 @@ def kv_per_token(model_list=None, kv_bytes=2):
                   frameon=True, framealpha=0.9)
         ax.set_title("KV cache one token adds")
     lo, hi = int(np.argmin(vals)), int(np.argmax(vals))
-    fig.alt_text = (f"Bars of KV-cache bytes per token for {len(ms)} models coloured by attention kind, from "
-                    f"{fmt_b(vals[lo])} ({ms[lo].name}, {ms[lo].attention_kind}) to {fmt_b(vals[hi])} "
-                    f"({ms[hi].name}, {ms[hi].attention_kind}).")
+    fig.alt_text = (f"Bars of KV-cache bytes per token for {len(ms)} models coloured by attention "
+                    f"kind, from {fmt_b(vals[lo])} ({ms[lo].name}, {ms[lo].attention_kind}) to "
+                    f"{fmt_b(vals[hi])} ({ms[hi].name}, {ms[hi].attention_kind}).")
     fig.numbers = {m.name: v for m, v in zip(ms, vals, strict=False)}
     settle_legend(ax)
     return fig
@@ -127,7 +130,8 @@ def attention_flops_share(model_list, contexts=None, context=None):
     model_list = list(model_list)
     if not model_list:
         raise ValueError("model_list: give at least one model")
-    contexts = np.geomspace(256, 1_048_576, 200) if contexts is None else np.asarray(contexts, float)
+    contexts = (np.geomspace(256, 1_048_576, 200) if contexts is None
+                else np.asarray(contexts, float))
     fig, ax = new_axes((6.4, 4.2))
     with house_style():
         shares_at = []
@@ -147,7 +151,8 @@ def attention_flops_share(model_list, contexts=None, context=None):
         ax.text(contexts[0], 51.5, "attention = matmuls", fontsize=SMALL, color=PALETTE["grey"])
         if context is not None:
             ax.axvline(context, color=PALETTE["black"], lw=1, ls=":")
-            ax.set_title(f"Attention's share of forward FLOPs; line at {fmt_tokens_binary(context)} tokens")
+            ax.set_title("Attention's share of forward FLOPs; line at "
+                         f"{fmt_tokens_binary(context)} tokens")
         else:
             ax.set_title("Attention's share of forward FLOPs per new token")
         ax.set_xscale("log", base=2)
@@ -163,7 +168,8 @@ def attention_flops_share(model_list, contexts=None, context=None):
            f"{', '.join(m.name for m in model_list)}; it reaches half (attention equals the "
            f"matmuls) for {crossing or 'none of them'}.")
     if shares_at:
-        alt += " At the marked context: " + ", ".join(f"{n} {fmt_percent(v)}" for n, v in shares_at) + "."
+        alt += (" At the marked context: "
+                + ", ".join(f"{n} {fmt_percent(v)}" for n, v in shares_at) + ".")
     fig.alt_text = alt
     settle_legend(ax)
     return fig
@@ -185,7 +191,8 @@ def attention_crossover(model_list=None):
         colors = [ROLE["weights"] if m.is_moe else ROLE["compute"] for m in model_list]
         ax.barh(y, finite, color=colors)
         for yi, v in zip(y, vals, strict=True):
-            ax.text(v if np.isfinite(v) else 0, yi, f" {v:.1f} D" if np.isfinite(v) else " never (top-k)",
+            ax.text(v if np.isfinite(v) else 0, yi,
+                    f" {v:.1f} D" if np.isfinite(v) else " never (top-k)",
                     va="center", fontsize=SMALL)
         ax.set_yticks(y, [m.name for m in model_list])
         ax.invert_yaxis()
@@ -193,14 +200,16 @@ def attention_crossover(model_list=None):
         ax.set_xlim(0, np.nanmax(np.where(np.isfinite(vals), vals, np.nan)) * 1.25)
         ax.set_xlabel("crossover context (multiples of the width D)")
         ax.set_title("Context where attention FLOPs equal matmul FLOPs")
-        ax.legend(handles=[Patch(color=ROLE["compute"], label="dense"), Patch(color=ROLE["weights"], label="MoE"),
+        ax.legend(handles=[Patch(color=ROLE["compute"], label="dense"),
+                           Patch(color=ROLE["weights"], label="MoE"),
                            Patch(color=PALETTE["grey"], alpha=0.2, label="6-7 D")],
                   loc="upper center", bbox_to_anchor=(0.5, -0.09 - 0.6 / len(model_list)), ncol=3,
                   fontsize=SMALL, frameon=False)
     fin = [(m.name, v) for m, v in zip(model_list, vals, strict=True) if np.isfinite(v)]
     lo, hi = min(fin, key=lambda t: t[1]), max(fin, key=lambda t: t[1])
-    fig.alt_text = (f"Bar chart of the context, in multiples of the model width D, at which attention FLOPs "
-                    f"equal the matmul FLOPs for {len(model_list)} models; dense MHA/GQA models sit at 6-7 D, "
-                    f"the range runs from {lo[1]:.1f} D ({lo[0]}) to {hi[1]:.1f} D ({hi[0]}).")
+    fig.alt_text = ("Bar chart of the context, in multiples of the model width D, at which "
+                    f"attention FLOPs equal the matmul FLOPs for {len(model_list)} models; dense "
+                    f"MHA/GQA models sit at 6-7 D, the range runs from {lo[1]:.1f} D ({lo[0]}) to "
+                    f"{hi[1]:.1f} D ({hi[0]}).")
     settle_legend(ax)
     return fig

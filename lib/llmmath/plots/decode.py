@@ -42,9 +42,11 @@ def _decode(model, chip, batch, context, n_chips, weight_bytes, kv_bytes, dtype,
 
 def _fits(model, chip, context, n_chips, weight_bytes, kv_bytes):
     """(max_batch or None, min chips for the weights)"""
-    mb = try_value(max_batch, model, chip, max(context, 1.0), n_chips=n_chips, weight_bytes=weight_bytes,
+    mb = try_value(max_batch, model, chip, max(context, 1.0), n_chips=n_chips,
+                   weight_bytes=weight_bytes,
               kv_bytes=kv_bytes)
-    need = min_chips(model, chip, batch=1, context=context, weight_bytes=weight_bytes, kv_bytes=kv_bytes)
+    need = min_chips(model, chip, batch=1, context=context, weight_bytes=weight_bytes,
+                     kv_bytes=kv_bytes)
     return mb, need
 
 
@@ -106,9 +108,12 @@ def decode_time_vs_batch(p, model, chip, batches=None, context=4096, n_chips=1, 
         p.vline(bstar, f"critical\nB* = {bstar:,.0f}", y=0.6)
     with p.marking():
         if mark_batch is not None:
-            m = _decode(model, chip, float(mark_batch), ctx, n_chips, weight_bytes, kv_bytes, dt, overlap)
-            p.point(float(mark_batch), m.time, f"B={float(mark_batch):g}: {fmt_t(m.time)}, {m.bound}-bound")
-            p.numbers = {"step_time": m.time, "bound": m.bound, "tokens_per_second": float(mark_batch) / m.time}
+            m = _decode(model, chip, float(mark_batch), ctx, n_chips, weight_bytes, kv_bytes, dt,
+                        overlap)
+            p.point(float(mark_batch), m.time, f"B={float(mark_batch):g}: "
+                                               f"{fmt_t(m.time)}, {m.bound}-bound")
+            p.numbers = {"step_time": m.time, "bound": m.bound,
+                         "tokens_per_second": float(mark_batch) / m.time}
     ax.set_title(with_notes(f"{model.name} on {chips_label(n_chips, chip)}, context {fmt_n(ctx)}",
                         dnote, cnote))
     p.numbers.update(critical_batch=bstar, floor=floor, max_batch=mb)
@@ -123,8 +128,8 @@ def _decode_time_vs_context_setup(p):
 
 
 @builder(setup=_decode_time_vs_context_setup)
-def decode_time_vs_context(p, model, chip, batch=64, contexts=None, n_chips=1, weight_bytes=2, kv_bytes=2,
-                           dtype="bf16", overlap="step", mark_context=None):
+def decode_time_vs_context(p, model, chip, batch=64, contexts=None, n_chips=1, weight_bytes=2,
+                           kv_bytes=2, dtype="bf16", overlap="step", mark_context=None):
     """Decode step lower bound and its parts against context length at a fixed batch.
 
     Annotates the crossover context where KV reads overtake weight reads, the context where the
@@ -137,7 +142,8 @@ def decode_time_vs_context(p, model, chip, batch=64, contexts=None, n_chips=1, w
     if model.max_context:
         S = S[S <= model.max_context]
         if S.size == 0:
-            raise ValueError(f"contexts: none within {model.name}'s max_context {model.max_context}")
+            raise ValueError(f"contexts: none within {model.name}'s "
+                             f"max_context {model.max_context}")
     s = _decode(model, chip, float(batch), S, n_chips, weight_bytes, kv_bytes, dt, overlap)
     ys = _set_time_lines(p, S, s)
     ax = p.ax
@@ -159,11 +165,13 @@ def decode_time_vs_context(p, model, chip, batch=64, contexts=None, n_chips=1, w
                    y=0.97)
     with p.marking():
         if mark_context is not None:
-            m = _decode(model, chip, float(batch), float(mark_context), n_chips, weight_bytes, kv_bytes, dt,
-                        overlap)
-            p.point(float(mark_context), m.time, f"S={fmt_count(float(mark_context))}: {fmt_t(m.time)}")
+            m = _decode(model, chip, float(batch), float(mark_context), n_chips, weight_bytes,
+                        kv_bytes, dt, overlap)
+            p.point(float(mark_context), m.time, f"S={fmt_count(float(mark_context))}: "
+                                                 f"{fmt_t(m.time)}")
             p.numbers = {"step_time": m.time, "bound": m.bound}
-    ax.set_title(with_notes(f"{model.name} on {chips_label(n_chips, chip)}, batch {float(batch):g}", dnote))
+    ax.set_title(with_notes(f"{model.name} on {chips_label(n_chips, chip)}, "
+                            f"batch {float(batch):g}", dnote))
     p.numbers.update(crossover_context=cross, critical_context=sstar, max_context=mc)
     xs = (f"KV reads overtake weight reads at about {fmt_count(cross, 2)} tokens"
           if cross else "KV reads stay below weight reads over this range")
@@ -187,7 +195,8 @@ def _regime_map_setup(p):
 
 
 @builder(figsize=(6.4, 4.4), setup=_regime_map_setup)
-def regime_map(p, model, chip, n_chips=1, batches=None, contexts=None, weight_bytes=2, kv_bytes=2, dtype="bf16"):
+def regime_map(p, model, chip, n_chips=1, batches=None, contexts=None, weight_bytes=2, kv_bytes=2,
+               dtype="bf16"):
     """The (batch, context) plane coloured compute-bound vs memory-bound (decode, step overlap).
 
     Draws the critical-batch curve B*(S) and the critical context S*, and greys out configurations
@@ -211,7 +220,8 @@ def regime_map(p, model, chip, n_chips=1, batches=None, contexts=None, weight_by
     below = S[S < sstar * 0.999] if sstar else S
     bcurve = []
     for sc in below:
-        b = try_value(critical_batch, model, chip, weight_bytes=weight_bytes, dtype=dt, context=float(sc),
+        b = try_value(critical_batch, model, chip, weight_bytes=weight_bytes, dtype=dt,
+                      context=float(sc),
                  kv_bytes=kv_bytes)
         bcurve.append(b if b is not None else np.nan)
     bx, by = mask(np.asarray(bcurve, float), below)
@@ -219,21 +229,24 @@ def regime_map(p, model, chip, n_chips=1, batches=None, contexts=None, weight_by
     if inside.any():
         p.add(ax.plot(bx[inside], by[inside], color=ROLE["total"], lw=2, label="B*(S)")[0])
         j = int(np.nonzero(inside)[0][0])
-        p.add(ax.annotate("critical batch B*(S)", (bx[j], by[j]), xytext=(6, 6), textcoords="offset points",
-                             fontsize=SMALL))
+        p.add(ax.annotate("critical batch B*(S)", (bx[j], by[j]), xytext=(6, 6),
+                          textcoords="offset points", fontsize=SMALL))
     if sstar is not None and S.min() <= sstar <= S.max():
-        p.hline(sstar, f"critical context S* = {fmt_count(sstar, 2)}", color=ROLE["capacity"], x=0.01,
+        p.hline(sstar, f"critical context S* = {fmt_count(sstar, 2)}", color=ROLE["capacity"],
+                x=0.01,
                    ha="left", va="bottom")
     ax.set_title(with_notes(f"Decode regime: {model.name} on {chips_label(n_chips, chip)}", dnote))
-    b0 = try_value(critical_batch, model, chip, weight_bytes=weight_bytes, dtype=dt, context=float(S.min()),
+    b0 = try_value(critical_batch, model, chip, weight_bytes=weight_bytes, dtype=dt,
+                   context=float(S.min()),
               kv_bytes=kv_bytes)
     p.numbers = {"critical_context": sstar, "critical_batch_short": b0}
     frac = float(np.mean(cat == 1))
-    sp = (f"beyond the critical context of {fmt_count(sstar, 2)} tokens it is memory-bound at any batch"
+    sp = (f"beyond the critical context of {fmt_count(sstar, 2)} "
+          "tokens it is memory-bound at any batch"
           if sstar else "KV reads never dominate compute")
     return (f"Map of the (batch, context) plane for {model.name} on {chips_label(n_chips, chip)}, "
-            f"coloured compute-bound ({frac:.0%} of the plotted grid) or memory-bound, grey where it does "
-            f"not fit in HBM: decode is compute-bound right of the critical-batch curve"
+            f"coloured compute-bound ({frac:.0%} of the plotted grid) or memory-bound, grey where "
+            "it does not fit in HBM: decode is compute-bound right of the critical-batch curve"
             + (f" (B* about {b0:,.0f} at short context)" if b0 else "") + f"; {sp}.")
 
 
@@ -273,14 +286,14 @@ def speculative_gain_vs_batch(model, chip, draft_tokens=(1, 3, 7), acceptance=0.
         ax.set_ylim(0, top * 1.25)
         ax.set_xlabel("batch B (sequences)")
         ax.set_ylabel("speed per user vs plain decoding (x)")
-        ax.set_title(with_notes(f"Speculative decoding: {model.name} on {chips_label(n_chips, chip)}, "
-                            f"acceptance {acceptance:g}"))
+        ax.set_title(with_notes(f"Speculative decoding: {model.name} on "
+                                f"{chips_label(n_chips, chip)}, acceptance {acceptance:g}"))
         ax.legend(loc="upper right")
     k0 = ks[-1]
-    fig.alt_text = (f"Speed-up per user of speculative decoding over plain decoding for {model.name} on "
-                    f"{chips_label(n_chips, chip)} against batch {B[0]:g} to {B[-1]:g}, acceptance "
-                    f"{acceptance:g}: with k = {k0} drafts the gain is {gains[k0][0]:.2f}x at batch 1 and "
-                    f"{gains[k0][-1]:.2f}x at batch {B[-1]:g}; every curve falls once the verify step "
-                    f"turns compute-bound.")
+    fig.alt_text = ("Speed-up per user of speculative decoding over plain decoding for "
+                    f"{model.name} on {chips_label(n_chips, chip)} against batch {B[0]:g} to "
+                    f"{B[-1]:g}, acceptance {acceptance:g}: with k = {k0} drafts the gain is "
+                    f"{gains[k0][0]:.2f}x at batch 1 and {gains[k0][-1]:.2f}x at batch {B[-1]:g}; "
+                    "every curve falls once the verify step turns compute-bound.")
     settle_legend(ax)
     return fig

@@ -142,7 +142,8 @@ class Drawing:
             self.params["model"] = _models.get(self.params["model"])
         was_outside = getattr(self.ax, "_llm_outside_legend", None) is not None
         height = self.fig.get_figheight()
-        mark_only = bool(changes) and all(k.startswith("mark_") or k in self.marked for k in changes)
+        mark_only = bool(changes) and all(k.startswith("mark_") or k in self.marked
+                                          for k in changes)
         alt = self._render()
         now_outside = getattr(self.ax, "_llm_outside_legend", None) is not None
         engine = self.fig.get_layout_engine()

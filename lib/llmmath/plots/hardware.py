@@ -55,7 +55,8 @@ def chip_balance(chip_list=None, dtype: str = "bf16"):
         ax.set_title("Ridge point: FLOPs a chip can do per byte it reads")
     lo, hi = int(np.argmin(ratios)), int(np.argmax(ratios))
     fig.alt_text = (f"Bar chart of {dtype} FLOP per byte of HBM bandwidth for {len(shown)} chips, "
-                    f"from {ratios[lo]:.0f} ({shown[lo].name}) to {ratios[hi]:.0f} ({shown[hi].name}).")
+                    f"from {ratios[lo]:.0f} ({shown[lo].name}) "
+                    f"to {ratios[hi]:.0f} ({shown[hi].name}).")
     settle_legend(ax)
     return fig
 
@@ -125,8 +126,8 @@ def _matmul_on_roofline_setup(p):
 
 
 @builder(figsize=(6.4, 4.2), setup=_matmul_on_roofline_setup, marked=("batch",))
-def matmul_on_roofline(p, chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16", bytes_per_element=2,
-                       weight_bytes=None, intensity_range=(0.1, 1e4)):
+def matmul_on_roofline(p, chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16",
+                       bytes_per_element=2, weight_bytes=None, intensity_range=(0.1, 1e4)):
     """A chip's roofline with one (batch x k) @ (k x n) weight matmul placed on it.
 
     The roof is ``attainable_flops(chip, I)``; the dot sits at the matmul's arithmetic intensity
@@ -166,8 +167,9 @@ def matmul_on_roofline(p, chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16
     p._marking = True  # like marking(), without making the note the alt text's "Marked:"
     try:
         t = ax.title
-        p.add(ax.text(*t.get_position(), title, transform=t.get_transform(), ha="center", va="baseline",
-                         fontproperties=t.get_fontproperties(), color=t.get_color(), in_layout=False))
+        p.add(ax.text(*t.get_position(), title, transform=t.get_transform(), ha="center",
+                      va="baseline", fontproperties=t.get_fontproperties(), color=t.get_color(),
+                      in_layout=False))
         p.add(ax.plot([b_i], [b_f], "o", ms=7, mfc=ROLE["cost"], mec="white", mew=1.5, zorder=5)[0])
         # the note sits under the roof, at the bottom, where only the ridge line is ever drawn
         note = (f"batch {batch:,.0f}: {shown_i} FLOP/byte\n{fmt_si(b_f, 'FLOP/s')} = "
@@ -175,8 +177,8 @@ def matmul_on_roofline(p, chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16
         rx = math.log(ridge / lo) / math.log(hi / lo)
 
         def make(c):
-            return ax.text(c[0], 0.04, note, transform=ax.transAxes, ha=c[1], va="bottom", fontsize=SMALL,
-                           color=ROLE["cost"], zorder=6,
+            return ax.text(c[0], 0.04, note, transform=ax.transAxes, ha=c[1], va="bottom",
+                           fontsize=SMALL, color=ROLE["cost"], zorder=6,
                            bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.85))
 
         p.add(place(ax, make, [(0.98, "right"), (rx - 0.015, "right"), (rx + 0.015, "left")]))
@@ -184,8 +186,9 @@ def matmul_on_roofline(p, chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16
         p._marking = marker
     p.numbers = {"intensity": b_i, "attainable": b_f, "share_of_peak": share, "ridge": ridge}
     return (f"Log-log {dtype} roofline of the {chip.name} (peak {fmt_si(peak, 'FLOP/s')}, ridge "
-            f"{ridge:.0f} FLOP/byte) with a {k:,.0f} x {n:,.0f} weight matmul at batch {batch:,.0f}: "
-            f"{b_i:.3g} FLOP/byte, {fmt_si(b_f, 'FLOP/s')}, {100 * share:.0f}% of peak, {bound}.")
+            f"{ridge:.0f} FLOP/byte) with a {k:,.0f} x {n:,.0f} weight matmul at batch "
+            f"{batch:,.0f}: {b_i:.3g} FLOP/byte, {fmt_si(b_f, 'FLOP/s')}, {100 * share:.0f}% of "
+            f"peak, {bound}.")
 
 
 def _chip_scatter_axes(xs, ys, yunit):
@@ -220,7 +223,8 @@ def flops_vs_bandwidth(chip_list=None, dtype="bf16", ratios=(100, 300, 1000)):
                 ax.plot(xs[sel], ys[sel], "o", ms=7, color=col, label=vendor, zorder=4)
         other = [i for i, c in enumerate(shown) if c.vendor not in VENDOR_COLOUR]
         if other:
-            ax.plot(xs[other], ys[other], "o", ms=7, color=PALETTE["purple"], label="other", zorder=4)
+            ax.plot(xs[other], ys[other], "o", ms=7, color=PALETTE["purple"], label="other",
+                    zorder=4)
         ax.set_xlabel("HBM bandwidth (bytes/s)")
         ax.set_ylabel(f"peak {dtype} FLOP/s (dense)")
         ax.set_title(f"Compute against bandwidth ({dtype})")
@@ -231,9 +235,10 @@ def flops_vs_bandwidth(chip_list=None, dtype="bf16", ratios=(100, 300, 1000)):
         place_labels(ax, xs, ys, [c.name for c in shown])
     r = ys / xs
     lo, hi = int(np.argmin(r)), int(np.argmax(r))
-    fig.alt_text = (f"Log-log scatter of dense {dtype} peak FLOP/s against HBM bandwidth for {len(shown)} chips, "
-                    f"with dashed lines of constant FLOP per byte at {', '.join(f'{v:g}' for v in ratios)}; "
-                    f"ratios from {r[lo]:.0f} ({shown[lo].name}) to {r[hi]:.0f} ({shown[hi].name}).")
+    fig.alt_text = (f"Log-log scatter of dense {dtype} peak FLOP/s against HBM bandwidth for "
+                    f"{len(shown)} chips, with dashed lines of constant FLOP per byte at "
+                    f"{', '.join(f'{v:g}' for v in ratios)}; ratios from {r[lo]:.0f} "
+                    f"({shown[lo].name}) to {r[hi]:.0f} ({shown[hi].name}).")
     settle_legend(ax)
     return fig
 
@@ -255,9 +260,10 @@ def capacity_vs_bandwidth(chip_list=None, drains=(0.01, 0.02, 0.04)):
         place_labels(ax, xs, ys, [c.name for c in chip_list])
     d = ys / xs
     lo, hi = int(np.argmin(d)), int(np.argmax(d))
-    fig.alt_text = (f"Log-log scatter of HBM capacity against HBM bandwidth for {len(chip_list)} chips, with "
-                    f"dashed lines of constant drain time; drain times from {fmt_time(d[lo])} "
-                    f"({chip_list[lo].name}) to {fmt_time(d[hi])} ({chip_list[hi].name}).")
+    fig.alt_text = (f"Log-log scatter of HBM capacity against HBM bandwidth for {len(chip_list)} "
+                    "chips, with dashed lines of constant drain time; drain times from "
+                    f"{fmt_time(d[lo])} ({chip_list[lo].name}) to {fmt_time(d[hi])} "
+                    f"({chip_list[hi].name}).")
     settle_legend(ax)
     return fig
 
@@ -271,7 +277,8 @@ def matmul_throughput_vs_batch(chip, dtypes=None, k=8192, n=8192, batches=None):
     without asking for a larger batch.
     """
     sizes = {"fp4": 0.5, "fp8": 1.0, "int8": 1.0, "bf16": 2.0}
-    dtypes = list(dtypes) if dtypes is not None else [d for d in ("bf16", "fp8", "fp4") if d in chip.flops]
+    dtypes = (list(dtypes) if dtypes is not None
+              else [d for d in ("bf16", "fp8", "fp4") if d in chip.flops])
     batches = np.logspace(0, np.log10(k), 300) if batches is None else np.asarray(batches, float)
     colors = [ROLE["compute"], ROLE["weights"], ROLE["kv"], PALETTE["purple"]]
     with house_style():
@@ -291,9 +298,11 @@ def matmul_throughput_vs_batch(chip, dtypes=None, k=8192, n=8192, batches=None):
         ax.set_ylabel("attainable FLOP/s")
         ax.set_title(f"({k:,.0f} x {n:,.0f}) weight matmul on {chip.name}")
         ax.legend(loc="lower right")
-    fig.alt_text = (f"Attainable FLOP/s of a {k:,.0f} x {n:,.0f} weight matmul on the {chip.name} against "
-                    f"batch for {', '.join(dtypes)}: parallel lines that reach their roofs at batch "
-                    + ", ".join(f"{matmul_ridge_batch(chip, k, n, d, sizes[d]):.0f}" for d in dtypes) + ".")
+    fig.alt_text = (f"Attainable FLOP/s of a {k:,.0f} x {n:,.0f} weight matmul on the {chip.name} "
+                    f"against batch for {', '.join(dtypes)}: parallel lines that reach their "
+                    "roofs at batch "
+                    + ", ".join(f"{matmul_ridge_batch(chip, k, n, d, sizes[d]):.0f}"
+                                for d in dtypes) + ".")
     settle_legend(ax)
     return fig
 
@@ -314,8 +323,8 @@ def roofline_measured(chip, measured, dtype="bf16", intensity_range=(1, 1e4)):
     with house_style():
         fig = new_figure((6.4, 4.2), BookFigure)
         ax = fig.add_subplot()
-        ax.loglog(i, roof, color=ROLE["total"], lw=2.2, label=f"datasheet: {fmt_si(peak, 'FLOP/s')}, "
-                  f"{fmt_si(bw, 'B/s')}")
+        ax.loglog(i, roof, color=ROLE["total"], lw=2.2,
+                  label=f"datasheet: {fmt_si(peak, 'FLOP/s')}, {fmt_si(bw, 'B/s')}")
         ax.loglog(i, real, color=ROLE["cost"], lw=2.0, ls="--",
                   label=f"measured: {fmt_si(f_meas, 'FLOP/s')}, {fmt_si(w_meas, 'B/s')}")
         set_log(ax, x=lambda v: f"{v:g}", y=lambda v: fmt_si(v, "FLOP/s", 2))  # one tick style
@@ -324,18 +333,22 @@ def roofline_measured(chip, measured, dtype="bf16", intensity_range=(1, 1e4)):
         r_ds, r_me = peak / bw, f_meas / w_meas
         ax.axvline(r_ds, color=ROLE["total"], lw=1, ls=":")
         ax.axvline(r_me, color=ROLE["cost"], lw=1, ls=":")
-        ax.annotate(f"{100 * w_meas / bw:.0f}% of\nbandwidth", (intensity_range[0] * 3, 3 * w_meas * 0.8),
-                    xytext=(0, -6), textcoords="offset points", fontsize=SMALL, color=ROLE["cost"], va="top")
+        ax.annotate(f"{100 * w_meas / bw:.0f}% of\nbandwidth",
+                    (intensity_range[0] * 3, 3 * w_meas * 0.8),
+                    xytext=(0, -6), textcoords="offset points", fontsize=SMALL, color=ROLE["cost"],
+                    va="top")
         ax.annotate(f"{100 * f_meas / peak:.0f}% of peak", (intensity_range[1] / 1.2, f_meas),
                     xytext=(0, -6), textcoords="offset points", fontsize=SMALL, color=ROLE["cost"],
                     ha="right", va="top")
-        ax.annotate(f"ridge {r_ds:.0f}", (r_ds, peak), xytext=(4, 6), textcoords="offset points", fontsize=SMALL)
+        ax.annotate(f"ridge {r_ds:.0f}", (r_ds, peak), xytext=(4, 6), textcoords="offset points",
+                    fontsize=SMALL)
         ax.set_xlim(*intensity_range)
         ax.set_ylim(intensity_range[0] * bw * 0.5, peak * 2.5)
         fig.canvas.draw()  # settle the layout, then place the measured ridge's label off the lines
 
         def make(c):
-            return ax.annotate(f"ridge {r_me:.0f}", (r_me, f_meas), xytext=c[:2], textcoords="offset points",
+            return ax.annotate(f"ridge {r_me:.0f}", (r_me, f_meas), xytext=c[:2],
+                               textcoords="offset points",
                                fontsize=SMALL, color=ROLE["cost"], ha=c[2], va="top")
 
         place(ax, make, [(-6, -60, "right"), (6, -60, "left"), (-6, -90, "right"), (6, -90, "left"),
@@ -346,9 +359,10 @@ def roofline_measured(chip, measured, dtype="bf16", intensity_range=(1, 1e4)):
         ax.set_ylabel("FLOP/s")
         ax.set_title(f"{chip.name}: datasheet roof and measured roof ({dtype})")
         ax.legend(loc="upper left")
-    fig.alt_text = (f"{chip.name} roofline from the datasheet ({fmt_si(peak, 'FLOP/s')}, {fmt_si(bw, 'B/s')}, "
-                    f"ridge {r_ds:.0f}) and the measured roof ({fmt_si(f_meas, 'FLOP/s')}, "
-                    f"{fmt_si(w_meas, 'B/s')}, ridge {r_me:.0f}): {100 * w_meas / bw:.0f}% of bandwidth and "
-                    f"{100 * f_meas / peak:.0f}% of peak.")
+    fig.alt_text = (f"{chip.name} roofline from the datasheet ({fmt_si(peak, 'FLOP/s')}, "
+                    f"{fmt_si(bw, 'B/s')}, ridge {r_ds:.0f}) and the measured roof "
+                    f"({fmt_si(f_meas, 'FLOP/s')}, {fmt_si(w_meas, 'B/s')}, ridge {r_me:.0f}): "
+                    f"{100 * w_meas / bw:.0f}% of bandwidth and {100 * f_meas / peak:.0f}% of "
+                    "peak.")
     settle_legend(ax)
     return fig

@@ -27,8 +27,8 @@ def _kv_vs_context_setup(p):
 
 
 @builder(setup=_kv_vs_context_setup)
-def kv_vs_context(p, model_list, chip, batch=1, contexts=None, n_chips=1, kv_bytes=2, weight_bytes=2,
-                  mark_context=None):
+def kv_vs_context(p, model_list, chip, batch=1, contexts=None, n_chips=1, kv_bytes=2,
+                  weight_bytes=2, mark_context=None):
     """KV-cache bytes against context for several models (attention variants), log-log.
 
     Draws the HBM of ``n_chips`` chips and, per model, the capacity left after its weights
@@ -89,9 +89,10 @@ def kv_vs_context(p, model_list, chip, batch=1, contexts=None, n_chips=1, kv_byt
     p.numbers.update(max_context=mc, free=free0)
     per = ", ".join(f"{m.name} {fmt_b(m.kv_bytes_per_token(kv_bytes))}" for m in ms[:6])
     return (f"Log-log plot of KV-cache bytes against context for batch {float(batch):g} "
-            f"({per} per token), with the HBM of {chips_label(n_chips, chip)} ({fmt_b(hbm)}) and what is "
-            f"left after the weights as capacity lines"
-            + (f"; {m0.name} fits up to about {fmt_count(mc, 2)} tokens." if mc and len(ms) == 1 else "."))
+            f"({per} per token), with the HBM of {chips_label(n_chips, chip)} ({fmt_b(hbm)}) and "
+            "what is left after the weights as capacity lines"
+            + (f"; {m0.name} fits up to about {fmt_count(mc, 2)} tokens."
+               if mc and len(ms) == 1 else "."))
 
 
 def _kv_balance_vs_context_setup(p):
@@ -103,7 +104,8 @@ def _kv_balance_vs_context_setup(p):
 
 
 @builder(figsize=(6.4, 4.4), setup=_kv_balance_vs_context_setup)
-def kv_balance_vs_context(p, model_list, chip, contexts=None, kv_bytes=2, dtype="bf16", show_uncapped=True):
+def kv_balance_vs_context(p, model_list, chip, contexts=None, kv_bytes=2, dtype="bf16",
+                          show_uncapped=True):
     """Per sequence: KV-read time over compute time (:func:`~llmmath.roofline.decode_balance`,
     attention's FLOPs counted) against context.
 
@@ -163,6 +165,6 @@ def kv_balance_vs_context(p, model_list, chip, contexts=None, kv_bytes=2, dtype=
         st = stars[m.name]
         parts.append(f"{m.name} crosses at {fmt_count(st, 2)} tokens" if st is not None
                      else f"{m.name} never crosses")
-    return (f"Log-log plot, for one sequence, of the time to read its KV cache divided by the time to "
-            f"compute its token on {chip.name}, against context; a curve above 1 means decode is "
-            f"memory-bound at every batch: " + "; ".join(parts) + ".")
+    return ("Log-log plot, for one sequence, of the time to read its KV cache divided by the time "
+            f"to compute its token on {chip.name}, against context; a curve above 1 means decode "
+            "is memory-bound at every batch: " + "; ".join(parts) + ".")

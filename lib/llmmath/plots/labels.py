@@ -1,8 +1,9 @@
 """Tick formatters, axis helpers and the label-placement engine shared by every builder.
 
-Formatters turn SI values into short human labels (``fmt_batch``, ``fmt_days``, ``fmt_tokens_binary``
-...). :func:`place` is the one label placer: it tries candidate positions for a label and keeps
-the first that stays inside the axes without covering another label, the legend or a line.
+Formatters turn SI values into short human labels (``fmt_batch``, ``fmt_days``,
+``fmt_tokens_binary`` ...). :func:`place` is the one label placer: it tries candidate positions for
+a label and keeps the first that stays inside the axes without covering another label, the legend or
+a line.
 :func:`place_labels` labels a scatter of points (several points at one place share a label).
 Labels are placed before the constrained layout runs, so positions are judged in the axes'
 current pixel frame: the layout later scales the axes a little, not the labels' offsets.
@@ -19,9 +20,10 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from ..units import fmt_bytes, fmt_count, fmt_si, fmt_time, fmt_usd
 from .style import PALETTE, SMALL
 
-__all__ = ["label_si", "fmt_batch", "fmt_days", "fmt_params", "fmt_n", "fmt_t", "fmt_b", "fmt_usd_tick",
-           "fmt_usd_round", "fmt_tokens_binary", "set_log", "time_axis", "loglim", "with_notes",
-           "chips_label", "place", "point_candidates", "flip_ha", "place_labels", "iso_lines", "settle_legend", "wrap_title", "two_log_ticks"]
+__all__ = ["label_si", "fmt_batch", "fmt_days", "fmt_params", "fmt_n", "fmt_t", "fmt_b",
+           "fmt_usd_tick", "fmt_usd_round", "fmt_tokens_binary", "set_log", "time_axis", "loglim",
+           "with_notes", "chips_label", "place", "point_candidates", "flip_ha", "place_labels",
+           "iso_lines", "settle_legend", "wrap_title", "two_log_ticks"]
 
 
 #: A white outline around label text, so a guide line it crosses breaks under it.
@@ -259,13 +261,15 @@ def point_candidates(offset, ha, va="baseline"):
 def place(ax, make, candidates, avoid_lines=True, exclude=()):
     """Make one label per candidate (``make(candidate) -> Text``) and keep the first that lies
     inside the axes without touching another label, the legend, or (``avoid_lines``) a line; if
-    none is clean, the first that is inside and clear of labels, else the first. Returns the Text."""
+    none is clean, the first that is inside and clear of labels, else the first. Returns the
+    Text."""
     renderer = _renderer(ax.figure)
     if renderer is None:
         return make(candidates[0])
     axbox = _box(ax, renderer)
     skip = set(map(id, exclude))
-    taken = [_box(t, renderer) for t in ax.texts if t.get_visible() and t.get_text() and id(t) not in skip]
+    taken = [_box(t, renderer) for t in ax.texts
+             if t.get_visible() and t.get_text() and id(t) not in skip]
     leg = ax.get_legend()
     if leg is not None and leg.get_visible():
         taken.append(_box(leg, renderer))
@@ -329,7 +333,8 @@ def iso_lines(ax, values, fmt, xlim, color=None):
         def make(c, v=v, x_lo=x_lo, x_hi=x_hi):
             f, dx, dy, ha, va = c
             x_at = x_lo * (x_hi / x_lo) ** f  # a fraction of the visible stretch, in log terms
-            return ax.annotate(fmt(v), (x_at, v * x_at), xytext=(dx, dy), textcoords="offset points",
+            return ax.annotate(fmt(v), (x_at, v * x_at), xytext=(dx, dy),
+                               textcoords="offset points",
                                ha=ha, va=va, fontsize=SMALL, color=color, path_effects=HALO)
 
         cands = [(f, dx, dy, ha, va) for f in (0.93, 0.8, 0.65, 0.5, 0.35)
@@ -372,7 +377,8 @@ def place_labels(ax, xs, ys, names, fontsize=SMALL):
                                             shrinkA=1, shrinkB=5) if far else None)
             bb = t.get_window_extent(renderer)
             box = (bb.x0, bb.y0, bb.x1, bb.y1)
-            inside = bb.x0 >= axbox.x0 and bb.x1 <= axbox.x1 and bb.y0 >= axbox.y0 and bb.y1 <= axbox.y1
+            inside = (bb.x0 >= axbox.x0 and bb.x1 <= axbox.x1
+                      and bb.y0 >= axbox.y0 and bb.y1 <= axbox.y1)
             clash = any(not (box[2] < o[0] or box[0] > o[2] or box[3] < o[1] or box[1] > o[3])
                         for o in taken)
             score = (not inside, clash, _line_hits(box, lines, collections=ax.collections))

@@ -63,10 +63,10 @@ def domain_capacity(p, domains=None, weight_bytes=1, kv_fraction=0.5, mark_param
                  f"{kv_fraction:.0%} of HBM kept for KV)")
     big, small = int(np.argmax(vals)), int(np.argmin(vals))
     p.numbers = {d.name: float(v) for d, v in zip(ds, vals, strict=True)}
-    return (f"Horizontal bar chart, log scale, of the largest total parameter count each of {len(ds)} "
-            f"scale-up domains holds at {weight_bytes:g} byte per weight with {kv_fraction:.0%} of "
-            f"HBM kept for the KV cache: from {fmt_count(vals[small], 2)} for {ds[small].name} to "
-            f"{fmt_count(vals[big], 2)} for {ds[big].name}.")
+    return ("Horizontal bar chart, log scale, of the largest total parameter count each of "
+            f"{len(ds)} scale-up domains holds at {weight_bytes:g} byte per weight with "
+            f"{kv_fraction:.0%} of HBM kept for the KV cache: from {fmt_count(vals[small], 2)} for "
+            f"{ds[small].name} to {fmt_count(vals[big], 2)} for {ds[big].name}.")
 
 
 @builder()
@@ -115,8 +115,8 @@ def all_to_all_vs_chips(p, model, chip_list=("H100-SXM", "GB200"), tokens_per_ch
     with p.marking():
         if mark_chips is not None and cl:
             m = float(mark_chips)
-            a = _moe.expert_all_to_all(model, tokens_per_chip, m, cl[0], dispatch_bytes=dispatch_bytes,
-                                       combine_bytes=combine_bytes)
+            a = _moe.expert_all_to_all(model, tokens_per_chip, m, cl[0],
+                                       dispatch_bytes=dispatch_bytes, combine_bytes=combine_bytes)
             p.point(m, a.time, f"EP{m:g}: {fmt_t(a.time)}", offset=(8, -14), ha="left")
             p.numbers = {"time": a.time, "scale_up_time": a.scale_up_time,
                          "scale_out_time": a.scale_out_time}
@@ -126,11 +126,12 @@ def all_to_all_vs_chips(p, model, chip_list=("H100-SXM", "GB200"), tokens_per_ch
         inside = y[nc <= c.scale_up_domain]
         outside = y[nc > c.scale_up_domain]
         if inside.size and outside.size:
-            jumps.append(f"{c.name} {fmt_t(inside[-1])} inside its {c.scale_up_domain}-chip domain, "
-                         f"{fmt_t(outside[0])} just past it")
+            jumps.append(f"{c.name} {fmt_t(inside[-1])} inside its {c.scale_up_domain}-chip "
+                         f"domain, {fmt_t(outside[0])} just past it")
     p.numbers.update(max_time=float(np.max(np.concatenate(ys))))
-    return (f"Log-log plot of the dispatch and combine time of one {model.name} MoE layer against the "
-            f"number of chips in the expert-parallel group, at {fmt_n(tokens_per_chip)} tokens per chip: "
+    return (f"Log-log plot of the dispatch and combine time of one {model.name} MoE layer against "
+            f"the number of chips in the expert-parallel group, at {fmt_n(tokens_per_chip)} tokens "
+            "per chip: "
             + ("; ".join(jumps) if jumps else "one line per chip") + ".")
 
 
@@ -168,10 +169,12 @@ def imbalance_vs_chips(p, tokens_per_chip=(16, 128, 1024), experts_per_token=8, 
                     ha="left")
             p.numbers = {"factor": f}
     ax.set_title(f"Random routing, top-{experts_per_token}: the slowest chip sets the step")
-    p.numbers.update({f"at_{int(n.max())}_{int(t)}": float(v[-1]) for t, v in zip(ts, allv, strict=True)})
-    return (f"Plot of the expected load of the busiest chip over the mean load against the number of "
-            f"chips, for uniform top-{experts_per_token} routing: at {fmt_n(n.max())} chips "
-            + ", ".join(f"{v[-1]:.2f}x with {fmt_n(t)} tokens per chip" for t, v in zip(ts, allv, strict=True))
+    p.numbers.update({f"at_{int(n.max())}_{int(t)}": float(v[-1])
+                      for t, v in zip(ts, allv, strict=True)})
+    return ("Plot of the expected load of the busiest chip over the mean load against the number "
+            f"of chips, for uniform top-{experts_per_token} routing: at {fmt_n(n.max())} chips "
+            + ", ".join(f"{v[-1]:.2f}x with {fmt_n(t)} tokens per chip"
+                        for t, v in zip(ts, allv, strict=True))
             + "; the factor grows with chips and shrinks with tokens per chip.")
 
 
@@ -200,7 +203,8 @@ def ep_memory_per_chip(p, model, chip, ep=None, redundant_experts=0, weight_byte
     tot = np.broadcast_to(np.asarray(pl.weight_bytes_per_chip, dtype=float), n.shape)
     if model.is_moe:
         p.add(ax.plot(n, rout, "o-", ms=4, color=ROLE["weights"], label="routed experts")[0])
-        p.add(ax.plot(n, rep, "-", color=ROLE["reference"], label="replicated (attention, shared)")[0])
+        p.add(ax.plot(n, rep, "-", color=ROLE["reference"],
+                      label="replicated (attention, shared)")[0])
     else:
         p.note("dense model: no experts to divide", loc=(0.02, 0.97), va="top")
     p.add(ax.plot(n, tot, "-", lw=3, alpha=0.6, color=ROLE["total"], label="all weights")[0])
@@ -208,8 +212,8 @@ def ep_memory_per_chip(p, model, chip, ep=None, redundant_experts=0, weight_byte
     ax.set_xticks([8, 16, 32, 64, 144, 288], ["8", "16", "32", "64", "144", "288"])
     ax.set_xlim(n.min() / 1.15, n.max() * 1.15)
     ax.set_ylim(*loglim(np.concatenate([rout[rout > 0], tot, [chip.hbm_capacity]]), pad=1.6))
-    p.hline(chip.hbm_capacity, f"{chip.name} HBM: {fmt_b(chip.hbm_capacity)}", color=ROLE["capacity"],
-            x=0.99, ha="right", va="bottom", ls="-")
+    p.hline(chip.hbm_capacity, f"{chip.name} HBM: {fmt_b(chip.hbm_capacity)}",
+            color=ROLE["capacity"], x=0.99, ha="right", va="bottom", ls="-")
     ax.set_xlabel("chips in the expert-parallel group (EP degree)")
     ax.set_ylabel("weights per chip (bytes)")
     p.add(ax.legend(loc="lower left"))
@@ -226,10 +230,11 @@ def ep_memory_per_chip(p, model, chip, ep=None, redundant_experts=0, weight_byte
                  f"{model.name}: dense, every chip holds every weight")
     p.numbers.update(replicated=float(rep[0]))
     if not model.is_moe:
-        return (f"Log-log plot of the weight bytes each chip holds against the expert-parallel degree "
-                f"for the dense model {model.name}: every chip holds all {fmt_b(tot[0])}, against "
-                f"{fmt_b(chip.hbm_capacity)} of {chip.name} HBM.")
-    return (f"Log-log plot of the weight bytes each chip holds against the expert-parallel degree for "
-            f"{model.name} at {weight_bytes:g} byte per weight: the routed experts fall from "
-            f"{fmt_b(rout[0])} at {n[0]:g} chips to {fmt_b(rout[-1])} at {n[-1]:g}, while the replicated "
-            f"{fmt_b(rep[0])} stays, against {fmt_b(chip.hbm_capacity)} of {chip.name} HBM.")
+        return ("Log-log plot of the weight bytes each chip holds against the expert-parallel "
+                f"degree for the dense model {model.name}: every chip holds all {fmt_b(tot[0])}, "
+                f"against {fmt_b(chip.hbm_capacity)} of {chip.name} HBM.")
+    return ("Log-log plot of the weight bytes each chip holds against the expert-parallel degree "
+            f"for {model.name} at {weight_bytes:g} byte per weight: the routed experts fall from "
+            f"{fmt_b(rout[0])} at {n[0]:g} chips to {fmt_b(rout[-1])} at {n[-1]:g}, while the "
+            f"replicated {fmt_b(rep[0])} stays, against {fmt_b(chip.hbm_capacity)} of {chip.name} "
+            "HBM.")

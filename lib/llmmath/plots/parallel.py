@@ -31,7 +31,8 @@ def _moe_weights_vs_batch_setup(p):
 
 
 @builder(setup=_moe_weights_vs_batch_setup)
-def moe_weights_vs_batch(p, model, chip, batches=None, expert_parallel=1, weight_bytes=2, mark_batch=None):
+def moe_weights_vs_batch(p, model, chip, batches=None, expert_parallel=1, weight_bytes=2,
+                         mark_batch=None):
     """Weight bytes read per chip per decode step against batch for an MoE model.
 
     With ``B`` tokens routed ``k`` of ``E``, ``E (1 - (1 - k/E)^B)`` distinct experts are touched
@@ -67,8 +68,8 @@ def moe_weights_vs_batch(p, model, chip, batches=None, expert_parallel=1, weight
     ax.set_title(f"{model.name}: weights read per step, {ep:g}-way expert parallel on {chip.name}")
     p.numbers.update(half_experts_batch=half, all_weights=total)
     return (f"Log-log plot of the weight bytes each of {ep:g} chips reads per decode step of "
-            f"{model.name} against batch: {fmt_b(y[0])} at batch {B[0]:g} (a {fmt_t(t1)} read on {chip.name}) "
-            f"rising toward all {fmt_b(total)} as the batch touches every expert"
+            f"{model.name} against batch: {fmt_b(y[0])} at batch {B[0]:g} (a {fmt_t(t1)} read on "
+            f"{chip.name}) rising toward all {fmt_b(total)} as the batch touches every expert"
             + (f", half of them by batch {half:,.0f}." if half else "."))
 
 
@@ -111,23 +112,23 @@ def memory_per_chip(p, model, chip, expert_parallel=8, stages=None, micro_batch=
     pfit = float(fit[0]) if fit.size else None
     if pfit is not None:
         p.vline(pfit, f"fits from P = {pfit:g}", color=ROLE["capacity"], y=0.3)
-    p.hline(chip.hbm_capacity, f"{chip.name} HBM: {fmt_b(chip.hbm_capacity)}", color=ROLE["capacity"],
-            x=0.01, ha="left", va="top", ls="-")
+    p.hline(chip.hbm_capacity, f"{chip.name} HBM: {fmt_b(chip.hbm_capacity)}",
+            color=ROLE["capacity"], x=0.01, ha="left", va="top", ls="-")
     if pfit is None and kv[0] > chip.hbm_capacity:
         p.note("KV cache alone exceeds a chip: pipelining does not shrink it")
     with p.marking():
         if mark_stages is not None:
             mp = float(mark_stages)
-            mm = pipeline_memory_per_chip(model, float(micro_batch), ctx, float(expert_parallel), mp,
-                                          weight_bytes=weight_bytes, kv_bytes=kv_bytes)
+            mm = pipeline_memory_per_chip(model, float(micro_batch), ctx, float(expert_parallel),
+                                          mp, weight_bytes=weight_bytes, kv_bytes=kv_bytes)
             p.point(mp, mm.total, f"P={mp:g}: {fmt_b(mm.total)}")
             p.numbers = {"weights": mm.weights, "kv": mm.kv, "total": mm.total,
                             "batch_in_flight": mm.batch_in_flight}
-    ax.set_title(with_notes(f"{model.name}: {float(expert_parallel):g}-way EP x P stages, micro-batch "
-                        f"{float(micro_batch):g}, context {fmt_n(ctx)}", cnote))
+    ax.set_title(with_notes(f"{model.name}: {float(expert_parallel):g}-way EP x P stages, "
+                            f"micro-batch {float(micro_batch):g}, context {fmt_n(ctx)}", cnote))
     p.numbers.update(fits_from=pfit)
     return (f"Log-log plot of HBM per chip against pipeline stages for {model.name} with "
-            f"{float(expert_parallel):g}-way expert parallelism: weights per chip fall from {fmt_b(w[0])} as 1/P "
-            f"while the KV cache per chip stays at {fmt_b(kv[0])}; "
+            f"{float(expert_parallel):g}-way expert parallelism: weights per chip fall from "
+            f"{fmt_b(w[0])} as 1/P while the KV cache per chip stays at {fmt_b(kv[0])}; "
             + (f"the total fits a {chip.name} from P = {pfit:g}." if pfit else
                f"the total never fits a {chip.name} in this range."))

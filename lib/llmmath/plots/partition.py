@@ -1,4 +1,5 @@
-"""Figures: partitioning a model (collectives, tensor parallelism, Pope et al.'s layouts, chip counts)."""
+"""Figures: partitioning a model (collectives, tensor parallelism, Pope et al.'s layouts,
+chip counts)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def _pow2_axis(ax):
 
 
 @builder()
-def collective_time_vs_bytes(p, chip="H100-SXM", n_chips=8, kind="all-reduce", hop_latency=_RING_STEP,
+def collective_time_vs_bytes(p, chip="H100-SXM", n_chips=8, kind="all-reduce",
+                             hop_latency=_RING_STEP,
                              topologies=("switch", "ring", "torus"), sizes=None, mark_bytes=None):
     """Time of one collective against bytes per chip on several topologies (alpha-beta model).
 
@@ -76,15 +78,16 @@ def collective_time_vs_bytes(p, chip="H100-SXM", n_chips=8, kind="all-reduce", h
             p.numbers = {"ring_time": t}
     ax.set_title(f"{kind} over {n} x {chip.name}, {fmt_t(hop_latency)} a step")
     p.numbers.update(ring_knee=knee)
-    return (f"Log-log plot of the time of one {kind} over {n} {chip.name} chips against bytes per chip, "
-            f"for {', '.join(topologies)} topologies with {fmt_t(hop_latency)} per step: flat at the "
-            f"latency floor for small messages, then rising with bytes; on a ring the two terms are "
-            f"equal at {fmt_b(knee)} per chip.")
+    return (f"Log-log plot of the time of one {kind} over {n} {chip.name} chips against bytes per "
+            f"chip, for {', '.join(topologies)} topologies with {fmt_t(hop_latency)} per step: "
+            "flat at the latency floor for small messages, then rising with bytes; on a ring the "
+            f"two terms are equal at {fmt_b(knee)} per chip.")
 
 
 def _tp_setup(p):
     ax = p.ax
-    p.l_step, = ax.plot([], [], "o-", color=ROLE["weights"], lw=2, label="step bound (chapters 3-5)")
+    p.l_step, = ax.plot([], [], "o-", color=ROLE["weights"], lw=2,
+                        label="step bound (chapters 3-5)")
     p.l_comm, = ax.plot([], [], "o-", color=PALETTE["purple"], lw=2, label="communication")
     p.l_tot, = ax.plot([], [], "o-", color=ROLE["total"], lw=2.8, label="bound + communication")
     set_log(ax, y=fmt_t)
@@ -96,9 +99,10 @@ def _tp_setup(p):
 
 
 @builder(setup=_tp_setup)
-def tp_step_vs_chips(p, model="Llama-3-70B", chip="H100-SXM", batch=8, context=4096, hop_latency=_RING_STEP,
-                     topology="ring", kv_shard="batch", weight_bytes=2, kv_bytes=2, dtype="bf16", chip_counts=None,
-                     mark_chips=None):
+def tp_step_vs_chips(p, model="Llama-3-70B", chip="H100-SXM", batch=8, context=4096,
+                     hop_latency=_RING_STEP,
+                     topology="ring", kv_shard="batch", weight_bytes=2, kv_bytes=2, dtype="bf16",
+                     chip_counts=None, mark_chips=None):
     """Decode step of a tensor-parallel replica against its chip count: the bound of chapters 3-5
     (falls as 1/n), the all-reduces' time (rises with n once latency matters) and their sum;
     the fastest count that fits is marked, counts that do not fit are greyed."""
@@ -106,10 +110,12 @@ def tp_step_vs_chips(p, model="Llama-3-70B", chip="H100-SXM", batch=8, context=4
     dt, dnote = chip.resolve_dtype(dtype)
     context, cnote = model.cap_context(context)
     top = chip.scale_up_domain or 8
-    ns = grid(chip_counts if chip_counts is not None else [2 ** i for i in range(0, 11) if 2 ** i <= min(top, 256)],
+    ns = grid(chip_counts if chip_counts is not None
+              else [2 ** i for i in range(0, 11) if 2 ** i <= min(top, 256)],
               1, 256)
     kw = dict(kv_shard=kv_shard, weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dt)
-    runs = [sharded_decode(model, chip, batch, context, int(n), hop_latency, topology, **kw) for n in ns]
+    runs = [sharded_decode(model, chip, batch, context, int(n), hop_latency, topology, **kw)
+            for n in ns]
     step = np.array([r.step.time for r in runs])
     comm = np.array([r.comm for r in runs])
     tot = np.array([r.time for r in runs])
@@ -135,15 +141,16 @@ def tp_step_vs_chips(p, model="Llama-3-70B", chip="H100-SXM", batch=8, context=4
             if ns.min() <= m <= ns.max():
                 p.point(m, r.time, f"n={m:g}: {fmt_t(r.time)}")
             else:
-                p.note(f"n = {m:g} is outside this plot (up to {ns.max():g}): {fmt_t(r.time)} a step",
+                p.note(f"n = {m:g} is outside this plot (up to "
+                       f"{ns.max():g}): {fmt_t(r.time)} a step",
                        loc=(0.98, 0.03), ha="right")
             p.numbers = {"time": r.time, "step": r.step.time, "comm": r.comm}
     ax.set_title(with_notes(f"{model.name} on {chip.name}, batch {fmt_n(batch)}, {topology}, "
                             f"{fmt_t(hop_latency)}/step", dnote, cnote))
     p.numbers.update(best_chips=best, best_time=float(tot[ns == best][0]) if best else None)
-    return (f"Log-log plot of the decode step of {model.name} at batch {fmt_n(batch)} against tensor-parallel "
-            f"chips: the step bound falls as 1/n while the all-reduce time on a {topology} with "
-            f"{fmt_t(hop_latency)} per step grows; their sum is smallest at "
+    return (f"Log-log plot of the decode step of {model.name} at batch {fmt_n(batch)} against "
+            "tensor-parallel chips: the step bound falls as 1/n while the all-reduce time on a "
+            f"{topology} with {fmt_t(hop_latency)} per step grows; their sum is smallest at "
             + (f"{best:g} chips." if best else "no count that fits."))
 
 
@@ -153,7 +160,8 @@ _LAYOUT_NAMES = {"1d-ws": "1D weight-stationary", "2d-ws": "2D weight-stationary
 
 
 @builder()
-def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, tokens=None, weight_bytes=2,
+def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, tokens=None,
+                          weight_bytes=2,
                           layouts=("1d-ws", "2d-ws", "wg-xyz"), dtype="bf16", mark_tokens=None):
     """Communication time of one feed-forward layer against tokens per batch under Pope et al.'s
     layouts (§3.2), beside the layer's matmul time at peak; the WS/WG crossover is marked."""
@@ -169,10 +177,12 @@ def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, token
     for i, lay in enumerate(layouts):
         y = np.asarray(ffn_comm_time(lay, T, E, F, n, bw, weight_bytes=weight_bytes, axes=axes))
         ys[lay] = y
-        p.add(ax.plot(*mask(T, y), color=_LAYOUT_COLOUR[i % 4], lw=2.2, label=_LAYOUT_NAMES.get(lay, lay))[0])
+        p.add(ax.plot(*mask(T, y), color=_LAYOUT_COLOUR[i % 4], lw=2.2,
+                      label=_LAYOUT_NAMES.get(lay, lay))[0])
     mats = 3 if model.gated_mlp else 2
     comp = 2.0 * T * mats * E * F / (n * chip.peak(dt))
-    p.add(ax.plot(*mask(T, comp), color=ROLE["compute"], ls="--", lw=1.8, label="matmul time at peak")[0])
+    p.add(ax.plot(*mask(T, comp), color=ROLE["compute"], ls="--", lw=1.8,
+                  label="matmul time at peak")[0])
     set_log(ax, x=fmt_n, y=fmt_t)
     ax.set_xlim(T.min(), T.max())
     ax.set_ylim(*loglim(np.concatenate(list(ys.values()) + [comp]), pad=1.5))
@@ -182,33 +192,37 @@ def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, token
     cross = None
     if "2d-ws" in ys and "wg-xyz" in ys:
         # both are a + b T: solve a_wg + b_wg T = b_ws T exactly
-        f = {lay: [float(ffn_comm_time(lay, t, E, F, n, bw, weight_bytes=weight_bytes, axes=axes)) for t in (1.0, 2.0)]
+        f = {lay: [float(ffn_comm_time(lay, t, E, F, n, bw, weight_bytes=weight_bytes, axes=axes))
+                   for t in (1.0, 2.0)]
              for lay in ("2d-ws", "wg-xyz")}
         slope = {lay: v[1] - v[0] for lay, v in f.items()}
         icpt = f["wg-xyz"][0] - slope["wg-xyz"]
         if slope["2d-ws"] > slope["wg-xyz"]:
             cross = icpt / (slope["2d-ws"] - slope["wg-xyz"])
             if T.min() <= cross <= T.max():
-                p.vline(cross, f"WG wins above\n{fmt_count(cross)} tokens", color=PALETTE["grey"], y=0.95)
+                p.vline(cross, f"WG wins above\n{fmt_count(cross)} tokens", color=PALETTE["grey"],
+                        y=0.95)
     with p.marking():
         if mark_tokens is not None:
             t = float(mark_tokens)
             v = float(ffn_comm_time("2d-ws", t, E, F, n, bw, weight_bytes=weight_bytes))
             p.point(t, v, f"{fmt_n(t)} tokens")
             p.numbers = {"2d_ws": v}
-    ax.set_title(with_notes(f"{model.name} feed-forward layer on {n} x {chip.name} ({'x'.join(map(str, axes))})",
+    ax.set_title(with_notes(f"{model.name} feed-forward layer on {n} x "
+                            f"{chip.name} ({'x'.join(map(str, axes))})",
                             dnote))
     p.numbers.update(crossover_tokens=cross)
     return (f"Log-log plot of one feed-forward layer's communication time for {model.name} on {n} "
-            f"{chip.name} chips against tokens per batch, for {', '.join(_LAYOUT_NAMES.get(x, x) for x in layouts)}, "
-            f"with the matmul time at peak: weight-stationary grows in proportion to tokens, weight-gathered as "
-            f"their square root"
+            f"{chip.name} chips against tokens per batch, for "
+            f"{', '.join(_LAYOUT_NAMES.get(x, x) for x in layouts)}, with the matmul time at peak: "
+            "weight-stationary grows in proportion to tokens, weight-gathered as their square root"
             + (f", so weight-gathering wins above about {fmt_n(cross)} tokens." if cross else "."))
 
 
 @builder()
-def latency_cost_vs_chips(p, model="Llama-3-70B", chip="GB200", batches=(1, 8, 64, 256), context=4096,
-                          hop_latency=_NVLS_STEP, topology="switch", kv_shard="batch", weight_bytes=2, kv_bytes=2,
+def latency_cost_vs_chips(p, model="Llama-3-70B", chip="GB200", batches=(1, 8, 64, 256),
+                          context=4096, hop_latency=_NVLS_STEP, topology="switch", kv_shard="batch",
+                          weight_bytes=2, kv_bytes=2,
                           dtype="bf16", chip_counts=None, mark_chips=None, mark_batch=None):
     """Latency per token against cost (chip-seconds per token) as the chip count grows, one curve
     per batch: the frontier a planner chooses from. Points are 1, 2, 4, ... chips (those that fit);
@@ -218,19 +232,22 @@ def latency_cost_vs_chips(p, model="Llama-3-70B", chip="GB200", batches=(1, 8, 6
     context, cnote = model.cap_context(context)
     kw = dict(kv_shard=kv_shard, weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dt)
     top = chip.scale_up_domain or 8
-    ns = [int(n) for n in (chip_counts if chip_counts is not None else [2 ** i for i in range(11) if 2 ** i <= min(top, 256)])]
+    ns = [int(n) for n in (chip_counts if chip_counts is not None
+                           else [2 ** i for i in range(11) if 2 ** i <= min(top, 256)])]
     ax = p.ax
     xs_all, ys_all, best = [], [], {}
     for i, b in enumerate(batches):
         runs = [sharded_decode(model, chip, b, context, n, hop_latency, topology, **kw) for n in ns]
-        pts = [(n, r.time, r.chip_seconds_per_token) for n, r in zip(ns, runs, strict=True) if bool(r.fits)]
+        pts = [(n, r.time, r.chip_seconds_per_token)
+               for n, r in zip(ns, runs, strict=True) if bool(r.fits)]
         if not pts:
             continue
         x = np.array([q[1] for q in pts])
         y = np.array([q[2] for q in pts])
         xs_all.append(x)
         ys_all.append(y)
-        p.add(ax.plot(x, y, "o-", color=CYCLE[i % len(CYCLE)], lw=2, ms=5, label=f"batch {fmt_n(b)}")[0])
+        p.add(ax.plot(x, y, "o-", color=CYCLE[i % len(CYCLE)], lw=2, ms=5,
+                      label=f"batch {fmt_n(b)}")[0])
         j = int(np.argmin(x))
         best[float(b)] = pts[j][0]
         p.add(ax.plot([x[j]], [y[j]], "o", ms=12, mfc="none", mec=CYCLE[i % len(CYCLE)], mew=2)[0])
@@ -248,20 +265,23 @@ def latency_cost_vs_chips(p, model="Llama-3-70B", chip="GB200", batches=(1, 8, 6
     with p.marking():
         if mark_chips is not None:
             mb = batches[0] if mark_batch is None else mark_batch
-            r = sharded_decode(model, chip, mb, context, int(mark_chips), hop_latency, topology, **kw)
+            r = sharded_decode(model, chip, mb, context, int(mark_chips), hop_latency, topology,
+                               **kw)
             x0, x1 = ax.get_xlim()
             y0, y1 = ax.get_ylim()
             label = f"n={float(mark_chips):g}, B={float(mb):g}"
             if x0 <= r.time <= x1 and y0 <= r.chip_seconds_per_token <= y1:
                 p.point(r.time, r.chip_seconds_per_token, label)
             else:
-                p.note(f"{label}: {fmt_t(r.time)}, {r.chip_seconds_per_token:.2g} chip-s/token (off the plot)",
+                p.note(f"{label}: {fmt_t(r.time)}, {r.chip_seconds_per_token:.2g} "
+                       "chip-s/token (off the plot)",
                        loc=(0.98, 0.03), ha="right")
             p.numbers = {"time": r.time, "cost": r.chip_seconds_per_token}
     ax.set_title(with_notes(f"{model.name} on {chip.name}: chips 1 to {max(ns)}, {topology}, "
                             f"{fmt_t(hop_latency)}/step", dnote, cnote))
     p.numbers.update(fastest_chips=best)
-    return (f"Log-log plot of cost in chip-seconds per token against time per token for {model.name} on "
-            f"{chip.name}, one curve per batch, points at 1, 2, 4 ... chips: more chips first cut latency at "
-            f"little extra cost, then communication makes them slower and dearer; the fastest counts are "
+    return ("Log-log plot of cost in chip-seconds per token against time per token for "
+            f"{model.name} on {chip.name}, one curve per batch, points at 1, 2, 4 ... chips: more "
+            "chips first cut latency at little extra cost, then communication makes them slower "
+            "and dearer; the fastest counts are "
             + ", ".join(f"{n} at batch {fmt_n(b)}" for b, n in best.items()) + ".")

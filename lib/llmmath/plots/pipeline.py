@@ -1,4 +1,5 @@
-"""Figures: pipeline parallelism (chapter 8). Each builder draws what :mod:`llmmath.pipeline` returns."""
+"""Figures: pipeline parallelism (chapter 8). Each
+builder draws what :mod:`llmmath.pipeline` returns."""
 
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ def pipeline_schedule(p, stages=4, micro_batches=8, schedule="1f1b", forward=1.0
         for s in range(P):
             bars = [(start, dur) for st, start, dur, k, _ in ops if st == s and k == kind]
             if bars:
-                ax.broken_barh(bars, (s - 0.4, 0.8), facecolors=colours[kind], edgecolor="white", lw=0.8)
+                ax.broken_barh(bars, (s - 0.4, 0.8), facecolors=colours[kind], edgecolor="white",
+                               lw=0.8)
     end = max(start + dur for _, start, dur, _, _ in ops)
     idle = 1.0 - m * (forward + backward) / end
     ax.set_xlim(0, end)
@@ -59,8 +61,9 @@ def pipeline_schedule(p, stages=4, micro_batches=8, schedule="1f1b", forward=1.0
                  "light: forward, dark: backward, white: bubble")
     p.numbers = {"idle": idle, "makespan": end, "formula": bubble_fraction(P, m, schedule)}
     return (f"Timeline of one {name} training step over {P} pipeline stages and {m} micro-batches: "
-            f"forwards ripple down the stages, backwards (twice as long) ripple back up, and each stage "
-            f"idles {fmt_percent(idle, 2)} of the {end:g} time units, at the start and at the end of the step.")
+            "forwards ripple down the stages, backwards (twice as long) ripple back up, and each "
+            f"stage idles {fmt_percent(idle, 2)} of the {end:g} time units, at the start and at "
+            "the end of the step.")
 
 
 def _bubble_setup(p):
@@ -104,10 +107,10 @@ def bubble_vs_microbatches(p, stages=16, micro_batches=None, mark_micro_batches=
     ten = float(np.ceil(9 * (P - 1)))
     p.numbers.update(micro_batches_for_10pct=ten)
     first = values["GPipe and 1F1B"]
-    return (f"Plot of the idle share of each of {P:g} pipeline stages against micro-batches per step: "
-            f"GPipe and 1F1B fall from {fmt_percent(first[0], 2)} at {m[0]:g} micro-batch to "
-            f"{fmt_percent(first[-1], 2)} at {m[-1]:g}; interleaving divides the bubble by v and ZB-H1 "
-            f"by about three.")
+    return (f"Plot of the idle share of each of {P:g} pipeline stages against micro-batches per "
+            f"step: GPipe and 1F1B fall from {fmt_percent(first[0], 2)} at {m[0]:g} micro-batch to "
+            f"{fmt_percent(first[-1], 2)} at {m[-1]:g}; interleaving divides the bubble by v and "
+            "ZB-H1 by about three.")
 
 
 def _memory_setup(p):
@@ -147,8 +150,8 @@ def pipeline_memory_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64,
     ax.set_xlim(P.min() / 1.3, P.max() * 1.3)
     everything = np.concatenate([w, kv, tot, [chip.hbm_capacity]])
     ax.set_ylim(everything.min() / 5.0, everything.max() * 2.0)
-    p.hline(chip.hbm_capacity, f"{chip.name} HBM: {fmt_b(chip.hbm_capacity)}", color=ROLE["capacity"],
-            x=0.99, ha="right", ls="-")
+    p.hline(chip.hbm_capacity, f"{chip.name} HBM: {fmt_b(chip.hbm_capacity)}",
+            color=ROLE["capacity"], x=0.99, ha="right", ls="-")
     if m is not None and P.max() > m:
         p.nofit(max(m, P.min()) * 1.15, P.max() * 1.3, "")
     fit = P[tot <= chip.hbm_capacity]
@@ -161,19 +164,21 @@ def pipeline_memory_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64,
             mm = pipeline_memory(model, float(micro_batch), ctx, E, mp, m, weight_bytes, kv_bytes)
             mb = mp if m is None else m
             bub = float(bubble_fraction(mp, mb, "1f1b"))
-            p.point(mp, float(mm.total), f"{mp:g} stages: {fmt_b(float(mm.total))},\nbubble {fmt_percent(bub, 2)}")
+            p.point(mp, float(mm.total), f"{mp:g} stages: {fmt_b(float(mm.total))},\nbubble "
+                                         f"{fmt_percent(bub, 2)}")
             p.numbers = {"weights": float(mm.weights), "kv": float(mm.kv), "total": float(mm.total),
                          "batch_in_flight": float(mm.batch_in_flight), "bubble_1f1b": bub}
     in_flight = "" if m is None else f", m = {m:g}"
-    idle = "" if m is None or P.max() <= m else "\nshaded: fewer micro-batches than stages, stages idle"
-    ax.set_title(with_notes(f"{model.name}: {E:g} chips/stage, micro-batch {float(micro_batch):g}{in_flight}, "
-                            f"S = {fmt_n(ctx)}", cnote) + idle)
+    idle = "" if m is None or P.max() <= m else ("\nshaded: fewer micro-batches "
+                                                 "than stages, stages idle")
+    ax.set_title(with_notes(f"{model.name}: {E:g} chips/stage, micro-batch "
+                            f"{float(micro_batch):g}{in_flight}, S = {fmt_n(ctx)}", cnote) + idle)
     p.numbers.update(fits_from=pfit)
     kv_text = (f"the KV cache per chip stays at {fmt_b(kv[0])}" if m is None else
-               f"the KV cache per chip falls from {fmt_b(kv[0])} to {fmt_b(kv[-1])} only because the "
-               f"{m:g} micro-batches no longer fill the stages")
-    return (f"Log-log plot of HBM per chip against pipeline stages for {model.name} with {E:g} chips per "
-            f"stage: weights per chip fall from {fmt_b(w[0])} as 1/P while {kv_text}; "
+               f"the KV cache per chip falls from {fmt_b(kv[0])} to {fmt_b(kv[-1])} only because "
+               f"the {m:g} micro-batches no longer fill the stages")
+    return (f"Log-log plot of HBM per chip against pipeline stages for {model.name} with {E:g} "
+            f"chips per stage: weights per chip fall from {fmt_b(w[0])} as 1/P while {kv_text}; "
             + (f"the total fits a {chip.name} from P = {pfit:g}." if pfit else
                f"the total never fits a {chip.name} in this range."))
 
@@ -189,8 +194,8 @@ def _latency_setup(p):
 
 @builder(setup=_latency_setup)
 def decode_latency_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64, context=4096,
-                             hop_latencies=(0.0, 77e-6, 3e-3), stages=None, weight_bytes=2, kv_bytes=2,
-                             dtype="bf16", mark_stages=None):
+                             hop_latencies=(0.0, 77e-6, 3e-3), stages=None, weight_bytes=2,
+                             kv_bytes=2, dtype="bf16", mark_stages=None):
     """Per-token decode latency against pipeline stages, for several hop latencies.
 
     Solid lines: ``llmmath.pipeline.pipeline_decode`` (the step of the whole model on
@@ -205,8 +210,8 @@ def decode_latency_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64, 
     ax = p.ax
     ys = []
     for i, lat in enumerate(hop_latencies):
-        d = pipeline_decode(model, chip, b, ctx, E, P, hop_latency=float(lat), weight_bytes=weight_bytes,
-                            kv_bytes=kv_bytes, dtype=dt)
+        d = pipeline_decode(model, chip, b, ctx, E, P, hop_latency=float(lat),
+                            weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dt)
         y = np.asarray(d.token_latency) * np.ones_like(P)
         ys.append(y)
         p.add(ax.plot(*mask(P, y), "o-", color=CYCLE[i], ms=4,
@@ -214,12 +219,13 @@ def decode_latency_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64, 
     wide = np.asarray(decode_step(model, chip, b, ctx, n_chips=E * P, weight_bytes=weight_bytes,
                                   kv_bytes=kv_bytes, dtype=dt).time) * np.ones_like(P)
     ys.append(wide)
-    p.add(ax.plot(*mask(P, wide), "--", color=ROLE["reference"], label=f"one group of {E:g} x P chips")[0])
+    p.add(ax.plot(*mask(P, wide), "--", color=ROLE["reference"],
+                  label=f"one group of {E:g} x P chips")[0])
     ax.set_xlim(P.min() / 1.3, P.max() * 1.3)
     ax.set_ylim(*loglim(np.concatenate(ys), pad=2.0))
     p.add(ax.legend(loc="lower left"))
-    base = float(decode_step(model, chip, b, ctx, n_chips=E, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
-                             dtype=dt).time)
+    base = float(decode_step(model, chip, b, ctx, n_chips=E, weight_bytes=weight_bytes,
+                             kv_bytes=kv_bytes, dtype=dt).time)
     with p.marking():
         if mark_stages is not None:
             mp = float(mark_stages)
@@ -230,10 +236,11 @@ def decode_latency_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64, 
     ax.set_title(with_notes(f"{model.name}, {E:g} x {chip.name}/stage, micro-batch {b:g}",
                             cnote, dnote))
     p.numbers.update(step=base, wide_last=float(wide[-1]))
-    return (f"Log-log plot of the time between a sequence's tokens against pipeline stages for {model.name} "
-            f"on {chip.name}: with no hop latency the pipeline stays at the {fmt_t(base)} step of "
-            f"{E:g} chips, a few-millisecond hop adds to it at every stage, while the same chips as one "
-            f"group would fall to {fmt_t(float(wide[-1]))} at P = {P[-1]:g}.")
+    return ("Log-log plot of the time between a sequence's tokens against pipeline stages for "
+            f"{model.name} on {chip.name}: with no hop latency the pipeline stays at the "
+            f"{fmt_t(base)} step of {E:g} chips, a few-millisecond hop adds to it at every stage, "
+            f"while the same chips as one group would fall to {fmt_t(float(wide[-1]))} at P = "
+            f"{P[-1]:g}.")
 
 
 def _boundary_setup(p):
@@ -270,6 +277,6 @@ def boundary_ratio_vs_layers(p, model_list, chip, layers=None):
     need = {m.name: min_layers_per_stage(m, chip) for m in model_list}
     p.numbers = {"min_layers": need, "up_over_out": ratio}
     most = max(need.values())
-    return (f"Log-log plot of scale-up time inside a pipeline stage over scale-out time at its boundary "
-            f"against layers per stage on {chip.name}, whose scale-up link is {ratio:.0f} times its "
-            f"scale-out link: every model shown crosses 1 by {most:g} layers per stage.")
+    return ("Log-log plot of scale-up time inside a pipeline stage over scale-out time at its "
+            f"boundary against layers per stage on {chip.name}, whose scale-up link is {ratio:.0f} "
+            f"times its scale-out link: every model shown crosses 1 by {most:g} layers per stage.")

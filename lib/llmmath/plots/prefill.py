@@ -38,11 +38,12 @@ def _prefill_time_vs_prompt_setup(p):
 
 
 @builder(setup=_prefill_time_vs_prompt_setup)
-def prefill_time_vs_prompt(p, model, chip, batch=1, prompts=None, n_chips=1, weight_bytes=2, kv_bytes=2,
-                           dtype="bf16", mark_prompt=None):
+def prefill_time_vs_prompt(p, model, chip, batch=1, prompts=None, n_chips=1, weight_bytes=2,
+                           kv_bytes=2, dtype="bf16", mark_prompt=None):
     """Prefill lower bound and its parts (compute, weight reads, KV writes) against prompt length.
 
-    Annotates the prompt length where prefill turns compute-bound. ``prompts`` default 1..max_context.
+    Annotates the prompt length where prefill turns compute-bound. ``prompts`` default
+    1..max_context.
     """
     dt, dnote = chip.resolve_dtype(dtype)
     top = model.max_context or 1 << 17
@@ -56,8 +57,8 @@ def prefill_time_vs_prompt(p, model, chip, batch=1, prompts=None, n_chips=1, wei
     flip = log_interp(P, s.compute_time, s.memory_time)
     if flip is not None:  # refine the drawn grid's crossing to the exact prompt length
         def gap(x):
-            q = prefill_step(model, chip, float(batch), x, n_chips=n_chips, weight_bytes=weight_bytes,
-                             kv_bytes=kv_bytes, dtype=dt)
+            q = prefill_step(model, chip, float(batch), x, n_chips=n_chips,
+                             weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dt)
             return q.compute_time - q.memory_time
         flip = refine_root(gap, flip / 2, flip * 2)
         p.vline(flip, f"compute-bound from\nP = {fmt_count(flip, 3)}", y=0.6)
@@ -65,16 +66,20 @@ def prefill_time_vs_prompt(p, model, chip, batch=1, prompts=None, n_chips=1, wei
         if mark_prompt is not None:
             m = prefill_step(model, chip, float(batch), float(mark_prompt), n_chips=n_chips,
                              weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dt)
-            p.point(float(mark_prompt), m.time, f"P={fmt_count(float(mark_prompt))}: {fmt_t(m.time)}")
-            p.numbers = {"step_time": m.time, "bound": m.bound, "tokens_per_second": m.tokens / m.time}
-    ax.set_title(with_notes(f"Prefill: {model.name} on {chips_label(n_chips, chip)}, batch {float(batch):g}",
+            p.point(float(mark_prompt), m.time, f"P={fmt_count(float(mark_prompt))}: "
+                                                f"{fmt_t(m.time)}")
+            p.numbers = {"step_time": m.time, "bound": m.bound,
+                         "tokens_per_second": m.tokens / m.time}
+    ax.set_title(with_notes(f"Prefill: {model.name} on "
+                            f"{chips_label(n_chips, chip)}, batch {float(batch):g}",
                         dnote))
     p.numbers.update(crossover_prompt=flip)
     fs = (f"it turns compute-bound at about {fmt_count(flip, 2)} tokens" if flip
           else "the bound does not change regime over this range")
     return (f"Log-log plot of the prefill time lower bound of {model.name} on "
             f"{chips_label(n_chips, chip)} for batch {float(batch):g} against prompt length "
-            f"{fmt_count(P[0])} to {fmt_count(P[-1])} tokens: short prompts are bound by weight reads, {fs}.")
+            f"{fmt_count(P[0])} to {fmt_count(P[-1])} tokens: "
+            f"short prompts are bound by weight reads, {fs}.")
 
 
 def _prefill_vs_decode_per_token_setup(p):
@@ -82,7 +87,8 @@ def _prefill_vs_decode_per_token_setup(p):
     p.l_pre, = ax.plot([], [], color=ROLE["prefill"], lw=2.4, label="prefill, per prompt token")
     p.l_dec1, = ax.plot([], [], color=ROLE["decode"], lw=2.0, ls="--",
                         label="decode at batch 1, per output token")
-    p.l_decB, = ax.plot([], [], color=ROLE["decode"], lw=2.4, label="decode at batch B, per output token")
+    p.l_decB, = ax.plot([], [], color=ROLE["decode"], lw=2.4,
+                        label="decode at batch B, per output token")
     set_log(ax, x=lambda v: fmt_count(v, 2), y=fmt_t)
     ax.set_xlabel("prompt length P = context S (tokens)")
     ax.set_ylabel("chip time per token, lower bound")
@@ -90,14 +96,17 @@ def _prefill_vs_decode_per_token_setup(p):
 
 def _mark_points(p, ax, mp, per_in, per_out, a, b, left):
     """The marked prompt length: one point on the prefill line, one on the decode line."""
-    for yv, txt, col, dy in ((per_in, f"prefill: {fmt_t(per_in)}/token ({a.bound}-bound)", ROLE["prefill"], -14),
-                             (per_out, f"decode: {fmt_t(per_out)}/token ({b.bound}-bound)", ROLE["decode"], 10)):
-        p.point(mp, yv, txt, color=col, offset=(6 if left else -6, dy), ha="left" if left else "right")
+    for yv, txt, col, dy in ((per_in, f"prefill: {fmt_t(per_in)}/token ({a.bound}-bound)",
+                              ROLE["prefill"], -14),
+                             (per_out, f"decode: {fmt_t(per_out)}/token ({b.bound}-bound)",
+                              ROLE["decode"], 10)):
+        p.point(mp, yv, txt, color=col, offset=(6 if left else -6, dy),
+                ha="left" if left else "right")
 
 
 @builder(setup=_prefill_vs_decode_per_token_setup)
-def prefill_vs_decode_per_token(p, model, chip, prompts=None, decode_batch=64, n_chips=1, weight_bytes=2,
-                                kv_bytes=2, dtype="bf16", mark_prompt=None):
+def prefill_vs_decode_per_token(p, model, chip, prompts=None, decode_batch=64, n_chips=1,
+                                weight_bytes=2, kv_bytes=2, dtype="bf16", mark_prompt=None):
     """Chip time per token (lower bound) for prefill and for decode against prompt length.
 
     Prefill: one pass over a ``P``-token prompt, time / P. Decode: one step at context ``S = P``,
@@ -133,11 +142,13 @@ def prefill_vs_decode_per_token(p, model, chip, prompts=None, decode_batch=64, n
     ratio = per_out / per_in
     p.numbers = {"prefill_per_token": per_in, "decode_per_token": per_out, "ratio": ratio,
                     "ttft": a.time, "tpot": b.time}
-    ax.set_title(with_notes(f"{model.name} on {chips_label(n_chips, chip)}: prefill vs decode", dnote))
+    ax.set_title(with_notes(f"{model.name} on {chips_label(n_chips, chip)}: "
+                            "prefill vs decode", dnote))
     return (f"Log-log plot of chip time per token against prompt length for {model.name} on "
             f"{chips_label(n_chips, chip)}: prefill costs {fmt_t(per_in)} per prompt token at "
-            f"{fmt_count(mp)} tokens, decode at batch {float(decode_batch):g} costs {fmt_t(per_out)} per "
-            f"output token, {ratio:.1f} times more; decode at batch 1 is far above both.")
+            f"{fmt_count(mp)} tokens, decode at batch {float(decode_batch):g} costs "
+            f"{fmt_t(per_out)} per output token, {ratio:.1f} times more; decode at batch 1 is far "
+            "above both.")
 
 
 def _io_cost_ratio_vs_batch_setup(p):
@@ -149,9 +160,10 @@ def _io_cost_ratio_vs_batch_setup(p):
 
 
 @builder(setup=_io_cost_ratio_vs_batch_setup)
-def io_cost_ratio_vs_batch(p, model, chip, prompt=2048, context=4096, batches=None, n_chips=1, weight_bytes=2,
-                           kv_bytes=2, dtype="bf16", band=(3.0, 5.0)):
-    """Output/input cost ratio (decode $/token over prefill $/token, lower bounds) against decode batch.
+def io_cost_ratio_vs_batch(p, model, chip, prompt=2048, context=4096, batches=None, n_chips=1,
+                           weight_bytes=2, kv_bytes=2, dtype="bf16", band=(3.0, 5.0)):
+    """Output/input cost ratio (decode $/token over prefill $/token, lower bounds) against decode
+    batch.
 
     Shades ``band`` (the 3-5x of API price sheets) and marks the critical batch, where decode
     is compute-bound and the ratio approaches 1. Prefill: one ``prompt``-token sequence;
@@ -176,21 +188,25 @@ def io_cost_ratio_vs_batch(p, model, chip, prompt=2048, context=4096, batches=No
                ls=":")
     if mb is not None and mb < B.max():
         p.nofit(max(mb, B.min()), B.max(), "KV does not fit")
-    bstar = try_value(critical_batch, model, chip, weight_bytes=weight_bytes, dtype=dt, context=float(context),
+    bstar = try_value(critical_batch, model, chip, weight_bytes=weight_bytes, dtype=dt,
+                      context=float(context),
                  kv_bytes=kv_bytes)
     if bstar is not None and B.min() <= bstar <= B.max():
         p.vline(bstar, f"B* = {bstar:,.0f}", y=0.97)
     inside = B[(ratio >= lo) & (ratio <= hi)]
     p.numbers = {"critical_batch": bstar, "max_batch": mb,
-                    "band_batches": (float(inside.min()), float(inside.max())) if inside.size else None,
+                    "band_batches": ((float(inside.min()), float(inside.max())) if inside.size
+                                     else None),
                     "ratio_at_1": float(ratio[0])}
-    ax.set_title(with_notes(f"{model.name} on {chips_label(n_chips, chip)}: prompt {fmt_count(prompt)}, "
-                        f"context {fmt_count(context)}", dnote))
-    span = (f"the ratio sits in the {lo:g}-{hi:g}x band for batches of about {inside.min():,.0f} to "
-            f"{inside.max():,.0f}" if inside.size else f"the ratio never enters the {lo:g}-{hi:g}x band")
+    ax.set_title(with_notes(f"{model.name} on {chips_label(n_chips, chip)}: prompt "
+                            f"{fmt_count(prompt)}, context {fmt_count(context)}", dnote))
+    span = (f"the ratio sits in the {lo:g}-{hi:g}x band "
+            f"for batches of about {inside.min():,.0f} to "
+            f"{inside.max():,.0f}" if inside.size else "the ratio never enters "
+                                                       f"the {lo:g}-{hi:g}x band")
     fall = (f"falling toward 1x near the critical batch B* = {bstar:,.0f}" if bstar is not None else
-            f"falling toward {float(ratio[-1]):.1f}x and never to 1x, since at context {fmt_count(context)} "
-            f"KV reads keep decode memory-bound at any batch")
+            f"falling toward {float(ratio[-1]):.1f}x and never to 1x, since at context "
+            f"{fmt_count(context)} KV reads keep decode memory-bound at any batch")
     return (f"Log-log plot of the lower-bound ratio of output-token cost to input-token cost for "
             f"{model.name} on {chips_label(n_chips, chip)} against decode batch: "
             f"{float(ratio[0]):,.0f}x at batch 1, {fall}; {span}.")
@@ -198,9 +214,11 @@ def io_cost_ratio_vs_batch(p, model, chip, prompt=2048, context=4096, batches=No
 
 def _price_step_vs_context_setup(p):
     ax = p.ax
-    p.l_c, = ax.plot([], [], color=ROLE["compute"], lw=2.0, ls="--", label="compute per token (flat)")
+    p.l_c, = ax.plot([], [], color=ROLE["compute"], lw=2.0, ls="--",
+                     label="compute per token (flat)")
     p.l_kv, = ax.plot([], [], color=ROLE["kv"], lw=2.0, ls="--", label="KV reads per token")
-    p.l_t, = ax.plot([], [], color=ROLE["total"], lw=3.0, alpha=0.6, label="cost: the max of the two")
+    p.l_t, = ax.plot([], [], color=ROLE["total"], lw=3.0, alpha=0.6,
+                     label="cost: the max of the two")
     p.l_p, = ax.plot([], [], color=ROLE["cost"], lw=2.0, drawstyle="steps-post",
                         label="a price sheet (output)")
     set_log(ax, x=lambda v: fmt_count(v, 2))
@@ -209,8 +227,8 @@ def _price_step_vs_context_setup(p):
 
 
 @builder(setup=_price_step_vs_context_setup)
-def price_step_vs_context(p, active_params=100e9, kv_bytes_per_token=1667, ops_per_byte=600, contexts=None,
-                          price_step=200_000, price_ratio=1.5):
+def price_step_vs_context(p, active_params=100e9, kv_bytes_per_token=1667, ops_per_byte=600,
+                          contexts=None, price_step=200_000, price_ratio=1.5):
     """The long-context price step read as a roofline crossover.
 
     Per sequence at a batch that amortises the weights, compute per output token is flat in
@@ -238,14 +256,15 @@ def price_step_vs_context(p, active_params=100e9, kv_bytes_per_token=1667, ops_p
         p.vline(cross, f"KV = compute\n S = {fmt_count(cross, 2)}", color=ROLE["kv"], y=0.97)
     ax.legend(loc="lower right", fontsize=SMALL)
     p.numbers = {"crossover": cross}
-    ax.set_title(rf"$N_\mathrm{{act}}$ = {fmt_params(active_params)}, $b_\mathrm{{kv}}$ = {kv_bytes_per_token:,.0f} bytes, "
+    ax.set_title(rf"$N_\mathrm{{act}}$ = {fmt_params(active_params)}, $b_\mathrm{{kv}}$ = "
+                 rf"{kv_bytes_per_token:,.0f} bytes, "
                  f"{ops_per_byte:,.0f} FLOP/byte")
-    return (f"Log-log plot of cost per output token relative to short contexts against context: compute "
-            f"per token is flat, KV reads per token rise linearly and overtake compute at "
+    return ("Log-log plot of cost per output token relative to short contexts against context: "
+            "compute per token is flat, KV reads per token rise linearly and overtake compute at "
             f"{fmt_count(cross, 2)} tokens for {fmt_count(active_params)} active parameters, "
-            f"{kv_bytes_per_token:,.0f} bytes of KV per token and {ops_per_byte:,.0f} FLOP per byte; "
-            f"a price sheet that steps up by {price_ratio:g}x at {fmt_count(price_step)} tokens is drawn "
-            f"for comparison.")
+            f"{kv_bytes_per_token:,.0f} bytes of KV per token and {ops_per_byte:,.0f} FLOP per "
+            f"byte; a price sheet that steps up by {price_ratio:g}x at {fmt_count(price_step)} "
+            "tokens is drawn for comparison.")
 
 
 def _tier_drain_times_setup(p):
@@ -261,8 +280,8 @@ def tier_drain_times(p, tiers=None, lifetimes=(("5-min cache", 300.0), ("1-h cac
     d = np.array([t.drain_time for t in ts])
     cols = [ROLE["compute"], ROLE["weights"], ROLE["kv"], ROLE["capacity"]] * 3
     p.add(ax.barh(y, d, color=cols[:len(ts)], height=0.6))
-    ax.set_yticks(y, [f"{t.name}\n({t.device.split('(')[0].strip()})" if len(t.device) < 36 else t.name
-                      for t in ts], fontsize=SMALL)
+    ax.set_yticks(y, [f"{t.name}\n({t.device.split('(')[0].strip()})" if len(t.device) < 36
+                      else t.name for t in ts], fontsize=SMALL)
     ax.invert_yaxis()
     lo, hi = d.min() / 3, max(d.max(), max(v for _, v in lifetimes)) * 20
     ax.set_xlim(lo, hi)
@@ -284,9 +303,11 @@ def tier_drain_times(p, tiers=None, lifetimes=(("5-min cache", 300.0), ("1-h cac
     ax.set_xlabel("drain time: capacity / bandwidth")
     ax.set_title("How long each tier takes to read itself once", pad=24)
     p.numbers = {t.name: t.drain_time for t in ts}
-    return ("Horizontal bar chart, log scale, of drain time (capacity over bandwidth) per memory tier: "
+    return ("Horizontal bar chart, log scale, of drain time "
+            "(capacity over bandwidth) per memory tier: "
             + ", ".join(f"{t.name} {fmt_t(t.drain_time)}" for t in ts)
-            + "; the top axis marks the cache lifetimes " + ", ".join(n for n, _ in lifetimes) + ".")
+            + "; the top axis marks the cache lifetimes "
+            + ", ".join(n for n, _ in lifetimes) + ".")
 
 
 def _cache_cost_vs_lifetime_setup(p):
@@ -298,8 +319,8 @@ def _cache_cost_vs_lifetime_setup(p):
 
 
 @builder(figsize=(6.4, 4.4), setup=_cache_cost_vs_lifetime_setup)
-def cache_cost_vs_lifetime(p, kv_bytes_per_token, tiers=None, lifetimes=None, remat_cost_per_million=None,
-                           marks=(("5 min", 300.0), ("1 h", 3600.0))):
+def cache_cost_vs_lifetime(p, kv_bytes_per_token, tiers=None, lifetimes=None,
+                           remat_cost_per_million=None, marks=(("5 min", 300.0), ("1 h", 3600.0))):
     """Cost of holding a prompt cache for a lifetime and reading it back once, per memory tier.
 
     Each tier's curve is :func:`llmmath.memory.cache_cost` per million tokens, a roofline in the
@@ -331,12 +352,15 @@ def cache_cost_vs_lifetime(p, kv_bytes_per_token, tiers=None, lifetimes=None, re
         p.hline(remat_cost_per_million, f"recompute (prefill): {fmt_usd(remat_cost_per_million)}/M",
                    color=ROLE["cost"], x=0.99, ha="right", va="bottom", ls="-")
     ax.set_title(f"Holding a prompt cache at {kv_bytes_per_token:,.0f} bytes of KV per token")
-    best = {n: ts[int(np.argmin([1e6 * float(cache_cost(kv_bytes_per_token, v, t)) for t in ts]))].name
+    best = {n: ts[int(np.argmin([1e6 * float(cache_cost(kv_bytes_per_token, v, t))
+                                 for t in ts]))].name
             for n, v in marks}
     p.numbers = {"cheapest": best}
-    return ("Log-log plot of the cost per million cached tokens of holding a prompt cache and reading it "
-            "once, against its lifetime, for the HBM, DRAM, flash and disk tiers: each curve is flat "
-            "(paying for bandwidth) up to its drain time, then rises (paying for capacity); the cheapest "
-            "tier is " + ", ".join(f"{b} for a {n}" for n, b in best.items())
-            + (f"; recomputing the prompt costs {fmt_usd(remat_cost_per_million)} per million tokens"
+    return ("Log-log plot of the cost per million cached tokens of holding a prompt cache and "
+            "reading it once, against its lifetime, for the HBM, DRAM, flash and disk tiers: each "
+            "curve is flat (paying for bandwidth) up to its drain time, then rises (paying for "
+            "capacity); the cheapest tier "
+            "is " + ", ".join(f"{b} for a {n}" for n, b in best.items())
+            + ("; recomputing the prompt costs "
+               f"{fmt_usd(remat_cost_per_million)} per million tokens"
                if remat_cost_per_million is not None else "") + ".")

@@ -18,10 +18,10 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-__all__ = ["PALETTE", "CYCLE", "ROLE", "KIND_COLOUR", "VENDOR_COLOUR", "CHIP_COLOUR", "MODEL_COLOUR",
-           "NOFIT", "STYLE", "PHONE", "SMALL", "PHONE_COLUMN_PX", "MIN_PHONE_PX", "series_colour",
-           "chip_colour", "model_colour", "house_style", "offscreen", "is_offscreen",
-           "setup_notebook"]
+__all__ = ["PALETTE", "CYCLE", "ROLE", "KIND_COLOUR", "VENDOR_COLOUR", "CHIP_COLOUR",
+           "MODEL_COLOUR", "NOFIT", "STYLE", "PHONE", "SMALL", "PHONE_COLUMN_PX", "MIN_PHONE_PX",
+           "series_colour", "chip_colour", "model_colour", "house_style", "offscreen",
+           "is_offscreen", "setup_notebook"]
 
 # Okabe-Ito, colour-blind safe; black last for reference lines.
 PALETTE = {
@@ -58,7 +58,8 @@ ROLE = {
 KIND_COLOUR = {"MHA": PALETTE["vermillion"], "GQA": PALETTE["blue"], "MQA": PALETTE["green"],
                "MLA": PALETTE["purple"]}
 #: Chip vendors (scatter plots of the catalogue); others get ``PALETTE["purple"]``.
-VENDOR_COLOUR = {"NVIDIA": PALETTE["green"], "AMD": PALETTE["vermillion"], "Google": PALETTE["blue"]}
+VENDOR_COLOUR = {"NVIDIA": PALETTE["green"], "AMD": PALETTE["vermillion"],
+                 "Google": PALETTE["blue"]}
 NOFIT = "#d9d9d9"  # grey for "does not fit in memory"
 
 #: One colour per chip in every figure (chips drawn together in the book get different colours).

@@ -40,7 +40,8 @@ def _training_time_vs_chips_setup(p):
 
 
 @builder(setup=_training_time_vs_chips_setup)
-def training_time_vs_chips(p, model, tokens, chip, chips_range=None, mfu=0.4, dtype="bf16", mark_chips=None):
+def training_time_vs_chips(p, model, tokens, chip, chips_range=None, mfu=0.4, dtype="bf16",
+                           mark_chips=None):
     """Training time (days) against chip count (log-log): ``6 N_act D / (n C MFU)``.
 
     Reference lines at a week, a month and three months; greys out chip counts too few to hold
@@ -70,11 +71,13 @@ def training_time_vs_chips(p, model, tokens, chip, chips_range=None, mfu=0.4, dt
             p.point(mc, d, f"{mc:,.0f} chips: {fmt_days(d)} days")
             p.numbers = {"days": d}
     name = model.name if hasattr(model, "name") else f"{fmt_count(model)}-parameter model"
-    ax.set_title(with_notes(f"{name}, {fmt_count(tokens)} tokens on {chip.name} at MFU {mfu:.0%}", dnote))
+    ax.set_title(with_notes(f"{name}, {fmt_count(tokens)} tokens on "
+                            f"{chip.name} at MFU {mfu:.0%}", dnote))
     p.numbers.update(flops=flops, chips_for_state=need)
     return (f"Log-log plot of training time in days against chip count for {name} on "
-            f"{fmt_count(tokens)} tokens ({fmt_si(flops, 'FLOP')}) on {chip.name} at {mfu:.0%} MFU: "
-            f"{fmt_days(days[0])} days on {n[0]:,.0f} chips, {fmt_days(days[-1])} days on {n[-1]:,.0f}.")
+            f"{fmt_count(tokens)} tokens ({fmt_si(flops, 'FLOP')}) on {chip.name} at {mfu:.0%} "
+            f"MFU: {fmt_days(days[0])} days on {n[0]:,.0f} chips, {fmt_days(days[-1])} days on "
+            f"{n[-1]:,.0f}.")
 
 
 # ----- chapter 10: attention's share, sharded training state, data-parallel gradient sync -------
@@ -93,12 +96,15 @@ def _share_setup(p):
 def attention_share_vs_seq(p, model_list, sequence_lengths=None, mark_sequence_length=None):
     """Attention's share of training FLOPs per token against the training sequence length.
 
-    ``a / (6 N_act + a)`` with ``a`` from :func:`llmmath.training.attention_training_flops_per_token`
-    (causal, forward and backward). Each line stops at its model's maximum context.
-    ``sequence_lengths`` default 512 .. 131,072; ``mark_sequence_length`` marks that length on the first model.
+    ``a / (6 N_act + a)`` with ``a`` from
+    :func:`llmmath.training.attention_training_flops_per_token` (causal, forward and backward). Each
+    line stops at its model's maximum context. ``sequence_lengths`` default 512 .. 131,072;
+    ``mark_sequence_length`` marks that length on the
+    first model.
     """
     ms = [model_of(m) for m in as_list(model_list, None)]
-    S = grid(sequence_lengths, 512, 131072, n=30) if sequence_lengths is not None else 2.0 ** np.arange(9, 18)
+    S = (grid(sequence_lengths, 512, 131072, n=30) if sequence_lengths is not None
+         else 2.0 ** np.arange(9, 18))
     ax = p.ax
     ends, names, last = [], [], {}
     for i, m in enumerate(ms):
@@ -122,10 +128,11 @@ def attention_share_vs_seq(p, model_list, sequence_lengths=None, mark_sequence_l
             p.numbers = {"share": f}
     ax.set_title("Attention's share of training FLOPs (6 N_act D leaves it out)")
     p.numbers.update(last=last)
-    body = "; ".join(f"{n} {fmt_percent(y, 2)} at {fmt_count(s, 3)} tokens" for n, (s, y) in last.items())
-    return ("Plot of attention's share of training FLOPs per token against training sequence length "
-            f"(log scale) for {', '.join(names)}: every line rises with the length; at each line's "
-            f"longest length: {body}.")
+    body = "; ".join(f"{n} {fmt_percent(y, 2)} at {fmt_count(s, 3)} tokens"
+                     for n, (s, y) in last.items())
+    return ("Plot of attention's share of training FLOPs per token against training sequence "
+            f"length (log scale) for {', '.join(names)}: every line rises with the length; at each "
+            f"line's longest length: {body}.")
 
 
 _STAGE_NAMES = {0: "no sharding (DP)", 1: "ZeRO-1: optimiser", 2: "ZeRO-2: + gradients",
@@ -158,7 +165,8 @@ def zero_memory_vs_chips(p, model, chip, chips_range=None, mark_chips=None):
     p.hline(c.hbm_capacity, f"{c.name} HBM {fmt_bytes(c.hbm_capacity)}", color=ROLE["capacity"],
             x=0.01, ha="left")
     p.add(ax.legend(loc="upper right", ncol=2))
-    fit3 = float(n[np.argmax(vals[3] <= c.hbm_capacity)]) if (vals[3] <= c.hbm_capacity).any() else math.inf
+    fit3 = (float(n[np.argmax(vals[3] <= c.hbm_capacity)]) if (vals[3] <= c.hbm_capacity).any()
+            else math.inf)
     with p.marking():
         if mark_chips is not None:
             mc = float(mark_chips)
@@ -199,7 +207,8 @@ def dp_sync_vs_tokens(p, model, chip, n_chips=1024, tokens=None, grad_bytes=2, m
         if not getattr(c, f"{net}_bandwidth"):
             continue
         t = float(dp_gradient_sync_time(m, c, n_chips, net, grad_bytes))
-        sync[net], crit[net] = t, float(dp_critical_tokens(m, c, n_chips, net, grad_bytes, dtype=dt))
+        sync[net], crit[net] = t, float(dp_critical_tokens(m, c, n_chips, net, grad_bytes,
+                                                           dtype=dt))
         word = "scale-up" if net == "scale_up" else "scale-out"
         bw = getattr(c, f"{net}_bandwidth")
         hides = (f"; hides above {fmt_count(crit[net], 3)} tokens"
@@ -220,8 +229,8 @@ def dp_sync_vs_tokens(p, model, chip, n_chips=1024, tokens=None, grad_bytes=2, m
             p.numbers = {"compute": tc}
     ax.set_title(with_notes(f"{m.name} data-parallel over {n_chips:,} {c.name}", dnote))
     p.numbers.update(critical=crit, sync=sync)
-    parts = "; ".join(f"over {k.replace('_', '-')} the all-reduce takes {fmt_time(sync[k], 2)} and hides "
-                      f"above {fmt_count(crit[k], 3)} tokens per chip" for k in sync)
+    parts = "; ".join(f"over {k.replace('_', '-')} the all-reduce takes {fmt_time(sync[k], 2)} and "
+                      f"hides above {fmt_count(crit[k], 3)} tokens per chip" for k in sync)
     return (f"Log-log plot of compute time per step against tokens per chip for {m.name} on "
-            f"{c.name}, a rising line, beside flat gradient all-reduce times over {n_chips:,} chips: "
-            f"{parts}.")
+            f"{c.name}, a rising line, beside flat gradient "
+            f"all-reduce times over {n_chips:,} chips: {parts}.")
