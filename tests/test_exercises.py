@@ -75,3 +75,13 @@ def test_a_blank_answer_asks_to_be_filled_in(blank, capsys):
 def test_slip_hints_unchanged_once_filled_in():
     assert check(8 * 6.7e9, 6.7e9, quiet=True).endswith("bits vs bytes?")
     assert check(6.7e9, 6.7e9, quiet=True) == "right"
+
+
+def test_a_verdict_is_printed_once_in_a_notebook():
+    """check prints its verdict; the returned value (a str) must not be echoed as 'right' again."""
+    from IPython.core.formatters import DisplayFormatter
+
+    v = check(295, 295, quiet=True)
+    assert v == "right" and isinstance(v, str)
+    assert DisplayFormatter().format(v) == ({}, {})          # a notebook shows nothing more
+    assert DisplayFormatter().format("right")[0]             # while a plain str would be shown

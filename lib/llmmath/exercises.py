@@ -15,7 +15,17 @@ import math
 
 import numpy as np
 
-__all__ = ["check", "KNOWN_FACTORS", "UNANSWERED"]
+__all__ = ["check", "KNOWN_FACTORS", "UNANSWERED", "Verdict"]
+
+class Verdict(str):
+    """A verdict `check` has already printed: a notebook does not echo it a second time.
+
+    It is a plain ``str`` everywhere else (compare it, format it, store it).
+    """
+
+    def _ipython_display_(self):  # IPython shows nothing for the cell's value
+        pass
+
 
 # The verdict for a blank answer: the check cells ship as ``my_answer = None``.
 UNANSWERED = "fill in your answer: replace None with your number, then run the cell again"
@@ -64,7 +74,7 @@ def check(answer, expected, rtol=0.05, quiet=False) -> str:
     rtol = _as_float(rtol, "rtol")
     if rtol <= 0:
         raise ValueError(f"rtol: got {rtol:g}; allowed values are > 0")
-    verdict = UNANSWERED if blank else _verdict(a, e, rtol)
+    verdict = Verdict(UNANSWERED if blank else _verdict(a, e, rtol))
     if not quiet:
         print(verdict)
     return verdict
