@@ -1,0 +1,322 @@
+"""From bound to estimate: what one step is likely to take, not only what it cannot beat.
+
+:func:`estimate_step` starts from the per-operation lower bound of :mod:`llmmath.step`
+(``max(t_attn, t_kv) + max(t_matmul, t_weights)``, unchanged) and adds, one by one, the time the
+bound leaves out. Each addition is a separate field of the result, so a reader (or a waterfall
+figure) sees where the time goes:
+
+1. ``kernel_time``: **kernel efficiency by shape.** Real kernels reach a measured fraction of the
+   datasheet (:data:`MATMUL_EFFICIENCY`, :data:`ATTENTION_EFFICIENCY`,
+   :data:`MEMORY_EFFICIENCY`), and a matmul whose activations have ``M`` rows is computed in
+   tensor-core tiles of :data:`TILE_M` rows: ``M`` is padded to ``ceil(M / 64) x 64``. At batch 8
+   a decode matmul does the arithmetic of 64 rows, eight times what the bound counts.
+2. ``moe_time``: **grouped expert matmuls at small batch.** With ``T`` tokens routed ``k`` at a
+   time over ``E`` experts, ``E_t = E (1 - (1 - k/E)^T)`` experts are touched; each reads its
+   weights whole and multiplies only ``T k / E_t`` rows, padded to a tile of its own. The shared
+   matmuls and the experts' matmuls overlap their own weight reads separately.
+3. ``comm_time``: **communication**, chapter 9's latency-plus-bandwidth model
+   (:mod:`llmmath.collectives`, :mod:`llmmath.parallel`): the tensor-parallel all-reduces of each
+   layer and the expert-parallel all-to-alls of each MoE layer, each paying
+   :data:`HOP_LATENCY` per step, over the scale-up links at :data:`LINK_EFFICIENCY` of line rate.
+4. ``layer_overhead_time`` and ``step_overhead_time``: **fixed costs**:
+   :data:`KERNELS_PER_LAYER` kernels per layer, each costing :data:`KERNEL_OVERHEAD` to launch
+   and drain; and per step :data:`STEP_OVERHEAD` (sampling, scheduling, the host loop).
+
+``time = bound.time + kernel_time + moe_time + comm_time + layer_overhead_time +
+step_overhead_time``: every term is zero or positive, so the estimate is never below the bound.
+
+Every coefficient is a named module-level constant with its source (keys of references.bib);
+none is fitted to a hidden measurement. Change one for a whole session by passing
+``overheads=Overheads(...)`` (a small frozen dataclass, defaults below), or pass
+``dataclasses.replace(DEFAULT_OVERHEADS, step_overhead=0)`` to see what one term is worth.
+``data/calibration/measured_latency.csv`` holds the published measurements the estimate is
+checked against (``scripts/calibration_report.py`` prints how close it comes).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import chips as _chips
+from ._check import choice, fraction, positive
+from ._check import n_chips as n_chips_check
+from ._check import scalar_or_array as _out
+from .collectives import NCCL_NVLINK_EFFICIENCY, STEP_LATENCIES
+from .parallel import expert_parallel_comm_time, tensor_parallel_comm_time
+from .step import decode_step, prefill_step
+
+__all__ = [
+    "TILE_M",
+    "MATMUL_EFFICIENCY",
+    "ATTENTION_EFFICIENCY",
+    "MEMORY_EFFICIENCY",
+    "LINK_EFFICIENCY",
+    "HOP_LATENCY",
+    "KERNELS_PER_LAYER",
+    "KERNEL_OVERHEAD",
+    "STEP_OVERHEAD",
+    "PHASES",
+    "Overheads",
+    "DEFAULT_OVERHEADS",
+    "Estimate",
+    "padded_rows",
+    "estimate_step",
+]
+
+#: Rows of one tensor-core tile: Hopper's warpgroup matmul instruction is ``m64nNk16``
+#: (``wgmma.mma_async``, PTX ISA [nvidia_ptx_wgmma]), so a matmul's ``M`` rows are computed in
+#: multiples of 64; fewer rows waste the rest of the tile.
+TILE_M = 64
+
+#: Achievable fraction of the datasheet matmul peak, by compute format: DeepGEMM's FP8 GEMMs
+#: reach up to 1,350 of 1,979 TFLOP/s on an H800/H100-class die [deepseek_deepgemm]; the best
+#: measured bf16 kernel, FlashAttention-3's forward, 740 of 989 [shah2024flashattention3]
+#: (:data:`llmmath.chips.MEASURED_H100`). A format not listed uses the bf16 fraction.
+MATMUL_EFFICIENCY = {
+    "fp8": _chips.MEASURED_H100["fp8_gemm"] / 1978.9e12,
+    "bf16": _chips.MEASURED_H100["bf16_matmul"] / 989.4e12,
+}
+
+#: Achievable fraction of the bf16 peak for attention's own FLOPs: FlashAttention-3's 740 of
+#: 989 TFLOP/s on an H100 SXM [shah2024flashattention3].
+ATTENTION_EFFICIENCY = _chips.MEASURED_H100["bf16_matmul"] / 989.4e12
+
+#: Achievable fraction of HBM bandwidth: FlashMLA's decoding kernel reads at up to 3,000 of
+#: 3,350 GB/s on an H800 SXM5 [deepseek_flashmla] (0.90; applied to every chip, H200 included).
+MEMORY_EFFICIENCY = _chips.MEASURED_H100["hbm_read"] / 3350e9
+
+#: Bus bandwidth NCCL reaches over NVLink line rate, about 370 of 450 GB/s [nccl_nvlink_busbw]
+#: (:data:`llmmath.collectives.NCCL_NVLINK_EFFICIENCY`).
+LINK_EFFICIENCY = NCCL_NVLINK_EFFICIENCY
+
+#: Fixed cost of one collective step on an NVSwitch: NVLink SHARP all-reduce of a small message
+#: on H100s, about 6 us for its two steps [nccl_nvls_latency]
+#: (:data:`llmmath.collectives.STEP_LATENCIES`).
+HOP_LATENCY = STEP_LATENCIES["NVLink SHARP step (H100, NCCL)"][0]
+
+#: Kernels one decoder layer launches when norms, rotary embedding and residual adds are fused
+#: into their neighbours, counted here from the layer's operations (recount for your engine):
+#: input norm, QKV projection, attention (rotary embedding and KV write fused in), output
+#: projection, all-reduce fused with the residual add and the next norm, gate/up projection,
+#: activation, down projection, and the second all-reduce with its residual: 9. An MoE layer's
+#: router and grouped GEMMs are counted as these (a derivation, not a measurement).
+KERNELS_PER_LAYER = 9
+
+#: Time one kernel adds beyond its own work when many short kernels run back to back: the host
+#: enqueues a kernel launch in about 2.6-2.8 us (measured over chains of 8 to 117 kernels,
+#: [ocannl_launch_probe]); a decode step's kernels are too short to hide it.
+KERNEL_OVERHEAD = 2.65e-6
+
+#: Fixed cost per step outside the layers: the host loop that samples the next tokens, updates
+#: the batch and launches the step. SGLang measured a GPU bubble of about 2 ms before every
+#: decode step of a CUDA-graph replay (Qwen2.5-32B, TP4, batch 64) [sglang_decode_bubble]; a C++
+#: runtime spends less. Default: zero (TensorRT-LLM's C++ session loop; pass the SGLang figure
+#: for a Python scheduler).
+STEP_OVERHEAD = 0.0
+
+#: The two phases a step can be in.
+PHASES = ("decode", "prefill")
+
+
+@dataclass(frozen=True)
+class Overheads:
+    """The coefficients of :func:`estimate_step`, each defaulting to its cited module constant.
+
+    - ``matmul_efficiency``: achievable fraction of the matmul peak; ``None`` takes
+      :data:`MATMUL_EFFICIENCY` for the step's ``dtype`` (bf16's for a format not listed)
+    - ``attention_efficiency``, ``memory_efficiency``: achievable fractions of the attention
+      FLOP rate and of HBM bandwidth, in (0, 1]
+    - ``tile_m``: rows of one tensor-core tile (``M`` is padded to a multiple of it)
+    - ``link_efficiency``: fraction of the scale-up line rate collectives reach, in (0, 1]
+    - ``hop_latency``: seconds per collective step
+    - ``kernels_per_layer``, ``kernel_overhead``: kernels per layer and seconds each adds
+    - ``step_overhead``: seconds per step outside the layers (sampling, scheduling)
+    """
+
+    matmul_efficiency: float | None = None
+    attention_efficiency: float = ATTENTION_EFFICIENCY
+    memory_efficiency: float = MEMORY_EFFICIENCY
+    tile_m: int = TILE_M
+    link_efficiency: float = LINK_EFFICIENCY
+    hop_latency: float = HOP_LATENCY
+    kernels_per_layer: int = KERNELS_PER_LAYER
+    kernel_overhead: float = KERNEL_OVERHEAD
+    step_overhead: float = STEP_OVERHEAD
+
+    def __post_init__(self):
+        if self.matmul_efficiency is not None:
+            fraction("matmul_efficiency", self.matmul_efficiency)
+        fraction("attention_efficiency", self.attention_efficiency)
+        fraction("memory_efficiency", self.memory_efficiency)
+        positive("tile_m", self.tile_m, integer=True, maximum=4096)
+        fraction("link_efficiency", self.link_efficiency)
+        positive("hop_latency", self.hop_latency, allow_zero=True)
+        positive("kernels_per_layer", self.kernels_per_layer, allow_zero=True, integer=True)
+        positive("kernel_overhead", self.kernel_overhead, allow_zero=True)
+        positive("step_overhead", self.step_overhead, allow_zero=True)
+
+
+#: The cited defaults.
+DEFAULT_OVERHEADS = Overheads()
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One step's estimate, SI units (seconds), term by term.
+
+    - ``bound``: the per-operation lower bound (a :class:`llmmath.step.Step`), unchanged
+    - ``kernel_time``: achievable kernel rates and tile padding of the matmuls' rows
+    - ``moe_time``: grouped expert matmuls (few rows per touched expert, each padded); 0 for dense
+    - ``tp_comm_time``, ``ep_comm_time``: tensor-parallel all-reduces and expert-parallel
+      all-to-alls, latency plus bandwidth; ``comm_time`` their sum
+    - ``layer_overhead_time``: kernels per layer times the fixed cost of each
+    - ``step_overhead_time``: sampling and scheduling, once per step
+    - ``time``: the estimate, ``bound.time`` plus every term above; never below the bound
+    - ``phase``: "decode" or "prefill"; ``overheads``: the coefficients used
+    """
+
+    bound: object
+    kernel_time: float | np.ndarray
+    moe_time: float | np.ndarray
+    tp_comm_time: float | np.ndarray
+    ep_comm_time: float | np.ndarray
+    comm_time: float | np.ndarray
+    layer_overhead_time: float | np.ndarray
+    step_overhead_time: float | np.ndarray
+    time: float | np.ndarray
+    phase: str = "decode"
+    overheads: Overheads = field(default=DEFAULT_OVERHEADS, repr=False)
+
+    @property
+    def terms(self) -> dict:
+        """The waterfall from bound to estimate: name -> seconds, in the order they add."""
+        return {"bound": self.bound.time, "kernel efficiency": self.kernel_time,
+                "grouped experts": self.moe_time, "tensor-parallel all-reduce": self.tp_comm_time,
+                "expert-parallel all-to-all": self.ep_comm_time,
+                "per-layer kernel overhead": self.layer_overhead_time,
+                "per-step overhead": self.step_overhead_time}
+
+
+def padded_rows(tokens, tile_m=TILE_M):
+    """Rows a matmul over ``tokens`` rows computes in tiles of ``tile_m``: ``ceil(T / m) x m``.
+
+    ``padded_rows(1) == 64``, ``padded_rows(64) == 64``, ``padded_rows(65) == 128``. A fractional
+    count (an expected number of tokens per expert) is padded the same way.
+    """
+    t = positive("tokens", tokens)
+    m = positive("tile_m", tile_m, integer=True, maximum=4096)
+    if type(t) is float:
+        return math.ceil(t / m) * m
+    return _out(np.ceil(np.asarray(t) / m) * m)
+
+
+def _touched(model, tokens):
+    """Expected distinct routed experts ``T`` tokens touch in one MoE layer: E (1 - (1-k/E)^T)."""
+    E, k = model.n_experts, model.experts_per_token
+    if k >= E:
+        return E * np.ones_like(np.asarray(tokens, dtype=float))
+    return E * -np.expm1(np.asarray(tokens, dtype=float) * np.log1p(-k / E))
+
+
+def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight_bytes=2,
+                  kv_bytes=2, dtype="bf16", expert_parallel=1, activation_bytes=2,
+                  overheads=DEFAULT_OVERHEADS) -> Estimate:
+    """An estimate of one step: the per-operation lower bound plus each cited overhead.
+
+    - ``phase="decode"``: ``batch`` sequences each emit one token with ``context`` tokens
+      already in their KV caches (the bound is :func:`llmmath.step.decode_step`).
+    - ``phase="prefill"``: ``batch`` sequences each prefill ``context`` tokens with nothing
+      cached before (:func:`llmmath.step.prefill_step` with ``prompt=context``).
+    - ``n_chips`` serve the replica: attention and dense layers are tensor-parallel over
+      ``n_chips / expert_parallel`` chips (an all-reduce after attention and one after the MLP);
+      with ``expert_parallel`` > 1 the MoE layers are spread over that many chips and exchange
+      tokens by two all-to-alls (dispatch, combine) per MoE layer. ``expert_parallel`` must
+      divide ``n_chips``.
+    - ``weight_bytes``, ``kv_bytes``, ``dtype`` as in the bounds; ``activation_bytes`` per
+      number sent in the collectives.
+    - ``overheads``: an :class:`Overheads` with the coefficients (default: the cited constants).
+
+    Returns an :class:`Estimate`; ``estimate.time >= estimate.bound.time`` always. Arrays
+    broadcast (``context=np.arange(...)`` gives every step of a generation at once).
+
+    What it still leaves out: routing imbalance across expert-parallel chips (see
+    :func:`llmmath.moe.imbalance_factor`), overlap of communication with compute (two-batch
+    overlap), speculative decoding, and a serving engine's queueing.
+    """
+    choice("phase", phase, PHASES)
+    if not isinstance(overheads, Overheads):
+        raise TypeError(f"overheads: got {overheads!r}; expected an Overheads (llmmath.estimate)")
+    batch = positive("batch", batch)
+    n = n_chips_check(n_chips)
+    ep = n_chips_check(expert_parallel, "expert_parallel")
+    activation_bytes = positive("activation_bytes", activation_bytes, maximum=8)
+    if np.any(np.asarray(ep) > np.asarray(n)) or np.any(np.mod(np.asarray(n), np.asarray(ep)) != 0):
+        raise ValueError(f"expert_parallel: got {expert_parallel!r}; it must divide n_chips={n_chips!r}")
+    if phase == "decode":
+        step = decode_step(model, chip, batch, context, n_chips=n, weight_bytes=weight_bytes,
+                           kv_bytes=kv_bytes, dtype=dtype, overlap="per-op")
+        tokens = np.asarray(batch, dtype=float)
+    else:
+        step = prefill_step(model, chip, batch, context, n_chips=n, weight_bytes=weight_bytes,
+                            kv_bytes=kv_bytes, dtype=dtype, overlap="per-op")
+        tokens = np.asarray(batch, dtype=float) * np.asarray(positive("context", context))
+    o = overheads
+    ce = o.matmul_efficiency or MATMUL_EFFICIENCY.get(dtype, MATMUL_EFFICIENCY["bf16"])
+    me, ae = o.memory_efficiency, o.attention_efficiency
+
+    mm, w = np.asarray(step.matmul_time), np.asarray(step.weight_time)
+    attn, kv = np.asarray(step.attention_time), np.asarray(step.kv_time)
+    # the experts' share of the matmul FLOPs and of the weight bytes
+    if model.is_moe:
+        expert_flop_share = (model.n_moe_layers * model.experts_per_token * model.expert_params
+                             / model.matmul_params_active)
+        touched = _touched(model, tokens)
+        expert_bytes = model.n_moe_layers * touched * model.expert_params * np.asarray(weight_bytes)
+        expert_w_share = expert_bytes / np.asarray(step.weight_bytes_read)
+    else:
+        expert_flop_share, touched, expert_w_share = 0.0, None, 0.0
+    shared_mm, expert_mm = mm * (1.0 - expert_flop_share), mm * expert_flop_share
+    shared_w, expert_w = w * (1.0 - expert_w_share), w * expert_w_share
+
+    pad = np.ceil(tokens / o.tile_m) * o.tile_m / tokens
+    attn_part = np.maximum(attn / ae, kv / me)
+    shared_c = shared_mm * pad / ce
+    expert_c = expert_mm / ce
+    t_kernel = attn_part + np.maximum(shared_c + expert_c, w / me)
+    kernel_time = np.maximum(t_kernel - np.asarray(step.time), 0.0)
+
+    if model.is_moe:
+        rows = tokens * model.experts_per_token / touched           # rows per touched expert
+        expert_pad = np.ceil(rows / o.tile_m) * o.tile_m / rows
+        t_moe = (attn_part + np.maximum(shared_c, shared_w / me)
+                 + np.maximum(expert_c * expert_pad, expert_w / me))
+        moe_time = np.maximum(t_moe - t_kernel, 0.0)
+    else:
+        moe_time = 0.0 * kernel_time
+
+    tp = np.asarray(n) / np.asarray(ep)
+    bw = chip.scale_up_bandwidth
+    if bw is None:
+        if np.any(np.asarray(n) > 1):
+            raise ValueError(f"chip: {chip.name!r} lists no scale_up_bandwidth; communication "
+                             "between its chips cannot be estimated (use n_chips=1)")
+        bw = 1.0
+    bw = bw * o.link_efficiency
+    tp_comm = np.asarray(tensor_parallel_comm_time(model, tokens, tp, bw, activation_bytes,
+                                                   hop_latency=o.hop_latency, topology="switch"))
+    if model.is_moe and np.any(np.asarray(ep) > 1):
+        ep_comm = np.asarray(expert_parallel_comm_time(model, tokens, ep, bw, activation_bytes,
+                                                       hop_latency=o.hop_latency, topology="switch"))
+    else:
+        ep_comm = 0.0 * tp_comm
+    layer_overhead = model.n_layers * o.kernels_per_layer * o.kernel_overhead + 0.0 * kernel_time
+    step_overhead = o.step_overhead + 0.0 * kernel_time
+    comm = tp_comm + ep_comm
+    time = np.asarray(step.time) + kernel_time + moe_time + comm + layer_overhead + step_overhead
+    return Estimate(bound=step, kernel_time=_out(kernel_time), moe_time=_out(moe_time),
+                    tp_comm_time=_out(tp_comm), ep_comm_time=_out(ep_comm), comm_time=_out(comm),
+                    layer_overhead_time=_out(layer_overhead), step_overhead_time=_out(step_overhead),
+                    time=_out(time), phase=phase, overheads=o)
