@@ -54,17 +54,17 @@ def evaluate(row, overheads=DEFAULT_OVERHEADS) -> dict:
     model, chip = _model(row), chips.get(row["chip"])
     kw = dict(n_chips=row["n_chips"], weight_bytes=row["weight_bytes"], kv_bytes=row["kv_bytes"],
               dtype=row["dtype"], expert_parallel=row["ep"], overheads=overheads)
-    B, I, O = row["batch"], row["input_tokens"], row["output_tokens"]
+    batch, n_in, n_out = row["batch"], row["input_tokens"], row["output_tokens"]
     parts = []
     if row["phase"] == "decode":
-        parts.append(estimate_step(model, chip, B, I + O / 2, phase="decode", **kw))
+        parts.append(estimate_step(model, chip, batch, n_in + n_out / 2, phase="decode", **kw))
     elif row["phase"] == "prefill":
-        parts.append(estimate_step(model, chip, B, I, phase="prefill", **kw))
+        parts.append(estimate_step(model, chip, batch, n_in, phase="prefill", **kw))
     else:
-        parts.append(estimate_step(model, chip, B, I, phase="prefill", **kw))
-        if O > 1:
-            parts.append(estimate_step(model, chip, B, np.arange(I, I + O - 1, dtype=float),
-                                       phase="decode", **kw))
+        parts.append(estimate_step(model, chip, batch, n_in, phase="prefill", **kw))
+        if n_out > 1:
+            contexts = np.arange(n_in, n_in + n_out - 1, dtype=float)
+            parts.append(estimate_step(model, chip, batch, contexts, phase="decode", **kw))
     out = dict.fromkeys(TERMS, 0.0)
     out["estimate"] = 0.0
     for e in parts:
