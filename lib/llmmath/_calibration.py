@@ -15,12 +15,13 @@ Not part of the reader's API (a leading underscore): the tests and
 from __future__ import annotations
 
 import csv
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 
 from . import chips, models
-from .estimate import DEFAULT_OVERHEADS, estimate_step
+from .estimate import DEFAULT_OVERHEADS, SGLANG_STEP_OVERHEAD, estimate_step
 
 CSV_PATH = Path(__file__).resolve().parents[2] / "data" / "calibration" / "measured_latency.csv"
 TERMS = ("bound", "kernel efficiency", "grouped experts", "tensor-parallel all-reduce",
@@ -48,10 +49,19 @@ def _model(row):
     return m
 
 
+def overheads_for(row, overheads=DEFAULT_OVERHEADS):
+    """The coefficients for one row: the defaults, with SGLang's cited host time per step for a
+    row served by SGLang (:data:`llmmath.estimate.SGLANG_STEP_OVERHEAD`)."""
+    if row["engine"].startswith("SGLang") and overheads.step_overhead == 0:
+        return dataclasses.replace(overheads, step_overhead=SGLANG_STEP_OVERHEAD)
+    return overheads
+
+
 def evaluate(row, overheads=DEFAULT_OVERHEADS) -> dict:
     """Estimate and bound of one row, in seconds of what the row measured, and each term summed
     over the steps the measurement spans (a dict: term name -> seconds, plus "estimate")."""
     model, chip = _model(row), chips.get(row["chip"])
+    overheads = overheads_for(row, overheads)
     kw = dict(n_chips=row["n_chips"], weight_bytes=row["weight_bytes"], kv_bytes=row["kv_bytes"],
               dtype=row["dtype"], expert_parallel=row["ep"], overheads=overheads)
     batch, n_in, n_out = row["batch"], row["input_tokens"], row["output_tokens"]

@@ -16,8 +16,10 @@ figure) sees where the time goes:
    matmuls and the experts' matmuls overlap their own weight reads separately.
 3. ``comm_time``: **communication**, chapter 9's latency-plus-bandwidth model
    (:mod:`llmmath.collectives`, :mod:`llmmath.parallel`): the tensor-parallel all-reduces of each
-   layer and the expert-parallel all-to-alls of each MoE layer, each paying
-   :data:`HOP_LATENCY` per step, over the scale-up links at :data:`LINK_EFFICIENCY` of line rate.
+   layer and the expert-parallel all-to-alls of each MoE layer, over the scale-up links at
+   :data:`LINK_EFFICIENCY` of line rate, each step paying :data:`HOP_LATENCY` on an NVSwitch
+   (NVIDIA chips: 2 steps per all-reduce) or :data:`RING_HOP_LATENCY` on a ring (other chips:
+   ``2 (n - 1)`` steps).
 4. ``layer_overhead_time`` and ``step_overhead_time``: **fixed costs**:
    :data:`KERNELS_PER_LAYER` kernels per layer, each costing :data:`KERNEL_OVERHEAD` to launch
    and drain; and per step :data:`STEP_OVERHEAD` (sampling, scheduling, the host loop).
@@ -55,9 +57,11 @@ __all__ = [
     "MEMORY_EFFICIENCY",
     "LINK_EFFICIENCY",
     "HOP_LATENCY",
+    "RING_HOP_LATENCY",
     "KERNELS_PER_LAYER",
     "KERNEL_OVERHEAD",
     "STEP_OVERHEAD",
+    "SGLANG_STEP_OVERHEAD",
     "PHASES",
     "Overheads",
     "DEFAULT_OVERHEADS",
@@ -94,8 +98,16 @@ LINK_EFFICIENCY = NCCL_NVLINK_EFFICIENCY
 
 #: Fixed cost of one collective step on an NVSwitch: NVLink SHARP all-reduce of a small message
 #: on H100s, about 6 us for its two steps [nccl_nvls_latency]
-#: (:data:`llmmath.collectives.STEP_LATENCIES`).
+#: (:data:`llmmath.collectives.STEP_LATENCIES`). Used for NVIDIA chips, whose scale-up domain
+#: is an NVSwitch (topology "switch": an all-reduce is 2 steps).
 HOP_LATENCY = STEP_LATENCIES["NVLink SHARP step (H100, NCCL)"][0]
+
+#: Fixed cost of one step of a ring collective: NCCL's ring all-reduce of a tiny message over 8
+#: A100s on NVLink, 33.7 us for its 2 x 7 steps [nccl_tests_latency]. Used for chips whose
+#: scale-up network is not a switch with in-network reduction (AMD's Infinity Fabric mesh, TPU
+#: tori): topology "ring", an all-reduce over n chips is 2 (n - 1) steps. An assumption for
+#: those chips (no like-for-like measurement is cited): the library's only measured ring step.
+RING_HOP_LATENCY = STEP_LATENCIES["NVLink ring step (A100, NCCL)"][0]
 
 #: Kernels one decoder layer launches when norms, rotary embedding and residual adds are fused
 #: into their neighbours, counted here from the layer's operations (recount for your engine):
@@ -113,12 +125,19 @@ KERNEL_OVERHEAD = 2.65e-6
 #: Fixed cost per step outside the layers: the host loop that samples the next tokens, updates
 #: the batch and launches the step. SGLang measured a GPU bubble of about 2 ms before every
 #: decode step of a CUDA-graph replay (Qwen2.5-32B, TP4, batch 64) [sglang_decode_bubble]; a C++
-#: runtime spends less. Default: zero (TensorRT-LLM's C++ session loop; pass the SGLang figure
-#: for a Python scheduler).
+#: runtime spends less. Default: zero (TensorRT-LLM's C++ session loop; pass
+#: :data:`SGLANG_STEP_OVERHEAD` for SGLang's Python scheduler).
 STEP_OVERHEAD = 0.0
+
+#: SGLang's host time per decode step, about 2 ms [sglang_decode_bubble]: pass it as
+#: ``Overheads(step_overhead=SGLANG_STEP_OVERHEAD)`` for a step served by SGLang.
+SGLANG_STEP_OVERHEAD = 2e-3
 
 #: The two phases a step can be in.
 PHASES = ("decode", "prefill")
+
+#: Collective topologies an estimate can assume (a subset of :data:`llmmath.collectives.TOPOLOGIES`).
+TOPOLOGIES = ("switch", "ring")
 
 
 @dataclass(frozen=True)
@@ -131,7 +150,10 @@ class Overheads:
       FLOP rate and of HBM bandwidth, in (0, 1]
     - ``tile_m``: rows of one tensor-core tile (``M`` is padded to a multiple of it)
     - ``link_efficiency``: fraction of the scale-up line rate collectives reach, in (0, 1]
-    - ``hop_latency``: seconds per collective step
+    - ``topology``: how the collectives run, "switch" or "ring" (:mod:`llmmath.collectives`);
+      ``None`` takes "switch" for NVIDIA chips (an NVSwitch domain) and "ring" for the others
+    - ``hop_latency``: seconds per collective step; ``None`` takes :data:`HOP_LATENCY` on a
+      switch and :data:`RING_HOP_LATENCY` on a ring
     - ``kernels_per_layer``, ``kernel_overhead``: kernels per layer and seconds each adds
     - ``step_overhead``: seconds per step outside the layers (sampling, scheduling)
     """
@@ -141,7 +163,8 @@ class Overheads:
     memory_efficiency: float = MEMORY_EFFICIENCY
     tile_m: int = TILE_M
     link_efficiency: float = LINK_EFFICIENCY
-    hop_latency: float = HOP_LATENCY
+    topology: str | None = None
+    hop_latency: float | None = None
     kernels_per_layer: int = KERNELS_PER_LAYER
     kernel_overhead: float = KERNEL_OVERHEAD
     step_overhead: float = STEP_OVERHEAD
@@ -153,7 +176,10 @@ class Overheads:
         fraction("memory_efficiency", self.memory_efficiency)
         positive("tile_m", self.tile_m, integer=True, maximum=4096)
         fraction("link_efficiency", self.link_efficiency)
-        positive("hop_latency", self.hop_latency, allow_zero=True)
+        if self.topology is not None:
+            choice("topology", self.topology, TOPOLOGIES)
+        if self.hop_latency is not None:
+            positive("hop_latency", self.hop_latency, allow_zero=True)
         positive("kernels_per_layer", self.kernels_per_layer, allow_zero=True, integer=True)
         positive("kernel_overhead", self.kernel_overhead, allow_zero=True)
         positive("step_overhead", self.step_overhead, allow_zero=True)
@@ -305,11 +331,18 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
                              "between its chips cannot be estimated (use n_chips=1)")
         bw = 1.0
     bw = bw * o.link_efficiency
+    topology = o.topology or ("switch" if getattr(chip, "vendor", "") == "NVIDIA" else "ring")
+    hop = o.hop_latency
+    if hop is None:
+        hop = HOP_LATENCY if topology == "switch" else RING_HOP_LATENCY
+    if topology == "ring":  # ring step counts take one chip count
+        tp = n_chips_check(_out(tp), "n_chips", single=True)
+        ep = n_chips_check(ep, "expert_parallel", single=True)
     tp_comm = np.asarray(tensor_parallel_comm_time(model, tokens, tp, bw, activation_bytes,
-                                                   hop_latency=o.hop_latency, topology="switch"))
+                                                   hop_latency=hop, topology=topology))
     if model.is_moe and np.any(np.asarray(ep) > 1):
         ep_comm = np.asarray(expert_parallel_comm_time(model, tokens, ep, bw, activation_bytes,
-                                                       hop_latency=o.hop_latency, topology="switch"))
+                                                       hop_latency=hop, topology=topology))
     else:
         ep_comm = 0.0 * tp_comm
     layer_overhead = model.n_layers * o.kernels_per_layer * o.kernel_overhead + 0.0 * kernel_time
