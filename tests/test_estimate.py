@@ -171,12 +171,15 @@ def test_expert_parallel_all_to_all_by_hand():
 
 
 def test_prefill_counts_batch_times_prompt_rows():
-    # prefill of 64 tokens: 64 rows fill one tile exactly, so padding adds nothing and the
-    # matmul term is the bound's over the efficiency. One all-reduce per layer pair as in decode
-    # with 64 x 1024 x 2 = 131,072 B: 2 us + 131,072 / 1e11 = 3.31072e-6; x 4 = 1.324288e-5 s.
+    # prefill of 64 tokens on 2 chips: two all-reduces per layer, as in decode, now of
+    # 64 x 1024 x 2 = 131,072 B each: 2 steps x 1 us + 2 x (1/2) x 131,072 / 1e11 = 3.31072e-6 s;
+    # 2 layers x 2 = 4 of them: 1.324288e-5 s.
     e = estimate_step(TOY, TOY_CHIP, batch=1, context=64, n_chips=2, phase="prefill", overheads=ROUND)
     assert e.tp_comm_time == pytest.approx(1.324288e-5)
     assert e.phase == "prefill"
+    # 64 rows fill one tile exactly: the matmuls are not padded, only derated (x 1/0.5)
+    assert e.bound.matmul_time < e.bound.weight_time / 2   # still weight-bound at half bandwidth
+    assert e.kernel_time == pytest.approx(e.bound.time)    # weights at half the bandwidth
 
 
 def test_terms_add_to_the_estimate():
