@@ -15,6 +15,7 @@ import pytest
 from llmmath import _calibration, chips, models
 from llmmath.chips import Chip
 from llmmath.estimate import (
+    GRAPH_NODE_OVERHEAD,
     HOP_LATENCY,
     KERNEL_OVERHEAD,
     KERNELS_PER_LAYER,
@@ -62,6 +63,7 @@ def test_constants_are_the_cited_figures():
     assert HOP_LATENCY == pytest.approx(3e-6)             # NVLS all-reduce 6 us in 2 steps
     assert RING_HOP_LATENCY == pytest.approx(33.7e-6 / 14)  # NCCL ring, 8 A100s: 2 x 7 steps
     assert SGLANG_STEP_OVERHEAD == pytest.approx(2e-3)    # SGLang's bubble per decode step
+    assert GRAPH_NODE_OVERHEAD == pytest.approx(0.58e-6)  # per CUDA-graph node
     assert KERNELS_PER_LAYER == 9 and KERNEL_OVERHEAD == pytest.approx(2.65e-6)
     assert STEP_OVERHEAD == 0.0
 
@@ -288,11 +290,16 @@ def test_calibration_conversions_by_hand():
     assert first["measured_s"] == pytest.approx(896 * 128 / 20618, rel=1e-6)
 
 
-def test_sglang_rows_pay_the_cited_step_overhead():
+def test_engine_specific_coefficients_are_the_cited_ones():
     sg = [r for r in ROWS if r["engine"].startswith("SGLang")]
     assert sg and all(_calibration.overheads_for(r).step_overhead == SGLANG_STEP_OVERHEAD for r in sg)
     trt = [r for r in ROWS if r["engine"].startswith("TensorRT")]
     assert all(_calibration.overheads_for(r).step_overhead == 0.0 for r in trt)
+    # engines that replay CUDA graphs pay a graph node per kernel, the others a launch
+    for r in ROWS:
+        graph = "cuda graph" in r["engine"].lower()
+        expected = GRAPH_NODE_OVERHEAD if graph else KERNEL_OVERHEAD
+        assert _calibration.overheads_for(r).kernel_overhead == expected
 
 
 def test_estimate_never_below_bound_on_any_row():

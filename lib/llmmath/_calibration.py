@@ -21,7 +21,12 @@ from pathlib import Path
 import numpy as np
 
 from . import chips, models
-from .estimate import DEFAULT_OVERHEADS, SGLANG_STEP_OVERHEAD, estimate_step
+from .estimate import (
+    DEFAULT_OVERHEADS,
+    GRAPH_NODE_OVERHEAD,
+    SGLANG_STEP_OVERHEAD,
+    estimate_step,
+)
 
 CSV_PATH = Path(__file__).resolve().parents[2] / "data" / "calibration" / "measured_latency.csv"
 TERMS = ("bound", "kernel efficiency", "grouped experts", "tensor-parallel all-reduce",
@@ -50,11 +55,16 @@ def _model(row):
 
 
 def overheads_for(row, overheads=DEFAULT_OVERHEADS):
-    """The coefficients for one row: the defaults, with SGLang's cited host time per step for a
-    row served by SGLang (:data:`llmmath.estimate.SGLANG_STEP_OVERHEAD`)."""
-    if row["engine"].startswith("SGLang") and overheads.step_overhead == 0:
-        return dataclasses.replace(overheads, step_overhead=SGLANG_STEP_OVERHEAD)
-    return overheads
+    """The coefficients for one row: the defaults, with what its engine is known to do: SGLang's
+    cited host time per step (:data:`llmmath.estimate.SGLANG_STEP_OVERHEAD`), and the cost of a
+    CUDA-graph node instead of a kernel launch where the engine replays CUDA graphs
+    (:data:`llmmath.estimate.GRAPH_NODE_OVERHEAD`; the row's ``engine`` says "CUDA graph")."""
+    changes = {}
+    if row["engine"].startswith("SGLang"):
+        changes["step_overhead"] = SGLANG_STEP_OVERHEAD
+    if "cuda graph" in row["engine"].lower():
+        changes["kernel_overhead"] = GRAPH_NODE_OVERHEAD
+    return dataclasses.replace(overheads, **changes) if changes else overheads
 
 
 def evaluate(row, overheads=DEFAULT_OVERHEADS) -> dict:

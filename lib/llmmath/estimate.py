@@ -35,8 +35,8 @@ small frozen dataclass, defaults below), for example
 checked against (``scripts/calibration_report.py`` prints how close it comes): on its held-out
 half the estimate is within 30% of the measurement for about half the rows, against almost none
 for the bound. Dense rows come close (measured/estimate 1.1 to 2.5); MoE rows (Mixtral on
-TensorRT-LLM 0.9, DeepSeek on SGLang and TensorRT-LLM) stay 1.2 to 6 times under the
-measurement, at small and large batch alike, the most at batch 1 (DeepSeek-V3, about 6x). What
+TensorRT-LLM 0.9, DeepSeek on SGLang and TensorRT-LLM) stay 1.2 to 8 times under the
+measurement, at small and large batch alike, the most at batch 1 (DeepSeek-V3, about 8x). What
 those engines spend beyond the terms here (MoE kernels far from the achievable rates, many more
 small kernels per layer) is not derived here.
 """
@@ -66,6 +66,7 @@ __all__ = [
     "RING_HOP_LATENCY",
     "KERNELS_PER_LAYER",
     "KERNEL_OVERHEAD",
+    "GRAPH_NODE_OVERHEAD",
     "STEP_OVERHEAD",
     "SGLANG_STEP_OVERHEAD",
     "PHASES",
@@ -127,6 +128,11 @@ KERNELS_PER_LAYER = 9
 #: enqueues a kernel launch in about 2.6-2.8 us (measured over chains of 8 to 117 kernels,
 #: [ocannl_launch_probe]); a decode step's kernels are too short to hide it.
 KERNEL_OVERHEAD = 2.65e-6
+
+#: Time one kernel adds when the step is replayed as a CUDA graph: about 0.58 us per graph node
+#: beyond a fixed cost per replay (same measurement [ocannl_launch_probe]). Pass it as
+#: ``Overheads(kernel_overhead=GRAPH_NODE_OVERHEAD)`` for an engine that replays CUDA graphs.
+GRAPH_NODE_OVERHEAD = 0.58e-6
 
 #: Fixed cost per step outside the layers: the host loop that samples the next tokens, updates
 #: the batch and launches the step. SGLang measured a GPU bubble of about 2 ms before every
