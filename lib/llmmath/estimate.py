@@ -278,7 +278,9 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     - ``overheads``: an :class:`Overheads` with the coefficients (default: the cited constants).
 
     Returns an :class:`Estimate`; ``estimate.time >= estimate.bound.time`` always. Arrays
-    broadcast (``context=np.arange(...)`` gives every step of a generation at once).
+    broadcast (``context=np.arange(...)`` gives every step of a generation at once), except
+    ``n_chips`` and ``expert_parallel`` where the collectives run on a ring (chips other than
+    NVIDIA's, or ``Overheads(topology="ring")``): a ring's step count takes one chip count.
 
     What it still leaves out: routing imbalance across expert-parallel chips (see
     :func:`llmmath.moe.imbalance_factor`), overlap of communication with compute (two-batch
