@@ -15,12 +15,19 @@ import pytest
 from llmmath import _calibration, chips, models
 from llmmath.chips import Chip
 from llmmath.estimate import (
+    DEEPGEMM_SMALL_M_BANDWIDTH,
+    GEMM_MEMORY_EFFICIENCY,
     GRAPH_NODE_OVERHEAD,
+    GROUPED_GEMM_MEMORY_EFFICIENCY,
+    GROUPED_MATMUL_DERATE,
     HOP_LATENCY,
     KERNEL_OVERHEAD,
     KERNELS_PER_LAYER,
     MATMUL_EFFICIENCY,
     MEMORY_EFFICIENCY,
+    MLA_ATTENTION_EFFICIENCY,
+    MLA_EXTRA_KERNELS,
+    MOE_EXTRA_KERNELS,
     RING_HOP_LATENCY,
     SGLANG_STEP_OVERHEAD,
     STEP_OVERHEAD,
@@ -41,10 +48,13 @@ TOY_CHIP = Chip(name="toy chip", flops={"bf16": 1e15}, hbm_bandwidth=1e12, hbm_c
 # 33,554,432 + 32,768,000 = 66,322,432.
 TOY = Model(name="toy", n_layers=2, d_model=1024, d_ff=4096, n_heads=8, vocab_size=32000,
             tied_embeddings=True)
-# Round coefficients, so every term is easy to work by hand.
+# Round coefficients, so every term is easy to work by hand: every bandwidth at half, the
+# experts' arithmetic at the dense rate, no extra kernels for MoE or MLA layers.
 ROUND = Overheads(matmul_efficiency=0.5, attention_efficiency=0.5, memory_efficiency=0.5,
+                  gemm_memory_efficiency=0.5, grouped_memory_efficiency=0.5,
+                  grouped_matmul_derate=1.0, mla_attention_efficiency=0.5,
                   tile_m=64, link_efficiency=1.0, topology="switch", hop_latency=1e-6,
-                  kernels_per_layer=10,
+                  kernels_per_layer=10, moe_extra_kernels=0, mla_extra_kernels=0,
                   kernel_overhead=1e-6, step_overhead=1e-3)
 
 
@@ -63,9 +73,23 @@ def test_constants_are_the_cited_figures():
     assert HOP_LATENCY == pytest.approx(3e-6)             # NVLS all-reduce 6 us in 2 steps
     assert RING_HOP_LATENCY == pytest.approx(33.7e-6 / 14)  # NCCL ring, 8 A100s: 2 x 7 steps
     assert SGLANG_STEP_OVERHEAD == pytest.approx(2e-3)    # SGLang's bubble per decode step
-    assert GRAPH_NODE_OVERHEAD == pytest.approx(0.58e-6)  # per CUDA-graph node
+    assert GRAPH_NODE_OVERHEAD == pytest.approx(1.3e-6)   # per kernel under CUDA graphs, H100
     assert KERNELS_PER_LAYER == 9 and KERNEL_OVERHEAD == pytest.approx(2.65e-6)
     assert STEP_OVERHEAD == 0.0
+    # DeepGEMM's twelve M = 64 / 128 dense shapes on an H800: sorted, the 6th and 7th are
+    # 2,277 and 2,320 GB/s, median 2,298.5 GB/s of 3,350
+    assert sorted(DEEPGEMM_SMALL_M_BANDWIDTH)[5:7] == [2277e9, 2320e9]
+    assert GEMM_MEMORY_EFFICIENCY == pytest.approx(2298.5 / 3350)
+    # masked grouped GEMM, 4 groups x 256 rows: 2,064 and 2,047 GB/s, mean 2,055.5
+    assert GROUPED_GEMM_MEMORY_EFFICIENCY == pytest.approx(2055.5 / 3350)
+    # contiguous grouped GEMMs 1,297 / 1,099 / 1,288 / 1,093 TFLOP/s: median (1,099 + 1,288) / 2
+    # = 1,193.5, over the best dense shape's 1,358
+    assert GROUPED_MATMUL_DERATE == pytest.approx(1193.5 / 1358)
+    assert MLA_ATTENTION_EFFICIENCY == pytest.approx(660 / 989.4)   # FlashMLA, compute-bound
+    # SGLang's MoE layer: router, top-k, align, GEMM 1, activation, GEMM 2, sum = 7 against a
+    # dense MLP's 3; its absorbed MLA: 12 kernels against MHA's 3
+    assert MOE_EXTRA_KERNELS == 7 - 3
+    assert MLA_EXTRA_KERNELS == 12 - 3
 
 
 def test_padded_rows():
@@ -93,6 +117,14 @@ def test_decode_terms_by_hand_dense_one_chip():
     assert e.layer_overhead_time == pytest.approx(2 * 10 * 1e-6)   # 2 layers x 10 kernels x 1 us
     assert e.step_overhead_time == pytest.approx(1e-3)
     assert e.time == pytest.approx(2 * 1.32655104e-4 + 2e-5 + 1e-3)
+
+
+def test_gemm_weight_reads_at_their_own_bandwidth():
+    # the same step with the matmuls' weights read at a quarter of the bandwidth (KV at half):
+    # 1.326551e-4 / 0.25 = 5.306204e-4 s; the kernel term is that minus the bound, 3.979653e-4 s.
+    o = dataclasses.replace(ROUND, gemm_memory_efficiency=0.25)
+    e = estimate_step(TOY, TOY_CHIP, batch=8, context=0, overheads=o)
+    assert e.kernel_time == pytest.approx(3.9796531e-4)
 
 
 def test_padding_makes_a_small_batch_compute_bound_kernel():
@@ -162,6 +194,57 @@ def test_grouped_experts_by_hand():
     assert e.moe_time == pytest.approx(1.633564e-2 - 1.073952e-2, rel=1e-4)
 
 
+def test_grouped_experts_at_their_own_rates_by_hand():
+    # as above, with the experts' arithmetic at half the dense rate and their weights read at a
+    # quarter of the bandwidth. Expert compute, padded: 5.797449e-3 / 0.5 = 1.1594898e-2 s;
+    # expert weights: 9.058103e-5 x 0.5 / 0.25 = 1.8116206e-4 s (smaller). Grouped step:
+    # 1.053819e-2 + 1.1594898e-2 = 2.2133088e-2; the kernel step is unchanged (its weight reads
+    # at gemm_memory_efficiency 0.5 stay below its compute), 1.073952e-2; the term is 1.1393568e-2.
+    slow = dataclasses.replace(TOY_CHIP, name="slow toy", flops={"bf16": 1e12})
+    o = dataclasses.replace(ROUND, grouped_matmul_derate=0.5, grouped_memory_efficiency=0.25)
+    e = estimate_step(TOY_MOE, slow, batch=8, context=0, overheads=o)
+    assert e.bound.time + e.kernel_time == pytest.approx(1.073952e-2, rel=1e-5)
+    assert e.moe_time == pytest.approx(1.1393568e-2, rel=1e-4)
+
+
+def test_kernel_count_differs_by_layer_type():
+    # TOY_MOE: 2 layers, both MoE: 2 x 10 + 2 x 3 extra = 26 kernels x 1 us
+    o = dataclasses.replace(ROUND, moe_extra_kernels=3, mla_extra_kernels=5)
+    e = estimate_step(TOY_MOE, TOY_CHIP, batch=8, context=0, overheads=o)
+    assert e.layer_overhead_time == pytest.approx(26e-6)
+    # the dense toy pays neither extra: 2 x 10 kernels
+    e = estimate_step(TOY, TOY_CHIP, batch=8, context=0, overheads=o)
+    assert e.layer_overhead_time == pytest.approx(20e-6)
+    # DeepSeek-V3 with the cited counts: 61 layers, the first 3 dense (first_k_dense_replace),
+    # 58 MoE; MLA in all 61: 61 x 9 + 58 x 4 + 61 x 9 = 1,330 kernels, at 1.3 us under CUDA
+    # graphs 1.729 ms
+    dsv3 = models.get("DeepSeek-V3")
+    assert (dsv3.n_layers, dsv3.n_moe_layers) == (61, 58)
+    e = estimate_step(dsv3, chips.get("H200"), batch=1, context=512, n_chips=8, weight_bytes=1,
+                      dtype="fp8", overheads=Overheads(kernel_overhead=GRAPH_NODE_OVERHEAD))
+    assert e.layer_overhead_time == pytest.approx(1330 * 1.3e-6)
+
+
+def test_mla_decode_attention_at_flashmla_rate():
+    # DeepSeek-V3 on a chip with little compute (1e12 FLOP/s, 1 TB/s): at batch 64 and context
+    # 4096 its absorbed attention (about 242 FLOP per cached byte) is compute-bound, far above
+    # its KV reads and all the matmuls (their weights read once for 64 tokens). With every other
+    # coefficient 1 and no padding, halving only the MLA rate adds exactly one attention time.
+    slow = dataclasses.replace(TOY_CHIP, name="slow toy", flops={"bf16": 1e12})
+    ones = Overheads(matmul_efficiency=1.0, attention_efficiency=1.0, memory_efficiency=1.0,
+                     gemm_memory_efficiency=1.0, grouped_memory_efficiency=1.0,
+                     grouped_matmul_derate=1.0, mla_attention_efficiency=0.5, tile_m=1,
+                     kernels_per_layer=0, moe_extra_kernels=0, mla_extra_kernels=0,
+                     kernel_overhead=0.0, step_overhead=0.0)
+    dsv3 = models.get("DeepSeek-V3")
+    e = estimate_step(dsv3, slow, batch=64, context=4096, overheads=ones)
+    assert e.bound.attention_time > e.bound.kv_time          # attention is compute-bound here
+    assert e.kernel_time == pytest.approx(e.bound.attention_time, rel=1e-9)
+    # prefill runs the un-absorbed form: the MLA rate does not apply there
+    e = estimate_step(dsv3, slow, batch=1, context=512, phase="prefill", overheads=ones)
+    assert e.kernel_time == pytest.approx(0.0, abs=1e-15)
+
+
 def test_expert_parallel_all_to_all_by_hand():
     # 8 tokens over 2 chips, EP 2 (no tensor parallelism left): per MoE layer a dispatch and a
     # combine, each an all-to-all of 8 x 1 x 1024 x 2 / 2 = 8,192 B per chip: 1 step x 1 us +
@@ -193,7 +276,10 @@ def test_terms_add_to_the_estimate():
 
 def test_overheads_zero_gives_the_bound_with_efficiency_one():
     none = Overheads(matmul_efficiency=1.0, attention_efficiency=1.0, memory_efficiency=1.0,
+                     gemm_memory_efficiency=1.0, grouped_memory_efficiency=1.0,
+                     grouped_matmul_derate=1.0, mla_attention_efficiency=1.0,
                      tile_m=1, link_efficiency=1.0, hop_latency=0.0, kernels_per_layer=0,
+                     moe_extra_kernels=0, mla_extra_kernels=0,
                      kernel_overhead=0.0, step_overhead=0.0)
     e = estimate_step(models.get("Llama-3-70B"), chips.get("H100-SXM"), batch=64, context=4096,
                       overheads=none)

@@ -60,11 +60,18 @@ __all__ = [
     "TILE_M",
     "MATMUL_EFFICIENCY",
     "ATTENTION_EFFICIENCY",
+    "MLA_ATTENTION_EFFICIENCY",
     "MEMORY_EFFICIENCY",
+    "DEEPGEMM_SMALL_M_BANDWIDTH",
+    "GEMM_MEMORY_EFFICIENCY",
+    "GROUPED_GEMM_MEMORY_EFFICIENCY",
+    "GROUPED_MATMUL_DERATE",
     "LINK_EFFICIENCY",
     "HOP_LATENCY",
     "RING_HOP_LATENCY",
     "KERNELS_PER_LAYER",
+    "MOE_EXTRA_KERNELS",
+    "MLA_EXTRA_KERNELS",
     "KERNEL_OVERHEAD",
     "GRAPH_NODE_OVERHEAD",
     "STEP_OVERHEAD",
@@ -95,9 +102,43 @@ MATMUL_EFFICIENCY = {
 #: 989 TFLOP/s on an H100 SXM [shah2024flashattention3].
 ATTENTION_EFFICIENCY = _chips.MEASURED_H100["bf16_matmul"] / 989.4e12
 
-#: Achievable fraction of HBM bandwidth: FlashMLA's decoding kernel reads at up to 3,000 of
-#: 3,350 GB/s on an H800 SXM5 [deepseek_flashmla] (0.90; applied to every chip, H200 included).
+#: Achievable fraction of the bf16 peak for multi-head latent attention's decode FLOPs (the
+#: absorbed form, scores and values in the latent): FlashMLA's dense decoding kernel, 660 of 989
+#: TFLOP/s compute-bound on an H800 SXM5 [deepseek_flashmla]. Used in decode for models with
+#: MLA; their prefill (un-absorbed, ordinary attention) uses :data:`ATTENTION_EFFICIENCY`.
+MLA_ATTENTION_EFFICIENCY = _chips.MEASURED_H100["mla_decode_flops"] / 989.4e12
+
+#: Achievable fraction of HBM bandwidth for attention's KV-cache reads: FlashMLA's decoding
+#: kernel reads at up to 3,000 of 3,350 GB/s on an H800 SXM5 [deepseek_flashmla] (0.90; applied
+#: to every chip, H200 included). Weight reads by matmuls use :data:`GEMM_MEMORY_EFFICIENCY`.
 MEMORY_EFFICIENCY = _chips.MEASURED_H100["hbm_read"] / 3350e9
+
+#: DeepGEMM's published small-M dense FP8 GEMMs on an H800 (3,350 GB/s HBM) [deepseek_deepgemm]:
+#: the twelve shapes of DeepSeek-V3 with M = 64 and M = 128 rows (decode-sized) stream their
+#: operands at 1,509 to 2,668 GB/s, median 2,298.5 GB/s (the 6th and 7th: 2,277 and 2,320):
+#: a decode matmul reads its weights at about 0.69 of the datasheet, not at the 0.90 that
+#: FlashMLA's attention kernel reaches. The twelve values, in the README's order.
+DEEPGEMM_SMALL_M_BANDWIDTH = (1688e9, 2455e9, 2143e9, 2668e9, 2320e9, 2470e9,
+                              1509e9, 2448e9, 2103e9, 2604e9, 2221e9, 2277e9)
+
+#: Achievable fraction of HBM bandwidth for a matmul's weight reads at decode-sized M: the
+#: median of :data:`DEEPGEMM_SMALL_M_BANDWIDTH` over the H800's 3,350 GB/s (0.686). Applied to
+#: every chip (an H100-class measurement; no like-for-like one is cited for the others).
+GEMM_MEMORY_EFFICIENCY = float(np.median(DEEPGEMM_SMALL_M_BANDWIDTH)) / 3350e9
+
+#: Achievable fraction of HBM bandwidth for the experts' grouped matmuls at few tokens per
+#: expert: DeepGEMM's masked-layout grouped GEMM (the decode layout) with 4 groups of 256 rows,
+#: 2,064 and 2,047 GB/s for DeepSeek-V3's two expert shapes on an H800 [deepseek_deepgemm]:
+#: mean 2,055.5 of 3,350 GB/s (0.614). The smallest groups the README lists; fewer rows per
+#: expert are not measured there (an assumption that they do no better).
+GROUPED_GEMM_MEMORY_EFFICIENCY = (2064e9 + 2047e9) / 2 / 3350e9
+
+#: Grouped matmuls' arithmetic rate relative to the best dense one in the same library on the same
+#: GPU: DeepGEMM's contiguous-layout grouped GEMMs (4 and 8 groups, the prefill layout) reach
+#: 1,297, 1,099, 1,288 and 1,093 TFLOP/s, median 1,193.5, against 1,358 for its best dense
+#: shape (M 4096, N 7168, K 16384) [deepseek_deepgemm]: 0.879. Multiplies the matmul
+#: efficiency of the experts' arithmetic.
+GROUPED_MATMUL_DERATE = ((1099e12 + 1288e12) / 2) / 1358e12
 
 #: Bus bandwidth NCCL reaches over NVLink line rate, about 370 of 450 GB/s [nccl_nvlink_busbw]
 #: (:data:`llmmath.collectives.NCCL_NVLINK_EFFICIENCY`).
@@ -120,19 +161,43 @@ RING_HOP_LATENCY = STEP_LATENCIES["NVLink ring step (A100, NCCL)"][0]
 #: into their neighbours, counted here from the layer's operations (recount for your engine):
 #: input norm, QKV projection, attention (rotary embedding and KV write fused in), output
 #: projection, all-reduce fused with the residual add and the next norm, gate/up projection,
-#: activation, down projection, and the second all-reduce with its residual: 9. An MoE layer's
-#: router and grouped GEMMs are counted as these (a derivation, not a measurement).
+#: activation, down projection, and the second all-reduce with its residual: 9. The count of a
+#: dense layer with multi-head (or grouped-query) attention; an MoE or MLA layer adds
+#: :data:`MOE_EXTRA_KERNELS` and :data:`MLA_EXTRA_KERNELS`.
 KERNELS_PER_LAYER = 9
+
+#: Kernels an MoE layer launches beyond a dense MLP's three (gate/up, activation, down), counted
+#: from SGLang's DeepSeek-V3 model file (``DeepseekV2MoE.forward_normal``, tensor-parallel
+#: experts, the version stored at commit 00114aef) and its fused-MoE path [sglang_deepseek_v2_py]:
+#: router GEMM (``MoEGate``), top-k selection (``select_experts``), ``moe_align_block_size``,
+#: grouped GEMM 1 (gate/up), activation, grouped GEMM 2 (down), and the sum over the top-k
+#: (``moe_sum_reduce``): 7 kernels where a dense MLP has 3, so 4 more. The shared expert is fused
+#: into the routed experts' GEMMs there (one more expert per token), so it adds none. Not counted:
+#: the activation-quantisation kernel an FP8 block-scaled GEMM needs before it unless fused
+#: (DeepGEMM leaves FP8 casting to the caller [deepseek_deepgemm]).
+MOE_EXTRA_KERNELS = 4
+
+#: Kernels multi-head latent attention launches beyond multi-head attention's three (QKV
+#: projection, attention, output projection), counted from the same file's absorbed decode path
+#: (``forward_absorb_prepare`` and ``forward_absorb_core``) [sglang_deepseek_v2_py]: the fused
+#: q/kv down projection, the q and kv latent norms, the q up projection, the batched matmul that
+#: absorbs W_UK into the query, rotary embedding, two concatenations (query and key with their
+#: rotary parts), the KV-cache write, attention, the batched matmul with W_UV, and the output
+#: projection: 12 kernels where MHA has 3 (rotary and KV write fused), so 9 more.
+MLA_EXTRA_KERNELS = 9
 
 #: Time one kernel adds beyond its own work when many short kernels run back to back: the host
 #: enqueues a kernel launch in about 2.6-2.8 us (measured over chains of 8 to 117 kernels,
 #: [ocannl_launch_probe]); a decode step's kernels are too short to hide it.
 KERNEL_OVERHEAD = 2.65e-6
 
-#: Time one kernel adds when the step is replayed as a CUDA graph: about 0.58 us per graph node
-#: beyond a fixed cost per replay (same measurement [ocannl_launch_probe]). Pass it as
-#: ``Overheads(kernel_overhead=GRAPH_NODE_OVERHEAD)`` for an engine that replays CUDA graphs.
-GRAPH_NODE_OVERHEAD = 0.58e-6
+#: Time one kernel adds when the step is replayed as a CUDA graph: about 1.3 us per kernel on an
+#: H100 even with CUDA graphs, the launch and teardown between kernels during which no weights
+#: load (Hazy Research's measurement while building a Llama-1B megakernel [hazy2025nobubbles]).
+#: Pass it as ``Overheads(kernel_overhead=GRAPH_NODE_OVERHEAD)`` for an engine that replays
+#: CUDA graphs. (The first version used 0.58 us per graph node, measured on a laptop GPU
+#: [ocannl_launch_probe]: an H100-class measurement replaces it.)
+GRAPH_NODE_OVERHEAD = 1.3e-6
 
 #: Fixed cost per step outside the layers: the host loop that samples the next tokens, updates
 #: the batch and launches the step. SGLang measured a GPU bubble of about 2 ms before every
@@ -159,25 +224,39 @@ class Overheads:
     - ``matmul_efficiency``: achievable fraction of the matmul peak; ``None`` takes
       :data:`MATMUL_EFFICIENCY` for the step's ``dtype`` (bf16's for a format not listed)
     - ``attention_efficiency``, ``memory_efficiency``: achievable fractions of the attention
-      FLOP rate and of HBM bandwidth, in (0, 1]
+      FLOP rate and of HBM bandwidth for the KV-cache reads, in (0, 1];
+      ``mla_attention_efficiency``: the attention FLOP rate of an MLA model's decode
+      (:data:`MLA_ATTENTION_EFFICIENCY`)
+    - ``gemm_memory_efficiency``: fraction of HBM bandwidth a matmul reads its weights at
+      (:data:`GEMM_MEMORY_EFFICIENCY`); ``grouped_memory_efficiency``: the same for the experts'
+      grouped matmuls (:data:`GROUPED_GEMM_MEMORY_EFFICIENCY`); ``grouped_matmul_derate``: the
+      experts' arithmetic rate relative to a dense matmul's (:data:`GROUPED_MATMUL_DERATE`)
     - ``tile_m``: rows of one tensor-core tile (``M`` is padded to a multiple of it)
     - ``link_efficiency``: fraction of the scale-up line rate collectives reach, in (0, 1]
     - ``topology``: how the collectives run, "switch" or "ring" (:mod:`llmmath.collectives`);
       ``None`` takes "switch" for NVIDIA chips (an NVSwitch domain) and "ring" for the others
     - ``hop_latency``: seconds per collective step; ``None`` takes :data:`HOP_LATENCY` on a
       switch and :data:`RING_HOP_LATENCY` on a ring
-    - ``kernels_per_layer``, ``kernel_overhead``: kernels per layer and seconds each adds
+    - ``kernels_per_layer``, ``kernel_overhead``: kernels per dense layer and seconds each adds;
+      ``moe_extra_kernels``: more per MoE layer, ``mla_extra_kernels``: more per layer of a
+      model with multi-head latent attention
     - ``step_overhead``: seconds per step outside the layers (sampling, scheduling)
     """
 
     matmul_efficiency: float | None = None
     attention_efficiency: float = ATTENTION_EFFICIENCY
+    mla_attention_efficiency: float = MLA_ATTENTION_EFFICIENCY
     memory_efficiency: float = MEMORY_EFFICIENCY
+    gemm_memory_efficiency: float = GEMM_MEMORY_EFFICIENCY
+    grouped_memory_efficiency: float = GROUPED_GEMM_MEMORY_EFFICIENCY
+    grouped_matmul_derate: float = GROUPED_MATMUL_DERATE
     tile_m: int = TILE_M
     link_efficiency: float = LINK_EFFICIENCY
     topology: str | None = None
     hop_latency: float | None = None
     kernels_per_layer: int = KERNELS_PER_LAYER
+    moe_extra_kernels: int = MOE_EXTRA_KERNELS
+    mla_extra_kernels: int = MLA_EXTRA_KERNELS
     kernel_overhead: float = KERNEL_OVERHEAD
     step_overhead: float = STEP_OVERHEAD
 
@@ -185,7 +264,11 @@ class Overheads:
         if self.matmul_efficiency is not None:
             fraction("matmul_efficiency", self.matmul_efficiency)
         fraction("attention_efficiency", self.attention_efficiency)
+        fraction("mla_attention_efficiency", self.mla_attention_efficiency)
         fraction("memory_efficiency", self.memory_efficiency)
+        fraction("gemm_memory_efficiency", self.gemm_memory_efficiency)
+        fraction("grouped_memory_efficiency", self.grouped_memory_efficiency)
+        fraction("grouped_matmul_derate", self.grouped_matmul_derate)
         positive("tile_m", self.tile_m, integer=True, maximum=4096)
         fraction("link_efficiency", self.link_efficiency)
         if self.topology is not None:
@@ -193,6 +276,8 @@ class Overheads:
         if self.hop_latency is not None:
             positive("hop_latency", self.hop_latency, allow_zero=True)
         positive("kernels_per_layer", self.kernels_per_layer, allow_zero=True, integer=True)
+        positive("moe_extra_kernels", self.moe_extra_kernels, allow_zero=True, integer=True)
+        positive("mla_extra_kernels", self.mla_extra_kernels, allow_zero=True, integer=True)
         positive("kernel_overhead", self.kernel_overhead, allow_zero=True)
         positive("step_overhead", self.step_overhead, allow_zero=True)
 
@@ -306,6 +391,9 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     o = overheads
     ce = o.matmul_efficiency or MATMUL_EFFICIENCY.get(dtype, MATMUL_EFFICIENCY["bf16"])
     me, ae = o.memory_efficiency, o.attention_efficiency
+    if phase == "decode" and model.kv_lora_rank is not None:
+        ae = o.mla_attention_efficiency
+    gme, xme = o.gemm_memory_efficiency, o.grouped_memory_efficiency
 
     mm, w = np.asarray(step.matmul_time), np.asarray(step.weight_time)
     attn, kv = np.asarray(step.attention_time), np.asarray(step.kv_time)
@@ -325,14 +413,14 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     attn_part = np.maximum(attn / ae, kv / me)
     shared_c = shared_mm * pad / ce
     expert_c = expert_mm / ce
-    t_kernel = attn_part + np.maximum(shared_c + expert_c, w / me)
+    t_kernel = attn_part + np.maximum(shared_c + expert_c, w / gme)
     kernel_time = np.maximum(t_kernel - np.asarray(step.time), 0.0)
 
     if model.is_moe:
         rows = tokens * model.experts_per_token / touched           # rows per touched expert
         expert_pad = np.ceil(rows / o.tile_m) * o.tile_m / rows
-        t_moe = (attn_part + np.maximum(shared_c, shared_w / me)
-                 + np.maximum(expert_c * expert_pad, expert_w / me))
+        t_moe = (attn_part + np.maximum(shared_c, shared_w / gme)
+                 + np.maximum(expert_c * expert_pad / o.grouped_matmul_derate, expert_w / xme))
         moe_time = np.maximum(t_moe - t_kernel, 0.0)
     else:
         moe_time = 0.0 * kernel_time
@@ -359,7 +447,12 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
                                                        hop_latency=hop, topology=topology))
     else:
         ep_comm = 0.0 * tp_comm
-    layer_overhead = model.n_layers * o.kernels_per_layer * o.kernel_overhead + 0.0 * kernel_time
+    kernels = model.n_layers * o.kernels_per_layer
+    if model.is_moe:
+        kernels += model.n_moe_layers * o.moe_extra_kernels
+    if model.kv_lora_rank is not None:
+        kernels += model.n_layers * o.mla_extra_kernels
+    layer_overhead = kernels * o.kernel_overhead + 0.0 * kernel_time
     step_overhead = o.step_overhead + 0.0 * kernel_time
     comm = tp_comm + ep_comm
     time = np.asarray(step.time) + kernel_time + moe_time + comm + layer_overhead + step_overhead
