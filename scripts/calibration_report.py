@@ -7,7 +7,9 @@ bound and the estimate of :func:`llmmath.estimate.estimate_step` (summed over th
 measurement spans), then prints, for dense and MoE rows and for the fit and held-out halves:
 the distribution (min, median, max) of measured/bound and measured/estimate, the share of rows
 whose estimate is within 30% of the measurement (|estimate - measured| <= 0.3 measured), and
-each term's median share of the bound, so one sees which term does the work.
+each term's median share of the bound, so one sees which term does the work. Last, the
+distribution of measured/estimate by engine and kind (both halves), which shows where the
+remaining gap lives.
 """
 
 from __future__ import annotations
@@ -51,6 +53,16 @@ def main():
             for term in _calibration.TERMS[1:]:
                 share = np.array([e[term] / e["bound"] for _, e in sel])
                 print(f"    {term:28s} {np.median(share):5.2f}  (max {share.max():5.2f})")
+
+    print("\n[by engine and kind, both halves: measured / estimate]")
+    groups = {}
+    for r, e in results:
+        engine = r["engine"].split(" (")[0]
+        groups.setdefault((engine, r["kind"]), []).append(r["measured_s"] / e["estimate"])
+    for (engine, kind), ratios in sorted(groups.items()):
+        within = sum(abs(1 / x - 1) <= 0.3 for x in ratios)
+        print(f"  {engine:32s} {kind:5s} {len(ratios):2d} rows  {_dist(ratios)}   "
+              f"within 30%: {within}/{len(ratios)}")
 
 
 if __name__ == "__main__":

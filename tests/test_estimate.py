@@ -394,11 +394,20 @@ def test_estimate_never_below_bound_on_any_row():
 
 
 def test_held_out_half_within_30_percent_for_most_rows():
+    """Most held-out rows land within 30%, and more than the bound's.
+
+    When this was last changed: 18 of 28 held-out rows (the bound alone: 4). That majority is
+    the dense rows' (15 of 19); the MoE rows are still below half, 3 of 9 (median
+    measured/estimate 2.11): TensorRT-LLM 0.9's Mixtral rows measure 0.85 to 3.4 times the
+    estimate (its two 2,048-token prefills the most), TensorRT-LLM's DeepSeek-R1 max-throughput
+    row on B200 2.6, SGLang 0.4.1's DeepSeek-V3 at batch 8 3.4; vLLM's Mixtral row 0.83. The
+    assertion is not split by kind, and says here what the total hides; see
+    data/calibration/README.md for what was seen when.
+    """
     test = [(r, res) for r, res in RESULTS if r["split"] == "test"]
     hits = [_within(r["measured_s"], res["estimate"]) for r, res in test]
     bound_hits = [_within(r["measured_s"], res["bound"]) for r, res in test]
     frac = sum(hits) / len(hits)
-    # 13 of 25 held-out rows when this was written (the bound alone: 3 of 25)
     assert frac > 0.5, f"{sum(hits)} of {len(hits)} held-out rows within 30%"
     assert sum(hits) > sum(bound_hits)
 

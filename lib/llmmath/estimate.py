@@ -6,13 +6,18 @@ bound leaves out. Each addition is a separate field of the result, so a reader (
 figure) sees where the time goes:
 
 1. ``kernel_time``: **kernel efficiency by shape.** Real kernels reach a measured fraction of the
-   datasheet (:data:`MATMUL_EFFICIENCY`, :data:`ATTENTION_EFFICIENCY`,
-   :data:`MEMORY_EFFICIENCY`), and a matmul whose activations have ``M`` rows is computed in
-   tensor-core tiles of :data:`TILE_M` rows: ``M`` is padded to ``ceil(M / 64) x 64``. At batch 8
-   a decode matmul does the arithmetic of 64 rows, eight times what the bound counts.
+   datasheet (:data:`MATMUL_EFFICIENCY`, :data:`ATTENTION_EFFICIENCY`, and for an MLA model's
+   decode :data:`MLA_ATTENTION_EFFICIENCY`); a matmul reads its weights at the bandwidth
+   DeepGEMM's decode-sized GEMMs reach (:data:`GEMM_MEMORY_EFFICIENCY`, 0.69 of the datasheet),
+   attention its KV cache at FlashMLA's (:data:`MEMORY_EFFICIENCY`, 0.90); and a matmul whose
+   activations have ``M`` rows is computed in tensor-core tiles of :data:`TILE_M` rows: ``M`` is
+   padded to ``ceil(M / 64) x 64``. At batch 8 a decode matmul does the arithmetic of 64 rows,
+   eight times what the bound counts.
 2. ``moe_time``: **grouped expert matmuls at small batch.** With ``T`` tokens routed ``k`` at a
    time over ``E`` experts, ``E_t = E (1 - (1 - k/E)^T)`` experts are touched; each reads its
-   weights whole and multiplies only ``T k / E_t`` rows, padded to a tile of its own. The shared
+   weights whole, at the bandwidth of DeepGEMM's grouped GEMMs
+   (:data:`GROUPED_GEMM_MEMORY_EFFICIENCY`, 0.61), and multiplies only ``T k / E_t`` rows, padded
+   to a tile of its own, at :data:`GROUPED_MATMUL_DERATE` of the dense matmul rate. The shared
    matmuls and the experts' matmuls overlap their own weight reads separately.
 3. ``comm_time``: **communication**, chapter 9's latency-plus-bandwidth model
    (:mod:`llmmath.collectives`, :mod:`llmmath.parallel`): the tensor-parallel all-reduces of each
@@ -20,9 +25,12 @@ figure) sees where the time goes:
    :data:`LINK_EFFICIENCY` of line rate, each step paying :data:`HOP_LATENCY` on an NVSwitch
    (NVIDIA chips: 2 steps per all-reduce) or :data:`RING_HOP_LATENCY` on a ring (other chips:
    ``2 (n - 1)`` steps).
-4. ``layer_overhead_time`` and ``step_overhead_time``: **fixed costs**:
-   :data:`KERNELS_PER_LAYER` kernels per layer, each costing :data:`KERNEL_OVERHEAD` to launch;
-   and per step :data:`STEP_OVERHEAD` (sampling, scheduling, the host loop).
+4. ``layer_overhead_time`` and ``step_overhead_time``: **fixed costs**: :data:`KERNELS_PER_LAYER`
+   kernels per layer, :data:`MOE_EXTRA_KERNELS` more per MoE layer and
+   :data:`MLA_EXTRA_KERNELS` more per layer with latent attention (counted from SGLang's
+   DeepSeek-V3 model file), each costing :data:`KERNEL_OVERHEAD` to launch (or
+   :data:`GRAPH_NODE_OVERHEAD` under CUDA graphs); and per step :data:`STEP_OVERHEAD` (sampling,
+   scheduling, the host loop).
 
 ``time = bound.time + kernel_time + moe_time + comm_time + layer_overhead_time +
 step_overhead_time``: every term is zero or positive, so the estimate is never below the bound.
@@ -32,13 +40,24 @@ none is fitted to a hidden measurement. Change one by passing ``overheads=Overhe
 small frozen dataclass, defaults below), for example
 ``dataclasses.replace(DEFAULT_OVERHEADS, kernel_overhead=0)`` to see what one term is worth.
 ``data/calibration/measured_latency.csv`` holds the published measurements the estimate is
-checked against (``scripts/calibration_report.py`` prints how close it comes): on its held-out
-half the estimate is within 30% of the measurement for about half the rows, against almost none
-for the bound. Dense rows come close (measured/estimate 1.1 to 2.5); MoE rows (Mixtral on
-TensorRT-LLM 0.9, DeepSeek on SGLang and TensorRT-LLM) stay 1.2 to 8 times under the
-measurement, at small and large batch alike, the most at batch 1 (DeepSeek-V3, about 8x). What
-those engines spend beyond the terms here (MoE kernels far from the achievable rates, many more
-small kernels per layer) is not derived here.
+checked against (``scripts/calibration_report.py`` prints how close it comes). On its held-out
+half (28 rows) the estimate is within 30% of the measurement for 18 rows, against 4 for the
+bound; measured/estimate has median 1.28 on the 19 dense rows (15 within 30%) and 2.11 on the
+9 MoE rows (3 within 30%). The MoE gap is where the engine is: vLLM's Mixtral rows (batch 8,
+CUDA graphs) land at 0.83 and 0.99, TensorRT-LLM 0.9's Mixtral rows at 0.85 to 3.4 (the worst
+are those with the most prefill: a 2,048-token prefill measures 88-90 ms on H100 and H200 alike,
+compute-bound, against an estimate of 26 ms whose arithmetic runs at DeepGEMM's rates; no
+microbenchmark cited here explains the rest), TensorRT-LLM's DeepSeek-R1 max-throughput rows at
+1.8 to 3.2 and SGLang 0.4.1's DeepSeek-V3 rows at 1.8 to 5.5 (the most at batch 1: the terms here
+explain about 6 of its 33 ms per token).
+
+Checked and not the gap: the expert-parallel all-to-all. DeepEP's intranode kernels move
+153-158 GB/s of the ~160 GB/s an H800's NVLink reaches [deepseek_deepep], above the
+:data:`LINK_EFFICIENCY` used here, so the alpha-beta all-to-all is if anything long; its
+low-latency RDMA kernels (EP8, 128 tokens, top-8, hidden 7,168: dispatch 77 us, combine
+114 us) are faster than the alpha-beta time at the 50 GB/s NIC (128 and 257 us), which counts
+all routed bytes as crossing it. No calibration row uses RDMA between nodes. FlashMLA publishes
+only its peak rates, none at small batch, so the peak fractions stand for MLA decode.
 """
 
 from __future__ import annotations
