@@ -25,6 +25,7 @@ from .estimate import (
     DEFAULT_OVERHEADS,
     GRAPH_NODE_OVERHEAD,
     SGLANG_STEP_OVERHEAD,
+    VLLM_KERNELS_PER_LAYER,
     estimate_step,
 )
 
@@ -58,8 +59,12 @@ def overheads_for(row, overheads=DEFAULT_OVERHEADS):
     """The coefficients for one row: the defaults, with what its engine is known to do: SGLang's
     cited host time per step (:data:`llmmath.estimate.SGLANG_STEP_OVERHEAD`), and the cost of a
     CUDA-graph node instead of a kernel launch where the engine replays CUDA graphs
-    (:data:`llmmath.estimate.GRAPH_NODE_OVERHEAD`; the row's ``engine`` says "CUDA graph")."""
+    (:data:`llmmath.estimate.GRAPH_NODE_OVERHEAD`; the row's ``engine`` says "CUDA graph"); and
+    for rows served by vLLM, its kernels per dense layer counted from its model file
+    (:data:`llmmath.estimate.VLLM_KERNELS_PER_LAYER`, plus 2 all-reduces when ``tp`` > 1)."""
     changes = {}
+    if row["engine"].startswith("vLLM"):
+        changes["kernels_per_layer"] = VLLM_KERNELS_PER_LAYER + (2 if row["tp"] > 1 else 0)
     if row["engine"].startswith("SGLang"):
         changes["step_overhead"] = SGLANG_STEP_OVERHEAD
     if "cuda graph" in row["engine"].lower():

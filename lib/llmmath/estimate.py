@@ -26,7 +26,8 @@ figure) sees where the time goes:
    (NVIDIA chips: 2 steps per all-reduce) or :data:`RING_HOP_LATENCY` on a ring (other chips:
    ``2 (n - 1)`` steps).
 4. ``layer_overhead_time`` and ``step_overhead_time``: **fixed costs**: :data:`KERNELS_PER_LAYER`
-   kernels per layer, :data:`MOE_EXTRA_KERNELS` more per MoE layer and
+   kernels per layer (vLLM's count from its model file: :data:`VLLM_KERNELS_PER_LAYER`),
+   :data:`MOE_EXTRA_KERNELS` more per MoE layer and
    :data:`MLA_EXTRA_KERNELS` more per layer with latent attention (counted from SGLang's
    DeepSeek-V3 model file), each costing :data:`KERNEL_OVERHEAD` to launch (or
    :data:`GRAPH_NODE_OVERHEAD` under CUDA graphs); and per step :data:`STEP_OVERHEAD` (sampling,
@@ -44,7 +45,7 @@ checked against (``scripts/calibration_report.py`` prints how close it comes). O
 half (28 rows) the estimate is within 30% of the measurement for 18 rows, against 4 for the
 bound; measured/estimate has median 1.28 on the 19 dense rows (15 within 30%) and 2.11 on the
 9 MoE rows (3 within 30%). The MoE gap is where the engine is: vLLM's Mixtral rows (batch 8,
-CUDA graphs) land at 0.83 and 0.99, TensorRT-LLM 0.9's Mixtral rows at 0.85 to 3.4 (the worst
+CUDA graphs) land at 0.82 and 0.98, TensorRT-LLM 0.9's Mixtral rows at 0.85 to 3.4 (the worst
 are those with the most prefill: a 2,048-token prefill measures 88-90 ms on H100 and H200 alike,
 compute-bound, against an estimate of 26 ms whose arithmetic runs at DeepGEMM's rates; no
 microbenchmark cited here explains the rest), TensorRT-LLM's DeepSeek-R1 max-throughput rows at
@@ -89,6 +90,7 @@ __all__ = [
     "HOP_LATENCY",
     "RING_HOP_LATENCY",
     "KERNELS_PER_LAYER",
+    "VLLM_KERNELS_PER_LAYER",
     "MOE_EXTRA_KERNELS",
     "MLA_EXTRA_KERNELS",
     "KERNEL_OVERHEAD",
@@ -184,6 +186,15 @@ RING_HOP_LATENCY = STEP_LATENCIES["NVLink ring step (A100, NCCL)"][0]
 #: dense layer with multi-head (or grouped-query) attention; an MoE or MLA layer adds
 #: :data:`MOE_EXTRA_KERNELS` and :data:`MLA_EXTRA_KERNELS`.
 KERNELS_PER_LAYER = 9
+
+#: Kernels a dense Llama layer launches in vLLM without tensor parallelism, counted from its model
+#: file (``LlamaDecoderLayer.forward``, the version stored at commit 0035bdf2) [vllm_llama_py]:
+#: input RMSNorm (fused with the residual add), QKV projection, rotary embedding, KV-cache write,
+#: attention, output projection, post-attention RMSNorm (fused add), gate/up projection,
+#: activation (``SiluAndMul``), down projection: 10. With tensor parallelism each of the two
+#: ``RowParallelLinear`` layers (output and down projections) adds an all-reduce kernel: 12.
+#: :func:`llmmath._calibration.overheads_for` uses it for rows served by vLLM.
+VLLM_KERNELS_PER_LAYER = 10
 
 #: Kernels an MoE layer launches beyond a dense MLP's three (gate/up, activation, down), counted
 #: from SGLang's DeepSeek-V3 model file (``DeepseekV2MoE.forward_normal``, tensor-parallel
