@@ -8,16 +8,16 @@ figure) sees where the time goes:
 1. ``kernel_time``: **kernel efficiency by shape.** Real kernels reach a measured fraction of the
    datasheet (:data:`MATMUL_EFFICIENCY`, :data:`ATTENTION_EFFICIENCY`, and for an MLA model's
    decode :data:`MLA_ATTENTION_EFFICIENCY`); a matmul reads its weights at the bandwidth
-   DeepGEMM's decode-sized GEMMs reach (:data:`GEMM_MEMORY_EFFICIENCY`, 0.69 of the datasheet),
+   DeepGEMM's decode-sized GEMMs reach (:data:`GEMM_MEMORY_EFFICIENCY`, 0.67 of the datasheet),
    attention its KV cache at FlashMLA's (:data:`MEMORY_EFFICIENCY`, 0.90); and a matmul whose
    activations have ``M`` rows is computed in tensor-core tiles of :data:`TILE_M` rows: ``M`` is
    padded to ``ceil(M / 64) x 64``. At batch 8 a decode matmul does the arithmetic of 64 rows,
    eight times what the bound counts.
 2. ``moe_time``: **grouped expert matmuls at small batch.** With ``T`` tokens routed ``k`` at a
    time over ``E`` experts, ``E_t = E (1 - (1 - k/E)^T)`` experts are touched; each reads its
-   weights whole, at the bandwidth of DeepGEMM's grouped GEMMs
-   (:data:`GROUPED_GEMM_MEMORY_EFFICIENCY`, 0.61), and multiplies only ``T k / E_t`` rows, padded
-   to a tile of its own, at :data:`GROUPED_MATMUL_DERATE` of the dense matmul rate. The shared
+   weights whole (:data:`GROUPED_GEMM_MEMORY_EFFICIENCY`, the dense GEMMs' 0.67), and multiplies
+   only ``T k / E_t`` rows, padded to a tile of its own, at :data:`GROUPED_MATMUL_DERATE` of the
+   dense matmul rate (DeepGEMM's grouped against its dense GEMMs). The shared
    matmuls and the experts' matmuls overlap their own weight reads separately.
 3. ``comm_time``: **communication**, chapter 9's latency-plus-bandwidth model
    (:mod:`llmmath.collectives`, :mod:`llmmath.parallel`): the tensor-parallel all-reduces of each
@@ -43,13 +43,13 @@ small frozen dataclass, defaults below), for example
 ``data/calibration/measured_latency.csv`` holds the published measurements the estimate is
 checked against (``scripts/calibration_report.py`` prints how close it comes). On its held-out
 half (28 rows) the estimate is within 30% of the measurement for 18 rows, against 4 for the
-bound; measured/estimate has median 1.28 on the 19 dense rows (15 within 30%) and 2.11 on the
+bound; measured/estimate has median 1.27 on the 19 dense rows (15 within 30%) and 2.23 on the
 9 MoE rows (3 within 30%). The MoE gap is where the engine is: vLLM's Mixtral rows (batch 8,
-CUDA graphs) land at 0.82 and 0.98, TensorRT-LLM 0.9's Mixtral rows at 0.85 to 3.4 (the worst
+CUDA graphs) land at 1.06 and 0.89, TensorRT-LLM 0.9's Mixtral rows at 0.91 to 3.4 (the worst
 are those with the most prefill: a 2,048-token prefill measures 88-90 ms on H100 and H200 alike,
 compute-bound, against an estimate of 26 ms whose arithmetic runs at DeepGEMM's rates; no
 microbenchmark cited here explains the rest), TensorRT-LLM's DeepSeek-R1 max-throughput rows at
-1.8 to 3.2 and SGLang 0.4.1's DeepSeek-V3 rows at 1.8 to 5.5 (the most at batch 1: the terms here
+1.9 to 3.2 and SGLang 0.4.1's DeepSeek-V3 rows at 1.9 to 5.5 (the most at batch 1: the terms here
 explain about 6 of its 33 ms per token).
 
 Checked and not the gap: the expert-parallel all-to-all. DeepEP's intranode kernels move
@@ -82,7 +82,7 @@ __all__ = [
     "ATTENTION_EFFICIENCY",
     "MLA_ATTENTION_EFFICIENCY",
     "MEMORY_EFFICIENCY",
-    "DEEPGEMM_SMALL_M_BANDWIDTH",
+    "DEEPGEMM_SMALL_M_TFLOPS",
     "GEMM_MEMORY_EFFICIENCY",
     "GROUPED_GEMM_MEMORY_EFFICIENCY",
     "GROUPED_MATMUL_DERATE",
@@ -134,25 +134,32 @@ MLA_ATTENTION_EFFICIENCY = _chips.MEASURED_H100["mla_decode_flops"] / 989.4e12
 #: to every chip, H200 included). Weight reads by matmuls use :data:`GEMM_MEMORY_EFFICIENCY`.
 MEMORY_EFFICIENCY = _chips.MEASURED_H100["hbm_read"] / 3350e9
 
-#: DeepGEMM's published small-M dense FP8 GEMMs on an H800 (3,350 GB/s HBM) [deepseek_deepgemm]:
-#: the twelve shapes of DeepSeek-V3 with M = 64 and M = 128 rows (decode-sized) stream their
-#: operands at 1,509 to 2,668 GB/s, median 2,298.5 GB/s (the 6th and 7th: 2,277 and 2,320):
-#: a decode matmul reads its weights at about 0.69 of the datasheet, not at the 0.90 that
-#: FlashMLA's attention kernel reaches. The twelve values, in the README's order.
-DEEPGEMM_SMALL_M_BANDWIDTH = (1688e9, 2455e9, 2143e9, 2668e9, 2320e9, 2470e9,
-                              1509e9, 2448e9, 2103e9, 2604e9, 2221e9, 2277e9)
+#: DeepGEMM's published small-M dense FP8 GEMMs on an H800 (3,350 GB/s HBM, 1,979 TFLOP/s FP8)
+#: [deepseek_deepgemm]: (M, TFLOP/s) of the six DeepSeek-V3 shapes with M = 64 rows, in the
+#: README's order. The README's own "memory bandwidth" column counts every operand's bytes
+#: (activations and outputs too); the time per *weight* byte, which is what the bound's weight
+#: term counts, follows from the FLOP rate: an FP8 weight (1 byte) does 2 M FLOP, so the
+#: weights stream at ``TFLOP/s / (2 M)`` bytes/s (M 64, 206 TFLOP/s: 1,609 GB/s). Only M = 64:
+#: at 128 FLOP per weight byte these shapes sit far below the H800's ridge (1,979 / 3.35 = 590
+#: FLOP/byte), so their time is the weight stream's; the M = 128 shapes (256 FLOP/byte) already
+#: spend part of their time on arithmetic, which the estimate counts separately.
+DEEPGEMM_SMALL_M_TFLOPS = ((64, 206e12), (64, 289e12), (64, 219e12), (64, 336e12),
+                           (64, 287e12), (64, 295e12))
 
-#: Achievable fraction of HBM bandwidth for a matmul's weight reads at decode-sized M: the
-#: median of :data:`DEEPGEMM_SMALL_M_BANDWIDTH` over the H800's 3,350 GB/s (0.686). Applied to
-#: every chip (an H100-class measurement; no like-for-like one is cited for the others).
-GEMM_MEMORY_EFFICIENCY = float(np.median(DEEPGEMM_SMALL_M_BANDWIDTH)) / 3350e9
+#: Achievable fraction of HBM bandwidth for a matmul's weight reads at decode-sized M: the median
+#: weight-streaming rate of :data:`DEEPGEMM_SMALL_M_TFLOPS` (of 1,609, 2,258, 1,711, 2,625,
+#: 2,242 and 2,305 GB/s the 3rd and 4th: 2,242 and 2,258, median 2,250 GB/s) over the H800's
+#: 3,350 GB/s: 0.67, where FlashMLA's attention kernel reaches 0.90. Applied to every chip (an
+#: H100-class measurement; no like-for-like one is cited for the others).
+GEMM_MEMORY_EFFICIENCY = float(np.median([t / (2 * m) for m, t in DEEPGEMM_SMALL_M_TFLOPS])) / 3350e9
 
 #: Achievable fraction of HBM bandwidth for the experts' grouped matmuls at few tokens per
-#: expert: DeepGEMM's masked-layout grouped GEMM (the decode layout) with 4 groups of 256 rows,
-#: 2,064 and 2,047 GB/s for DeepSeek-V3's two expert shapes on an H800 [deepseek_deepgemm]:
-#: mean 2,055.5 of 3,350 GB/s (0.614). The smallest groups the README lists; fewer rows per
-#: expert are not measured there (an assumption that they do no better).
-GROUPED_GEMM_MEMORY_EFFICIENCY = (2064e9 + 2047e9) / 2 / 3350e9
+#: expert: the dense rate, :data:`GEMM_MEMORY_EFFICIENCY`. DeepGEMM's smallest published grouped
+#: GEMMs (masked layout, 4 groups of 256 rows: 932 and 815 TFLOP/s [deepseek_deepgemm]) do 512
+#: FLOP per weight byte, near the H800's ridge of 590, so their time is not a weight-streaming
+#: time and would count the arithmetic twice here; no memory-bound grouped measurement is
+#: published there. Their arithmetic rate enters through :data:`GROUPED_MATMUL_DERATE`.
+GROUPED_GEMM_MEMORY_EFFICIENCY = GEMM_MEMORY_EFFICIENCY
 
 #: Grouped matmuls' arithmetic rate relative to the best dense one in the same library on the same
 #: GPU: DeepGEMM's contiguous-layout grouped GEMMs (4 and 8 groups, the prefill layout) reach
