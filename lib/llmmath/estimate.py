@@ -205,10 +205,11 @@ VLLM_KERNELS_PER_LAYER = 10
 
 #: Kernels an MoE layer launches beyond a dense MLP's three (gate/up, activation, down), counted
 #: from SGLang's DeepSeek-V3 model file (``DeepseekV2MoE.forward_normal``, tensor-parallel
-#: experts, the version stored at commit 00114aef) and its fused-MoE path [sglang_deepseek_v2_py]:
-#: router GEMM (``MoEGate``), top-k selection (``select_experts``), ``moe_align_block_size``,
-#: grouped GEMM 1 (gate/up), activation, grouped GEMM 2 (down), and the sum over the top-k
-#: (``moe_sum_reduce``): 7 kernels where a dense MLP has 3, so 4 more. The shared expert is fused
+#: experts, the version stored at commit 00114aef) [sglang_deepseek_v2_py]: router GEMM
+#: (``MoEGate``), top-k selection (``select_experts``, one fused kernel assumed), then the fused
+#: MoE it calls: ``moe_align_block_size``, grouped GEMM 1 (gate/up), activation, grouped GEMM 2
+#: (down) and the sum over the top-k (``moe_sum_reduce``), the kernel names of SGLang's Triton
+#: fused-MoE path (its source not re-read here): 7 kernels where a dense MLP has 3, so 4 more. The shared expert is fused
 #: into the routed experts' GEMMs there (one more expert per token), so it adds none. Not counted:
 #: the activation-quantisation kernel an FP8 block-scaled GEMM needs before it unless fused
 #: (DeepGEMM leaves FP8 casting to the caller [deepseek_deepgemm]).
