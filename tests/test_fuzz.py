@@ -66,13 +66,15 @@ VALID = {
     "tokens_per_chip": 4096, "compute_time": 1e-3, "comm_time": 1e-3, "stages": 4,
     "micro_batches": 8, "bubble": 0.1, "chips_per_stage": 8, "sequence_length": 4096, "chip_hours": 1e6,
     "kv_replicas": 2, "kind": "all-reduce", "hop_latency": 2.4e-6,
+    # estimate (issue 17): estimate_step, padded_rows and Overheads take these by name
+    "tile_m": 64,
 }
 # Valid values for one callable where the name's usual value does not fit it.
 VALID_FOR = {"models.get": {"name": "Llama-3-70B"},
              "moe.expert_placement": {"model": DSV3}, "moe.expert_all_to_all": {"model": DSV3}}
 # Callables that are not inputs to fuzz: result records and catalogue listings.
 SKIP = {"Step", "Frontier", "FastMode", "InputOutputCost", "PipelineMemory", "MemoryPerParam",
-        "ParameterBreakdown", "BatchSweep", "ShardedDecode", "names", "all_models", "all_chips", "memory_tiers"}
+        "ParameterBreakdown", "BatchSweep", "ShardedDecode", "Estimate", "names", "all_models", "all_chips", "memory_tiers"}
 # Documented infinite results (no crossing exists): allowed, never NaN.
 INF_OK = {"matmul_ridge_batch", "attention_crossover_context", "price_step_context",
           "stages_to_fit"}  # inf: no number of stages holds the cache of that micro-batch

@@ -12,7 +12,8 @@ The reader's API::
     lm.critical_batch(llama, h100), lm.critical_context(llama, h100), lm.max_batch(llama, h100, 8192, 8)
 
 The modules stay reachable as attributes: ``lm.roofline`` (which gathers ``lm.step``,
-``lm.balance``, ``lm.capacity``, ``lm.intensity``, ``lm.speculative``, ``lm.sweep``), ``lm.cost``, ``lm.plots``,
+``lm.balance``, ``lm.capacity``, ``lm.intensity``, ``lm.speculative``, ``lm.sweep``), ``lm.cost``,
+``lm.estimate`` (``lm.estimate_step``: the bound plus the time it leaves out, term by term), ``lm.plots``,
 ``lm.widgets`` (the plotting and widget modules load on first use: they import matplotlib and
 ipywidgets, which a calculation does not need).
 """
@@ -25,6 +26,7 @@ from . import (
     chips,
     collectives,
     cost,
+    estimate,
     intensity,
     memory,
     models,
@@ -41,6 +43,7 @@ from . import (
 )
 from .chips import Chip
 from .cost import cost_per_million_tokens, cost_per_token, tokens_per_second
+from .estimate import estimate_step
 from .models import Model
 from .roofline import (
     critical_batch,
@@ -68,6 +71,7 @@ __all__ = [
     "training_flops", "training_time", "mfu",
     "chips", "models", "roofline", "cost", "memory", "prices", "collectives", "parallel", "training", "units",
     "step", "balance", "capacity", "intensity", "speculative", "sweep", "moe", "pipeline",
+    "estimate", "estimate_step",
     "plots", "widgets", "frames", "exercises", "book",
 ]
 

@@ -1,0 +1,500 @@
+"""From bound to estimate: what one step is likely to take, not only what it cannot beat.
+
+:func:`estimate_step` starts from the per-operation lower bound of :mod:`llmmath.step`
+(``max(t_attn, t_kv) + max(t_matmul, t_weights)``, unchanged) and adds, one by one, the time the
+bound leaves out. Each addition is a separate field of the result, so a reader (or a waterfall
+figure) sees where the time goes:
+
+1. ``kernel_time``: **kernel efficiency by shape.** Real kernels reach a measured fraction of the
+   datasheet (:data:`MATMUL_EFFICIENCY`, :data:`ATTENTION_EFFICIENCY`, and for an MLA model's
+   decode :data:`MLA_ATTENTION_EFFICIENCY`); a matmul reads its weights at the bandwidth
+   DeepGEMM's decode-sized GEMMs reach (:data:`GEMM_MEMORY_EFFICIENCY`, 0.67 of the datasheet),
+   attention its KV cache at FlashMLA's (:data:`MEMORY_EFFICIENCY`, 0.90); and a matmul whose
+   activations have ``M`` rows is computed in tensor-core tiles of :data:`TILE_M` rows: ``M`` is
+   padded to ``ceil(M / 64) x 64``. At batch 8 a decode matmul does the arithmetic of 64 rows,
+   eight times what the bound counts.
+2. ``moe_time``: **grouped expert matmuls at small batch.** With ``T`` tokens routed ``k`` at a
+   time over ``E`` experts, ``E_t = E (1 - (1 - k/E)^T)`` experts are touched; each reads its
+   weights whole (:data:`GROUPED_GEMM_MEMORY_EFFICIENCY`, the dense GEMMs' 0.67), and multiplies
+   only ``T k / E_t`` rows, padded to a tile of its own, at :data:`GROUPED_MATMUL_DERATE` of the
+   dense matmul rate (DeepGEMM's grouped against its dense GEMMs). The shared
+   matmuls and the experts' matmuls overlap their own weight reads separately.
+3. ``comm_time``: **communication**, chapter 9's latency-plus-bandwidth model
+   (:mod:`llmmath.collectives`, :mod:`llmmath.parallel`): the tensor-parallel all-reduces of each
+   layer and the expert-parallel all-to-alls of each MoE layer, over the scale-up links at
+   :data:`LINK_EFFICIENCY` of line rate, each step paying :data:`HOP_LATENCY` on an NVSwitch
+   (NVIDIA chips: 2 steps per all-reduce) or :data:`RING_HOP_LATENCY` on a ring (other chips:
+   ``2 (n - 1)`` steps).
+4. ``layer_overhead_time`` and ``step_overhead_time``: **fixed costs**: :data:`KERNELS_PER_LAYER`
+   kernels per layer (vLLM's count from its model file: :data:`VLLM_KERNELS_PER_LAYER`),
+   :data:`MOE_EXTRA_KERNELS` more per MoE layer and
+   :data:`MLA_EXTRA_KERNELS` more per layer with latent attention (counted from SGLang's
+   DeepSeek-V3 model file), each costing :data:`KERNEL_OVERHEAD` to launch (or
+   :data:`GRAPH_NODE_OVERHEAD` under CUDA graphs); and per step :data:`STEP_OVERHEAD` (sampling,
+   scheduling, the host loop).
+
+``time = bound.time + kernel_time + moe_time + comm_time + layer_overhead_time +
+step_overhead_time``: every term is zero or positive, so the estimate is never below the bound.
+
+Every coefficient is a named module-level constant with its source (keys of references.bib);
+none is fitted to a hidden measurement. Change one by passing ``overheads=Overheads(...)`` (a
+small frozen dataclass, defaults below), for example
+``dataclasses.replace(DEFAULT_OVERHEADS, kernel_overhead=0)`` to see what one term is worth.
+``data/calibration/measured_latency.csv`` holds the published measurements the estimate is
+checked against (``scripts/calibration_report.py`` prints how close it comes). On its held-out
+half (28 rows) the estimate is within 30% of the measurement for 18 rows, against 4 for the
+bound; measured/estimate has median 1.27 on the 19 dense rows (15 within 30%) and 2.23 on the
+9 MoE rows (3 within 30%). The MoE gap is where the engine is: vLLM's Mixtral rows (batch 8,
+CUDA graphs) land at 1.06 and 0.89, TensorRT-LLM 0.9's Mixtral rows at 0.91 to 3.4 (the worst
+are those with the most prefill: a 2,048-token prefill measures 88-90 ms on H100 and H200 alike,
+compute-bound, against an estimate of 26 ms whose arithmetic runs at DeepGEMM's rates; no
+microbenchmark cited here explains the rest), TensorRT-LLM's DeepSeek-R1 max-throughput rows at
+1.9 to 3.2 and SGLang 0.4.1's DeepSeek-V3 rows at 1.9 to 5.5 (the most at batch 1: the terms here
+explain about 6 of its 33 ms per token).
+
+Checked and not the gap: the expert-parallel all-to-all. DeepEP's intranode kernels move
+153-158 GB/s of the ~160 GB/s an H800's NVLink reaches [deepseek_deepep], above the
+:data:`LINK_EFFICIENCY` used here, so the alpha-beta all-to-all is if anything long; its
+low-latency RDMA kernels (EP8, 128 tokens, top-8, hidden 7,168: dispatch 77 us, combine
+114 us) are faster than the alpha-beta time at the 50 GB/s NIC (128 and 257 us), which counts
+all routed bytes as crossing it. No calibration row uses RDMA between nodes. FlashMLA publishes
+only its peak rates, none at small batch, so the peak fractions stand for MLA decode.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import chips as _chips
+from ._check import choice, fraction, positive
+from ._check import n_chips as n_chips_check
+from ._check import scalar_or_array as _out
+from .collectives import NCCL_NVLINK_EFFICIENCY, STEP_LATENCIES
+from .parallel import expert_parallel_comm_time, tensor_parallel_comm_time
+from .step import decode_step, prefill_step
+
+__all__ = [
+    "TILE_M",
+    "MATMUL_EFFICIENCY",
+    "ATTENTION_EFFICIENCY",
+    "MLA_ATTENTION_EFFICIENCY",
+    "MEMORY_EFFICIENCY",
+    "DEEPGEMM_SMALL_M_TFLOPS",
+    "GEMM_MEMORY_EFFICIENCY",
+    "GROUPED_GEMM_MEMORY_EFFICIENCY",
+    "GROUPED_MATMUL_DERATE",
+    "LINK_EFFICIENCY",
+    "HOP_LATENCY",
+    "RING_HOP_LATENCY",
+    "KERNELS_PER_LAYER",
+    "VLLM_KERNELS_PER_LAYER",
+    "MOE_EXTRA_KERNELS",
+    "MLA_EXTRA_KERNELS",
+    "KERNEL_OVERHEAD",
+    "GRAPH_NODE_OVERHEAD",
+    "STEP_OVERHEAD",
+    "SGLANG_STEP_OVERHEAD",
+    "PHASES",
+    "Overheads",
+    "DEFAULT_OVERHEADS",
+    "Estimate",
+    "padded_rows",
+    "estimate_step",
+]
+
+#: Rows of one tensor-core tile: Hopper's warpgroup matmul instruction is ``m64nNk16``
+#: (``wgmma.mma_async``, PTX ISA [nvidia_ptx_wgmma]), so a matmul's ``M`` rows are computed in
+#: multiples of 64; fewer rows waste the rest of the tile.
+TILE_M = 64
+
+#: Achievable fraction of the datasheet matmul peak, by compute format: DeepGEMM's FP8 GEMMs
+#: reach up to 1,350 of 1,979 TFLOP/s on an H800/H100-class die [deepseek_deepgemm]; the best
+#: measured bf16 kernel, FlashAttention-3's forward, 740 of 989 [shah2024flashattention3]
+#: (:data:`llmmath.chips.MEASURED_H100`). A format not listed uses the bf16 fraction.
+MATMUL_EFFICIENCY = {
+    "fp8": _chips.MEASURED_H100["fp8_gemm"] / 1978.9e12,
+    "bf16": _chips.MEASURED_H100["bf16_matmul"] / 989.4e12,
+}
+
+#: Achievable fraction of the bf16 peak for attention's own FLOPs: FlashAttention-3's 740 of
+#: 989 TFLOP/s on an H100 SXM [shah2024flashattention3].
+ATTENTION_EFFICIENCY = _chips.MEASURED_H100["bf16_matmul"] / 989.4e12
+
+#: Achievable fraction of the bf16 peak for multi-head latent attention's decode FLOPs (the
+#: absorbed form, scores and values in the latent): FlashMLA's dense decoding kernel, 660 of 989
+#: TFLOP/s compute-bound on an H800 SXM5 [deepseek_flashmla]. Used in decode for models with
+#: MLA; their prefill (un-absorbed, ordinary attention) uses :data:`ATTENTION_EFFICIENCY`.
+MLA_ATTENTION_EFFICIENCY = _chips.MEASURED_H100["mla_decode_flops"] / 989.4e12
+
+#: Achievable fraction of HBM bandwidth for attention's KV-cache reads: FlashMLA's decoding
+#: kernel reads at up to 3,000 of 3,350 GB/s on an H800 SXM5 [deepseek_flashmla] (0.90; applied
+#: to every chip, H200 included). Weight reads by matmuls use :data:`GEMM_MEMORY_EFFICIENCY`.
+MEMORY_EFFICIENCY = _chips.MEASURED_H100["hbm_read"] / 3350e9
+
+#: DeepGEMM's published small-M dense FP8 GEMMs on an H800 (3,350 GB/s HBM, 1,979 TFLOP/s FP8)
+#: [deepseek_deepgemm]: (M, TFLOP/s) of the six DeepSeek-V3 shapes with M = 64 rows, in the
+#: README's order. The README's own "memory bandwidth" column counts every operand's bytes
+#: (activations and outputs too); the time per *weight* byte, which is what the bound's weight
+#: term counts, follows from the FLOP rate: an FP8 weight (1 byte) does 2 M FLOP, so the
+#: weights stream at ``TFLOP/s / (2 M)`` bytes/s (M 64, 206 TFLOP/s: 1,609 GB/s). Only M = 64:
+#: at 128 FLOP per weight byte these shapes sit far below the H800's ridge (1,979 / 3.35 = 590
+#: FLOP/byte), so their time is the weight stream's; the M = 128 shapes (256 FLOP/byte) already
+#: spend part of their time on arithmetic, which the estimate counts separately.
+DEEPGEMM_SMALL_M_TFLOPS = ((64, 206e12), (64, 289e12), (64, 219e12), (64, 336e12),
+                           (64, 287e12), (64, 295e12))
+
+#: Achievable fraction of HBM bandwidth for a matmul's weight reads at decode-sized M: the median
+#: weight-streaming rate of :data:`DEEPGEMM_SMALL_M_TFLOPS` (of 1,609, 2,258, 1,711, 2,625,
+#: 2,242 and 2,305 GB/s the 3rd and 4th: 2,242 and 2,258, median 2,250 GB/s) over the H800's
+#: 3,350 GB/s: 0.67, where FlashMLA's attention kernel reaches 0.90. Applied to every chip (an
+#: H100-class measurement; no like-for-like one is cited for the others).
+GEMM_MEMORY_EFFICIENCY = float(np.median([t / (2 * m) for m, t in DEEPGEMM_SMALL_M_TFLOPS])) / 3350e9
+
+#: Achievable fraction of HBM bandwidth for the experts' grouped matmuls at few tokens per
+#: expert: the dense rate, :data:`GEMM_MEMORY_EFFICIENCY`. DeepGEMM's smallest published grouped
+#: GEMMs (masked layout, 4 groups of 256 rows: 932 and 815 TFLOP/s [deepseek_deepgemm]) do 512
+#: FLOP per weight byte, near the H800's ridge of 590, so their time is not a weight-streaming
+#: time and would count the arithmetic twice here; no memory-bound grouped measurement is
+#: published there. Their arithmetic rate enters through :data:`GROUPED_MATMUL_DERATE`.
+GROUPED_GEMM_MEMORY_EFFICIENCY = GEMM_MEMORY_EFFICIENCY
+
+#: Grouped matmuls' arithmetic rate relative to the best dense one in the same library on the same
+#: GPU: DeepGEMM's contiguous-layout grouped GEMMs (4 and 8 groups, the prefill layout) reach
+#: 1,297, 1,099, 1,288 and 1,093 TFLOP/s, median 1,193.5, against 1,358 for its best dense
+#: shape (M 4096, N 7168, K 16384) [deepseek_deepgemm]: 0.879. Multiplies the matmul
+#: efficiency of the experts' arithmetic.
+GROUPED_MATMUL_DERATE = ((1099e12 + 1288e12) / 2) / 1358e12
+
+#: Bus bandwidth NCCL reaches over NVLink line rate, about 370 of 450 GB/s [nccl_nvlink_busbw]
+#: (:data:`llmmath.collectives.NCCL_NVLINK_EFFICIENCY`).
+LINK_EFFICIENCY = NCCL_NVLINK_EFFICIENCY
+
+#: Fixed cost of one collective step on an NVSwitch: NVLink SHARP all-reduce of a small message
+#: on H100s, about 6 us for its two steps [nccl_nvls_latency]
+#: (:data:`llmmath.collectives.STEP_LATENCIES`). Used for NVIDIA chips, whose scale-up domain
+#: is an NVSwitch (topology "switch": an all-reduce is 2 steps).
+HOP_LATENCY = STEP_LATENCIES["NVLink SHARP step (H100, NCCL)"][0]
+
+#: Fixed cost of one step of a ring collective: NCCL's ring all-reduce of a tiny message over 8
+#: A100s on NVLink, 33.7 us for its 2 x 7 steps [nccl_tests_latency]. Used for chips whose
+#: scale-up network is not a switch with in-network reduction (AMD's Infinity Fabric mesh, TPU
+#: tori): topology "ring", an all-reduce over n chips is 2 (n - 1) steps. An assumption for
+#: those chips (no like-for-like measurement is cited): the library's only measured ring step.
+RING_HOP_LATENCY = STEP_LATENCIES["NVLink ring step (A100, NCCL)"][0]
+
+#: Kernels one decoder layer launches when norms, rotary embedding and residual adds are fused
+#: into their neighbours, counted here from the layer's operations (recount for your engine):
+#: input norm, QKV projection, attention (rotary embedding and KV write fused in), output
+#: projection, all-reduce fused with the residual add and the next norm, gate/up projection,
+#: activation, down projection, and the second all-reduce with its residual: 9. The count of a
+#: dense layer with multi-head (or grouped-query) attention; an MoE or MLA layer adds
+#: :data:`MOE_EXTRA_KERNELS` and :data:`MLA_EXTRA_KERNELS`.
+KERNELS_PER_LAYER = 9
+
+#: Kernels a dense Llama layer launches in vLLM without tensor parallelism, counted from its model
+#: file (``LlamaDecoderLayer.forward``, the version stored at commit 0035bdf2) [vllm_llama_py]:
+#: input RMSNorm (fused with the residual add), QKV projection, rotary embedding, KV-cache write,
+#: attention, output projection, post-attention RMSNorm (fused add), gate/up projection,
+#: activation (``SiluAndMul``), down projection: 10. With tensor parallelism each of the two
+#: ``RowParallelLinear`` layers (output and down projections) adds an all-reduce kernel: 12.
+#: :func:`llmmath._calibration.overheads_for` uses it for rows served by vLLM.
+VLLM_KERNELS_PER_LAYER = 10
+
+#: Kernels an MoE layer launches beyond a dense MLP's three (gate/up, activation, down), counted
+#: from SGLang's DeepSeek-V3 model file (``DeepseekV2MoE.forward_normal``, tensor-parallel
+#: experts, the version stored at commit 00114aef) [sglang_deepseek_v2_py]: router GEMM
+#: (``MoEGate``), top-k selection (``select_experts``, one fused kernel assumed), then the fused
+#: MoE it calls: ``moe_align_block_size``, grouped GEMM 1 (gate/up), activation, grouped GEMM 2
+#: (down) and the sum over the top-k (``moe_sum_reduce``), the kernel names of SGLang's Triton
+#: fused-MoE path (its source not re-read here): 7 kernels where a dense MLP has 3, so 4 more. The shared expert is fused
+#: into the routed experts' GEMMs there (one more expert per token), so it adds none. Not counted:
+#: the activation-quantisation kernel an FP8 block-scaled GEMM needs before it unless fused
+#: (DeepGEMM leaves FP8 casting to the caller [deepseek_deepgemm]).
+MOE_EXTRA_KERNELS = 4
+
+#: Kernels multi-head latent attention launches beyond multi-head attention's three (QKV
+#: projection, attention, output projection), counted from the same file's absorbed decode path
+#: (``forward_absorb_prepare`` and ``forward_absorb_core``) [sglang_deepseek_v2_py]: the fused
+#: q/kv down projection, the q and kv latent norms, the q up projection, the batched matmul that
+#: absorbs W_UK into the query, rotary embedding, two concatenations (query and key with their
+#: rotary parts), the KV-cache write, attention, the batched matmul with W_UV, and the output
+#: projection: 12 kernels where MHA has 3 (rotary and KV write fused), so 9 more.
+MLA_EXTRA_KERNELS = 9
+
+#: Time one kernel adds beyond its own work when many short kernels run back to back: the host
+#: enqueues a kernel launch in about 2.6-2.8 us (measured over chains of 8 to 117 kernels,
+#: [ocannl_launch_probe]); a decode step's kernels are too short to hide it.
+KERNEL_OVERHEAD = 2.65e-6
+
+#: Time one kernel adds when the step is replayed as a CUDA graph: about 1.3 us per kernel on an
+#: H100 even with CUDA graphs, the launch and teardown between kernels during which no weights
+#: load (Hazy Research's measurement while building a Llama-1B megakernel [hazy2025nobubbles]).
+#: Pass it as ``Overheads(kernel_overhead=GRAPH_NODE_OVERHEAD)`` for an engine that replays
+#: CUDA graphs. (The first version used 0.58 us per graph node, measured on a laptop GPU
+#: [ocannl_launch_probe]: an H100-class measurement replaces it.)
+GRAPH_NODE_OVERHEAD = 1.3e-6
+
+#: Fixed cost per step outside the layers: the host loop that samples the next tokens, updates
+#: the batch and launches the step. SGLang measured a GPU bubble of about 2 ms before every
+#: decode step of a CUDA-graph replay (Qwen2.5-32B, TP4, batch 64) [sglang_decode_bubble]; a C++
+#: runtime spends less. Default: zero (TensorRT-LLM's C++ session loop; pass
+#: :data:`SGLANG_STEP_OVERHEAD` for SGLang's Python scheduler).
+STEP_OVERHEAD = 0.0
+
+#: SGLang's host time per decode step, about 2 ms [sglang_decode_bubble]: pass it as
+#: ``Overheads(step_overhead=SGLANG_STEP_OVERHEAD)`` for a step served by SGLang.
+SGLANG_STEP_OVERHEAD = 2e-3
+
+#: The two phases a step can be in.
+PHASES = ("decode", "prefill")
+
+#: Collective topologies an estimate can assume (a subset of :data:`llmmath.collectives.TOPOLOGIES`).
+TOPOLOGIES = ("switch", "ring")
+
+
+@dataclass(frozen=True)
+class Overheads:
+    """The coefficients of :func:`estimate_step`, each defaulting to its cited module constant.
+
+    - ``matmul_efficiency``: achievable fraction of the matmul peak; ``None`` takes
+      :data:`MATMUL_EFFICIENCY` for the step's ``dtype`` (bf16's for a format not listed)
+    - ``attention_efficiency``, ``memory_efficiency``: achievable fractions of the attention
+      FLOP rate and of HBM bandwidth for the KV-cache reads, in (0, 1];
+      ``mla_attention_efficiency``: the attention FLOP rate of an MLA model's decode
+      (:data:`MLA_ATTENTION_EFFICIENCY`)
+    - ``gemm_memory_efficiency``: fraction of HBM bandwidth a matmul reads its weights at
+      (:data:`GEMM_MEMORY_EFFICIENCY`); ``grouped_memory_efficiency``: the same for the experts'
+      grouped matmuls (:data:`GROUPED_GEMM_MEMORY_EFFICIENCY`); ``grouped_matmul_derate``: the
+      experts' arithmetic rate relative to a dense matmul's (:data:`GROUPED_MATMUL_DERATE`)
+    - ``tile_m``: rows of one tensor-core tile (``M`` is padded to a multiple of it)
+    - ``link_efficiency``: fraction of the scale-up line rate collectives reach, in (0, 1]
+    - ``topology``: how the collectives run, "switch" or "ring" (:mod:`llmmath.collectives`);
+      ``None`` takes "switch" for NVIDIA chips (an NVSwitch domain) and "ring" for the others
+    - ``hop_latency``: seconds per collective step; ``None`` takes :data:`HOP_LATENCY` on a
+      switch and :data:`RING_HOP_LATENCY` on a ring
+    - ``kernels_per_layer``, ``kernel_overhead``: kernels per dense layer and seconds each adds;
+      ``moe_extra_kernels``: more per MoE layer, ``mla_extra_kernels``: more per layer of a
+      model with multi-head latent attention
+    - ``step_overhead``: seconds per step outside the layers (sampling, scheduling)
+    """
+
+    matmul_efficiency: float | None = None
+    attention_efficiency: float = ATTENTION_EFFICIENCY
+    mla_attention_efficiency: float = MLA_ATTENTION_EFFICIENCY
+    memory_efficiency: float = MEMORY_EFFICIENCY
+    gemm_memory_efficiency: float = GEMM_MEMORY_EFFICIENCY
+    grouped_memory_efficiency: float = GROUPED_GEMM_MEMORY_EFFICIENCY
+    grouped_matmul_derate: float = GROUPED_MATMUL_DERATE
+    tile_m: int = TILE_M
+    link_efficiency: float = LINK_EFFICIENCY
+    topology: str | None = None
+    hop_latency: float | None = None
+    kernels_per_layer: int = KERNELS_PER_LAYER
+    moe_extra_kernels: int = MOE_EXTRA_KERNELS
+    mla_extra_kernels: int = MLA_EXTRA_KERNELS
+    kernel_overhead: float = KERNEL_OVERHEAD
+    step_overhead: float = STEP_OVERHEAD
+
+    def __post_init__(self):
+        if self.matmul_efficiency is not None:
+            fraction("matmul_efficiency", self.matmul_efficiency)
+        fraction("attention_efficiency", self.attention_efficiency)
+        fraction("mla_attention_efficiency", self.mla_attention_efficiency)
+        fraction("memory_efficiency", self.memory_efficiency)
+        fraction("gemm_memory_efficiency", self.gemm_memory_efficiency)
+        fraction("grouped_memory_efficiency", self.grouped_memory_efficiency)
+        fraction("grouped_matmul_derate", self.grouped_matmul_derate)
+        positive("tile_m", self.tile_m, integer=True, maximum=4096)
+        fraction("link_efficiency", self.link_efficiency)
+        if self.topology is not None:
+            choice("topology", self.topology, TOPOLOGIES)
+        if self.hop_latency is not None:
+            positive("hop_latency", self.hop_latency, allow_zero=True)
+        positive("kernels_per_layer", self.kernels_per_layer, allow_zero=True, integer=True)
+        positive("moe_extra_kernels", self.moe_extra_kernels, allow_zero=True, integer=True)
+        positive("mla_extra_kernels", self.mla_extra_kernels, allow_zero=True, integer=True)
+        positive("kernel_overhead", self.kernel_overhead, allow_zero=True)
+        positive("step_overhead", self.step_overhead, allow_zero=True)
+
+
+#: The cited defaults.
+DEFAULT_OVERHEADS = Overheads()
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One step's estimate, SI units (seconds), term by term.
+
+    - ``bound``: the per-operation lower bound (a :class:`llmmath.step.Step`), unchanged
+    - ``kernel_time``: achievable kernel rates and tile padding of the matmuls' rows
+    - ``moe_time``: grouped expert matmuls (few rows per touched expert, each padded); 0 for dense
+    - ``tp_comm_time``, ``ep_comm_time``: tensor-parallel all-reduces and expert-parallel
+      all-to-alls, latency plus bandwidth; ``comm_time`` their sum
+    - ``layer_overhead_time``: kernels per layer times the fixed cost of each
+    - ``step_overhead_time``: sampling and scheduling, once per step
+    - ``time``: the estimate, ``bound.time`` plus every term above; never below the bound
+    - ``phase``: "decode" or "prefill"; ``overheads``: the coefficients used
+    """
+
+    bound: object
+    kernel_time: float | np.ndarray
+    moe_time: float | np.ndarray
+    tp_comm_time: float | np.ndarray
+    ep_comm_time: float | np.ndarray
+    comm_time: float | np.ndarray
+    layer_overhead_time: float | np.ndarray
+    step_overhead_time: float | np.ndarray
+    time: float | np.ndarray
+    phase: str = "decode"
+    overheads: Overheads = field(default=DEFAULT_OVERHEADS, repr=False)
+
+    @property
+    def terms(self) -> dict:
+        """The waterfall from bound to estimate: name -> seconds, in the order they add."""
+        return {"bound": self.bound.time, "kernel efficiency": self.kernel_time,
+                "grouped experts": self.moe_time, "tensor-parallel all-reduce": self.tp_comm_time,
+                "expert-parallel all-to-all": self.ep_comm_time,
+                "per-layer kernel overhead": self.layer_overhead_time,
+                "per-step overhead": self.step_overhead_time}
+
+
+def padded_rows(tokens, tile_m=TILE_M):
+    """Rows a matmul over ``tokens`` rows computes in tiles of ``tile_m``: ``ceil(T / m) x m``.
+
+    ``padded_rows(1) == 64``, ``padded_rows(64) == 64``, ``padded_rows(65) == 128``. A fractional
+    count (an expected number of tokens per expert) is padded the same way.
+    """
+    t = positive("tokens", tokens)
+    m = positive("tile_m", tile_m, integer=True, maximum=4096)
+    if type(t) is float:
+        return math.ceil(t / m) * m
+    return _out(np.ceil(np.asarray(t) / m) * m)
+
+
+def _touched(model, tokens):
+    """Expected distinct routed experts ``T`` tokens touch in one MoE layer: E (1 - (1-k/E)^T)."""
+    E, k = model.n_experts, model.experts_per_token
+    if k >= E:
+        return E * np.ones_like(np.asarray(tokens, dtype=float))
+    return E * -np.expm1(np.asarray(tokens, dtype=float) * np.log1p(-k / E))
+
+
+def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight_bytes=2,
+                  kv_bytes=2, dtype="bf16", expert_parallel=1, activation_bytes=2,
+                  overheads=DEFAULT_OVERHEADS) -> Estimate:
+    """An estimate of one step: the per-operation lower bound plus each cited overhead.
+
+    - ``phase="decode"``: ``batch`` sequences each emit one token with ``context`` tokens
+      already in their KV caches (the bound is :func:`llmmath.step.decode_step`).
+    - ``phase="prefill"``: ``batch`` sequences each prefill ``context`` tokens with nothing
+      cached before (:func:`llmmath.step.prefill_step` with ``prompt=context``).
+    - ``n_chips`` serve the replica: attention and dense layers are tensor-parallel over
+      ``n_chips / expert_parallel`` chips (an all-reduce after attention and one after the MLP);
+      with ``expert_parallel`` > 1 the MoE layers are spread over that many chips and exchange
+      tokens by two all-to-alls (dispatch, combine) per MoE layer. ``expert_parallel`` must
+      divide ``n_chips``.
+    - ``weight_bytes``, ``kv_bytes``, ``dtype`` as in the bounds; ``activation_bytes`` per
+      number sent in the collectives.
+    - ``overheads``: an :class:`Overheads` with the coefficients (default: the cited constants).
+
+    Returns an :class:`Estimate`; ``estimate.time >= estimate.bound.time`` always. Arrays
+    broadcast (``context=np.arange(...)`` gives every step of a generation at once), except
+    ``n_chips`` and ``expert_parallel`` where the collectives run on a ring (chips other than
+    NVIDIA's, or ``Overheads(topology="ring")``): a ring's step count takes one chip count.
+
+    What it still leaves out: routing imbalance across expert-parallel chips (see
+    :func:`llmmath.moe.imbalance_factor`), overlap of communication with compute (two-batch
+    overlap), speculative decoding, and a serving engine's queueing.
+    """
+    choice("phase", phase, PHASES)
+    if not isinstance(overheads, Overheads):
+        raise TypeError(f"overheads: got {overheads!r}; expected an Overheads (llmmath.estimate)")
+    batch = positive("batch", batch)
+    n = n_chips_check(n_chips)
+    ep = n_chips_check(expert_parallel, "expert_parallel")
+    activation_bytes = positive("activation_bytes", activation_bytes, maximum=8)
+    if np.any(np.asarray(ep) > np.asarray(n)) or np.any(np.mod(np.asarray(n), np.asarray(ep)) != 0):
+        raise ValueError(f"expert_parallel: got {expert_parallel!r}; it must divide n_chips={n_chips!r}")
+    if phase == "decode":
+        step = decode_step(model, chip, batch, context, n_chips=n, weight_bytes=weight_bytes,
+                           kv_bytes=kv_bytes, dtype=dtype, overlap="per-op")
+        tokens = np.asarray(batch, dtype=float)
+    else:
+        step = prefill_step(model, chip, batch, context, n_chips=n, weight_bytes=weight_bytes,
+                            kv_bytes=kv_bytes, dtype=dtype, overlap="per-op")
+        tokens = np.asarray(batch, dtype=float) * np.asarray(positive("context", context))
+    o = overheads
+    ce = o.matmul_efficiency or MATMUL_EFFICIENCY.get(dtype, MATMUL_EFFICIENCY["bf16"])
+    me, ae = o.memory_efficiency, o.attention_efficiency
+    if phase == "decode" and model.kv_lora_rank is not None:
+        ae = o.mla_attention_efficiency
+    gme, xme = o.gemm_memory_efficiency, o.grouped_memory_efficiency
+
+    mm, w = np.asarray(step.matmul_time), np.asarray(step.weight_time)
+    attn, kv = np.asarray(step.attention_time), np.asarray(step.kv_time)
+    # the experts' share of the matmul FLOPs and of the weight bytes
+    if model.is_moe:
+        expert_flop_share = (model.n_moe_layers * model.experts_per_token * model.expert_params
+                             / model.matmul_params_active)
+        touched = _touched(model, tokens)
+        expert_bytes = model.n_moe_layers * touched * model.expert_params * np.asarray(weight_bytes)
+        expert_w_share = expert_bytes / np.asarray(step.weight_bytes_read)
+    else:
+        expert_flop_share, touched, expert_w_share = 0.0, None, 0.0
+    shared_mm, expert_mm = mm * (1.0 - expert_flop_share), mm * expert_flop_share
+    shared_w, expert_w = w * (1.0 - expert_w_share), w * expert_w_share
+
+    pad = np.ceil(tokens / o.tile_m) * o.tile_m / tokens
+    attn_part = np.maximum(attn / ae, kv / me)
+    shared_c = shared_mm * pad / ce
+    expert_c = expert_mm / ce
+    t_kernel = attn_part + np.maximum(shared_c + expert_c, w / gme)
+    kernel_time = np.maximum(t_kernel - np.asarray(step.time), 0.0)
+
+    if model.is_moe:
+        rows = tokens * model.experts_per_token / touched           # rows per touched expert
+        expert_pad = np.ceil(rows / o.tile_m) * o.tile_m / rows
+        t_moe = (attn_part + np.maximum(shared_c, shared_w / gme)
+                 + np.maximum(expert_c * expert_pad / o.grouped_matmul_derate, expert_w / xme))
+        moe_time = np.maximum(t_moe - t_kernel, 0.0)
+    else:
+        moe_time = 0.0 * kernel_time
+
+    tp = np.asarray(n) / np.asarray(ep)
+    bw = chip.scale_up_bandwidth
+    if bw is None:
+        if np.any(np.asarray(n) > 1):
+            raise ValueError(f"chip: {chip.name!r} lists no scale_up_bandwidth; communication "
+                             "between its chips cannot be estimated (use n_chips=1)")
+        bw = 1.0
+    bw = bw * o.link_efficiency
+    topology = o.topology or ("switch" if getattr(chip, "vendor", "") == "NVIDIA" else "ring")
+    hop = o.hop_latency
+    if hop is None:
+        hop = HOP_LATENCY if topology == "switch" else RING_HOP_LATENCY
+    if topology == "ring":  # ring step counts take one chip count
+        tp = n_chips_check(_out(tp), "n_chips", single=True)
+        ep = n_chips_check(ep, "expert_parallel", single=True)
+    tp_comm = np.asarray(tensor_parallel_comm_time(model, tokens, tp, bw, activation_bytes,
+                                                   hop_latency=hop, topology=topology))
+    if model.is_moe and np.any(np.asarray(ep) > 1):
+        ep_comm = np.asarray(expert_parallel_comm_time(model, tokens, ep, bw, activation_bytes,
+                                                       hop_latency=hop, topology=topology))
+    else:
+        ep_comm = 0.0 * tp_comm
+    kernels = model.n_layers * o.kernels_per_layer
+    if model.is_moe:
+        kernels += model.n_moe_layers * o.moe_extra_kernels
+    if model.kv_lora_rank is not None:
+        kernels += model.n_layers * o.mla_extra_kernels
+    layer_overhead = kernels * o.kernel_overhead + 0.0 * kernel_time
+    step_overhead = o.step_overhead + 0.0 * kernel_time
+    comm = tp_comm + ep_comm
+    time = np.asarray(step.time) + kernel_time + moe_time + comm + layer_overhead + step_overhead
+    return Estimate(bound=step, kernel_time=_out(kernel_time), moe_time=_out(moe_time),
+                    tp_comm_time=_out(tp_comm), ep_comm_time=_out(ep_comm), comm_time=_out(comm),
+                    layer_overhead_time=_out(layer_overhead), step_overhead_time=_out(step_overhead),
+                    time=_out(time), phase=phase, overheads=o)

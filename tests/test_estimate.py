@@ -1,0 +1,429 @@
+"""From bound to estimate (issue 17): ``llmmath.estimate`` term by term, and the calibration set.
+
+Unit tests use a toy chip and toy models with round numbers; every expected value is worked by
+hand in the comment beside it (parameter counts from the architecture, times from the formulas
+of the module docstring), never read off the code. The calibration tests read
+``data/calibration/measured_latency.csv`` (published measurements, each row with its source)
+and check the held-out half: the coefficients are the cited constants, not fitted to any row.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from llmmath import _calibration, chips, models
+from llmmath.chips import Chip
+from llmmath.estimate import (
+    DEEPGEMM_SMALL_M_TFLOPS,
+    GEMM_MEMORY_EFFICIENCY,
+    GRAPH_NODE_OVERHEAD,
+    GROUPED_GEMM_MEMORY_EFFICIENCY,
+    GROUPED_MATMUL_DERATE,
+    HOP_LATENCY,
+    KERNEL_OVERHEAD,
+    KERNELS_PER_LAYER,
+    MATMUL_EFFICIENCY,
+    MEMORY_EFFICIENCY,
+    MLA_ATTENTION_EFFICIENCY,
+    MLA_EXTRA_KERNELS,
+    MOE_EXTRA_KERNELS,
+    RING_HOP_LATENCY,
+    SGLANG_STEP_OVERHEAD,
+    STEP_OVERHEAD,
+    TILE_M,
+    VLLM_KERNELS_PER_LAYER,
+    Overheads,
+    estimate_step,
+    padded_rows,
+)
+from llmmath.models import Model
+
+# A chip with round numbers: 1 PFLOP/s bf16, 1 TB/s HBM, 100 GB/s per link direction.
+TOY_CHIP = Chip(name="toy chip", flops={"bf16": 1e15}, hbm_bandwidth=1e12, hbm_capacity=1e12,
+                scale_up_bandwidth=1e11, scale_up_domain=8)
+# Dense toy: 2 layers, D 1024, gated MLP F 4096, 8 heads of 128 (MHA), tied vocabulary 32000.
+# Per layer: attention 4 D^2 = 4,194,304; MLP 3 D F = 12,582,912; together 16,777,216.
+# Two layers 33,554,432; tied embedding (also the LM head) 32000 x 1024 = 32,768,000;
+# norms 2 D per layer + D = 5,120. Total 66,327,552; multiplied per token (no gather, no norms)
+# 33,554,432 + 32,768,000 = 66,322,432.
+TOY = Model(name="toy", n_layers=2, d_model=1024, d_ff=4096, n_heads=8, vocab_size=32000,
+            tied_embeddings=True)
+# Round coefficients, so every term is easy to work by hand: every bandwidth at half, the
+# experts' arithmetic at the dense rate, no extra kernels for MoE or MLA layers.
+ROUND = Overheads(matmul_efficiency=0.5, attention_efficiency=0.5, memory_efficiency=0.5,
+                  gemm_memory_efficiency=0.5, grouped_memory_efficiency=0.5,
+                  grouped_matmul_derate=1.0, mla_attention_efficiency=0.5,
+                  tile_m=64, link_efficiency=1.0, topology="switch", hop_latency=1e-6,
+                  kernels_per_layer=10, moe_extra_kernels=0, mla_extra_kernels=0,
+                  kernel_overhead=1e-6, step_overhead=1e-3)
+
+
+def test_toy_counts_are_the_hand_counts():
+    assert TOY.total_params == 66_327_552
+    assert TOY.matmul_params_active == 66_322_432
+
+
+# ----- each constant is its cited measurement ---------------------------------------------------
+
+def test_constants_are_the_cited_figures():
+    assert TILE_M == 64                                   # wgmma m64nNk16
+    assert MATMUL_EFFICIENCY["fp8"] == pytest.approx(1350 / 1978.9)   # DeepGEMM on H800
+    assert MATMUL_EFFICIENCY["bf16"] == pytest.approx(740 / 989.4)    # FlashAttention-3 bf16
+    assert MEMORY_EFFICIENCY == pytest.approx(3000 / 3350)            # FlashMLA 3,000 GB/s
+    assert HOP_LATENCY == pytest.approx(3e-6)             # NVLS all-reduce 6 us in 2 steps
+    assert RING_HOP_LATENCY == pytest.approx(33.7e-6 / 14)  # NCCL ring, 8 A100s: 2 x 7 steps
+    assert SGLANG_STEP_OVERHEAD == pytest.approx(2e-3)    # SGLang's bubble per decode step
+    assert GRAPH_NODE_OVERHEAD == pytest.approx(1.3e-6)   # per kernel under CUDA graphs, H100
+    assert KERNELS_PER_LAYER == 9 and KERNEL_OVERHEAD == pytest.approx(2.65e-6)
+    assert STEP_OVERHEAD == 0.0
+    # DeepGEMM's six M = 64 dense shapes on an H800, weights streamed at TFLOP/s / (2 x 64):
+    # 206, 289, 219, 336, 287, 295 TFLOP/s -> 1,609.4, 2,257.8, 1,710.9, 2,625.0, 2,242.2,
+    # 2,304.7 GB/s; sorted, the 3rd and 4th are 2,242.19 and 2,257.81: median 2,250 GB/s of 3,350
+    assert [m for m, _ in DEEPGEMM_SMALL_M_TFLOPS] == [64] * 6
+    assert GEMM_MEMORY_EFFICIENCY == pytest.approx(2250e9 / 3350e9)
+    # the experts' weights stream at the same rate (no memory-bound grouped measurement)
+    assert GROUPED_GEMM_MEMORY_EFFICIENCY == GEMM_MEMORY_EFFICIENCY
+    # contiguous grouped GEMMs 1,297 / 1,099 / 1,288 / 1,093 TFLOP/s: median (1,099 + 1,288) / 2
+    # = 1,193.5, over the best dense shape's 1,358
+    assert GROUPED_MATMUL_DERATE == pytest.approx(1193.5 / 1358)
+    assert MLA_ATTENTION_EFFICIENCY == pytest.approx(660 / 989.4)   # FlashMLA, compute-bound
+    # SGLang's MoE layer: router, top-k, align, GEMM 1, activation, GEMM 2, sum = 7 against a
+    # dense MLP's 3; its absorbed MLA: 12 kernels against MHA's 3
+    assert VLLM_KERNELS_PER_LAYER == 10   # vLLM's Llama layer, no tensor parallelism
+    assert MOE_EXTRA_KERNELS == 7 - 3
+    assert MLA_EXTRA_KERNELS == 12 - 3
+
+
+def test_padded_rows():
+    assert padded_rows(1) == 64
+    assert padded_rows(64) == 64
+    assert padded_rows(65) == 128
+    assert padded_rows(2.5) == 64
+    assert padded_rows(100, tile_m=128) == 128
+    np.testing.assert_array_equal(padded_rows(np.array([1, 64, 129])), [64, 64, 192])
+
+
+# ----- each term by hand -------------------------------------------------------------------------
+
+def test_decode_terms_by_hand_dense_one_chip():
+    # batch 8, context 0 (no KV, no attention FLOPs), bf16 weights, one chip.
+    e = estimate_step(TOY, TOY_CHIP, batch=8, context=0, overheads=ROUND)
+    # bound: matmul 8 x 2 x 66,322,432 / 1e15 = 1.06116e-6 s; weights 66,327,552 x 2 / 1e12
+    # = 1.326551e-4 s; per-op bound max(0, 0) + max(matmul, weights) = 1.326551e-4 s.
+    assert e.bound.time == pytest.approx(1.32655104e-4)
+    # kernel: matmul rows padded 8 -> 64 and at half the peak: 1.06116e-6 x 8 / 0.5 = 1.6979e-5;
+    # weights at half the bandwidth 2.653102e-4 s, which is larger; term = 2.653102e-4 - bound.
+    assert e.kernel_time == pytest.approx(1.32655104e-4)
+    assert e.moe_time == 0.0
+    assert e.comm_time == 0.0                          # one chip: nothing to all-reduce
+    assert e.layer_overhead_time == pytest.approx(2 * 10 * 1e-6)   # 2 layers x 10 kernels x 1 us
+    assert e.step_overhead_time == pytest.approx(1e-3)
+    assert e.time == pytest.approx(2 * 1.32655104e-4 + 2e-5 + 1e-3)
+
+
+def test_gemm_weight_reads_at_their_own_bandwidth():
+    # the same step with the matmuls' weights read at a quarter of the bandwidth (KV at half):
+    # 1.326551e-4 / 0.25 = 5.306204e-4 s; the kernel term is that minus the bound, 3.979653e-4 s.
+    o = dataclasses.replace(ROUND, gemm_memory_efficiency=0.25)
+    e = estimate_step(TOY, TOY_CHIP, batch=8, context=0, overheads=o)
+    assert e.kernel_time == pytest.approx(3.9796531e-4)
+
+
+def test_padding_makes_a_small_batch_compute_bound_kernel():
+    # batch 8 on a chip with little compute: 1e12 FLOP/s, 1 TB/s. Bound: matmul
+    # 8 x 2 x 66,322,432 / 1e12 = 1.061159e-3 s; weights 1.326551e-4 s; bound 1.061159e-3 s.
+    slow = dataclasses.replace(TOY_CHIP, name="slow toy", flops={"bf16": 1e12})
+    e = estimate_step(TOY, slow, batch=8, context=0, overheads=ROUND)
+    assert e.bound.time == pytest.approx(1.06115891e-3)
+    # padded to 64 rows at half the peak: 1.061159e-3 x 8 / 0.5 = 1.697854e-2 s.
+    assert e.bound.time + e.kernel_time == pytest.approx(1.69785426e-2)
+
+
+def test_tensor_parallel_all_reduce_by_hand():
+    # two chips: per layer 2 all-reduces of 8 tokens x 1024 x 2 B = 16,384 B per chip.
+    # One all-reduce on a switch: 2 steps x 1 us + 2 x (1/2) x 16,384 / 1e11 = 2.16384e-6 s;
+    # 2 layers x 2 = 4 of them: 8.65536e-6 s.
+    e = estimate_step(TOY, TOY_CHIP, batch=8, context=0, n_chips=2, overheads=ROUND)
+    assert e.tp_comm_time == pytest.approx(8.65536e-6)
+    assert e.ep_comm_time == 0.0
+    assert e.comm_time == pytest.approx(8.65536e-6)
+
+
+# MoE toy: the dense toy's attention with 4 experts of width 1024, 1 per token, in both layers.
+# One expert 3 x 1024 x 1024 = 3,145,728; routed 4 per layer. Multiplied per token: attention
+# 2 x 4,194,304 = 8,388,608, one expert per layer 6,291,456, routers 2 x (1025 x 4) = 8,200,
+# embedding 32,768,000: 47,456,264.
+TOY_MOE = Model(name="toy moe", n_layers=2, d_model=1024, d_ff=4096, n_heads=8, vocab_size=32000,
+                tied_embeddings=True, n_experts=4, experts_per_token=1, d_ff_expert=1024)
+
+
+def test_ring_all_reduce_by_hand():
+    # 8 chips on a ring (the default for a chip that is not NVIDIA's): one all-reduce of
+    # 8 x 1024 x 2 = 16,384 B is 2 x 7 = 14 steps x 1 us + 2 x (7/8) x 16,384 / 1e11
+    # = 1.4e-5 + 2.8672e-7 = 1.428672e-5 s; 4 of them (2 layers x 2): 5.714688e-5 s.
+    ring = dataclasses.replace(ROUND, topology=None)
+    e = estimate_step(TOY, TOY_CHIP, batch=8, context=0, n_chips=8, overheads=ring)
+    assert e.tp_comm_time == pytest.approx(5.714688e-5)
+    # the same on a switch: 2 steps x 1 us + the same bandwidth time, x 4 = 9.146880e-6 s
+    switch = dataclasses.replace(ROUND, topology="switch")
+    e = estimate_step(TOY, TOY_CHIP, batch=8, context=0, n_chips=8, overheads=switch)
+    assert e.tp_comm_time == pytest.approx(9.14688e-6)
+    # an NVIDIA chip defaults to the switch and its NVLS step latency (3 us)
+    h100 = chips.get("H100-SXM")
+    e = estimate_step(TOY, h100, batch=8, context=0, n_chips=8,
+                      overheads=Overheads(link_efficiency=1.0))
+    assert e.tp_comm_time == pytest.approx(4 * (2 * 3e-6 + 2 * 7 / 8 * 16384 / 450e9))
+
+
+def test_moe_toy_counts_are_the_hand_counts():
+    assert TOY_MOE.expert_params == 3_145_728
+    assert TOY_MOE.matmul_params_active == 47_456_264
+
+
+def test_grouped_experts_by_hand():
+    # batch 8 on the slow chip (1e12 FLOP/s): compute matters. Experts touched per layer by 8
+    # tokens routed 1 of 4: 4 (1 - (3/4)^8) = 3.599548; each multiplies 8 / 3.599548 = 2.222501
+    # rows, padded to 64: 28.7962 times the FLOPs. Expert FLOPs in the bound: 8 x 2 x 2 x
+    # 3,145,728 / 1e12 = 1.006633e-4 s; at half the peak 2.013266e-4; padded 5.797449e-3 s.
+    # Expert weights read: 2 layers x 3.599548 x 3,145,728 x 2 B / 1e12 / 0.5 = 9.058103e-5 s.
+    # Shared matmul FLOPs: (47,456,264 - 6,291,456) x 2 x 8 / 1e12 = 6.586369e-4 s, padded to
+    # 64 rows at half the peak: 1.053819e-2 s (above its weight reads).
+    # No KV at context 0. kernel step: max(shared + experts unpadded, all weights)
+    # = 1.053819e-2 + 2.013266e-4 = 1.073952e-2; grouped: 1.053819e-2 + 5.797449e-3 = 1.633564e-2.
+    slow = dataclasses.replace(TOY_CHIP, name="slow toy", flops={"bf16": 1e12})
+    e = estimate_step(TOY_MOE, slow, batch=8, context=0, overheads=ROUND)
+    assert e.bound.time + e.kernel_time == pytest.approx(1.073952e-2, rel=1e-5)
+    assert e.moe_time == pytest.approx(1.633564e-2 - 1.073952e-2, rel=1e-4)
+
+
+def test_grouped_experts_at_their_own_rates_by_hand():
+    # as above, with the experts' arithmetic at half the dense rate and their weights read at a
+    # quarter of the bandwidth. Expert compute, padded: 5.797449e-3 / 0.5 = 1.1594898e-2 s;
+    # expert weights: 9.058103e-5 x 0.5 / 0.25 = 1.8116206e-4 s (smaller). Grouped step:
+    # 1.053819e-2 + 1.1594898e-2 = 2.2133088e-2; the kernel step is unchanged (its weight reads
+    # at gemm_memory_efficiency 0.5 stay below its compute), 1.073952e-2; the term is 1.1393568e-2.
+    slow = dataclasses.replace(TOY_CHIP, name="slow toy", flops={"bf16": 1e12})
+    o = dataclasses.replace(ROUND, grouped_matmul_derate=0.5, grouped_memory_efficiency=0.25)
+    e = estimate_step(TOY_MOE, slow, batch=8, context=0, overheads=o)
+    assert e.bound.time + e.kernel_time == pytest.approx(1.073952e-2, rel=1e-5)
+    assert e.moe_time == pytest.approx(1.1393568e-2, rel=1e-4)
+
+
+def test_kernel_count_differs_by_layer_type():
+    # TOY_MOE: 2 layers, both MoE: 2 x 10 + 2 x 3 extra = 26 kernels x 1 us
+    o = dataclasses.replace(ROUND, moe_extra_kernels=3, mla_extra_kernels=5)
+    e = estimate_step(TOY_MOE, TOY_CHIP, batch=8, context=0, overheads=o)
+    assert e.layer_overhead_time == pytest.approx(26e-6)
+    # the dense toy pays neither extra: 2 x 10 kernels
+    e = estimate_step(TOY, TOY_CHIP, batch=8, context=0, overheads=o)
+    assert e.layer_overhead_time == pytest.approx(20e-6)
+    # DeepSeek-V3 with the cited counts: 61 layers, the first 3 dense (first_k_dense_replace),
+    # 58 MoE; MLA in all 61: 61 x 9 + 58 x 4 + 61 x 9 = 1,330 kernels, at 1.3 us under CUDA
+    # graphs 1.729 ms
+    dsv3 = models.get("DeepSeek-V3")
+    assert (dsv3.n_layers, dsv3.n_moe_layers) == (61, 58)
+    e = estimate_step(dsv3, chips.get("H200"), batch=1, context=512, n_chips=8, weight_bytes=1,
+                      dtype="fp8", overheads=Overheads(kernel_overhead=GRAPH_NODE_OVERHEAD))
+    assert e.layer_overhead_time == pytest.approx(1330 * 1.3e-6)
+
+
+def test_mla_decode_attention_at_flashmla_rate():
+    # DeepSeek-V3 on a chip with little compute (1e12 FLOP/s, 1 TB/s): at batch 64 and context
+    # 4096 its absorbed attention (about 242 FLOP per cached byte) is compute-bound, far above
+    # its KV reads and all the matmuls (their weights read once for 64 tokens). With every other
+    # coefficient 1 and no padding, halving only the MLA rate adds exactly one attention time.
+    slow = dataclasses.replace(TOY_CHIP, name="slow toy", flops={"bf16": 1e12})
+    ones = Overheads(matmul_efficiency=1.0, attention_efficiency=1.0, memory_efficiency=1.0,
+                     gemm_memory_efficiency=1.0, grouped_memory_efficiency=1.0,
+                     grouped_matmul_derate=1.0, mla_attention_efficiency=0.5, tile_m=1,
+                     kernels_per_layer=0, moe_extra_kernels=0, mla_extra_kernels=0,
+                     kernel_overhead=0.0, step_overhead=0.0)
+    dsv3 = models.get("DeepSeek-V3")
+    e = estimate_step(dsv3, slow, batch=64, context=4096, overheads=ones)
+    assert e.bound.attention_time > e.bound.kv_time          # attention is compute-bound here
+    assert e.kernel_time == pytest.approx(e.bound.attention_time, rel=1e-9)
+    # prefill runs the un-absorbed form: the MLA rate does not apply there
+    e = estimate_step(dsv3, slow, batch=1, context=512, phase="prefill", overheads=ones)
+    assert e.kernel_time == pytest.approx(0.0, abs=1e-15)
+
+
+def test_expert_parallel_all_to_all_by_hand():
+    # 8 tokens over 2 chips, EP 2 (no tensor parallelism left): per MoE layer a dispatch and a
+    # combine, each an all-to-all of 8 x 1 x 1024 x 2 / 2 = 8,192 B per chip: 1 step x 1 us +
+    # (1/2) x 8,192 / 1e11 = 1.04096e-6 s; 2 layers x 2 = 4.16384e-6 s.
+    e = estimate_step(TOY_MOE, TOY_CHIP, batch=8, context=0, n_chips=2, expert_parallel=2,
+                      overheads=ROUND)
+    assert e.ep_comm_time == pytest.approx(4.16384e-6)
+    assert e.tp_comm_time == 0.0
+
+
+def test_prefill_counts_batch_times_prompt_rows():
+    # prefill of 64 tokens on 2 chips: two all-reduces per layer, as in decode, now of
+    # 64 x 1024 x 2 = 131,072 B each: 2 steps x 1 us + 2 x (1/2) x 131,072 / 1e11 = 3.31072e-6 s;
+    # 2 layers x 2 = 4 of them: 1.324288e-5 s.
+    e = estimate_step(TOY, TOY_CHIP, batch=1, context=64, n_chips=2, phase="prefill", overheads=ROUND)
+    assert e.tp_comm_time == pytest.approx(1.324288e-5)
+    assert e.phase == "prefill"
+    # 64 rows fill one tile exactly: the matmuls are not padded, only derated (x 1/0.5)
+    assert e.bound.matmul_time < e.bound.weight_time / 2   # still weight-bound at half bandwidth
+    assert e.kernel_time == pytest.approx(e.bound.time)    # weights at half the bandwidth
+
+
+def test_terms_add_to_the_estimate():
+    e = estimate_step(models.get("Mixtral-8x7B"), chips.get("H100-SXM"), batch=32, context=2048,
+                      n_chips=2, weight_bytes=1, kv_bytes=1, dtype="fp8")
+    assert sum(e.terms.values()) == pytest.approx(e.time)
+    assert list(e.terms)[0] == "bound"
+
+
+def test_overheads_zero_gives_the_bound_with_efficiency_one():
+    none = Overheads(matmul_efficiency=1.0, attention_efficiency=1.0, memory_efficiency=1.0,
+                     gemm_memory_efficiency=1.0, grouped_memory_efficiency=1.0,
+                     grouped_matmul_derate=1.0, mla_attention_efficiency=1.0,
+                     tile_m=1, link_efficiency=1.0, hop_latency=0.0, kernels_per_layer=0,
+                     moe_extra_kernels=0, mla_extra_kernels=0,
+                     kernel_overhead=0.0, step_overhead=0.0)
+    e = estimate_step(models.get("Llama-3-70B"), chips.get("H100-SXM"), batch=64, context=4096,
+                      overheads=none)
+    assert e.time == pytest.approx(e.bound.time)
+
+
+def test_arrays_broadcast():
+    ctx = np.array([0.0, 1024.0, 4096.0])
+    e = estimate_step(models.get("Llama-3-8B"), chips.get("H200"), batch=16, context=ctx, n_chips=2)
+    assert np.shape(e.time) == (3,)
+    for i, c in enumerate(ctx):
+        one = estimate_step(models.get("Llama-3-8B"), chips.get("H200"), batch=16, context=c, n_chips=2)
+        assert e.time[i] == pytest.approx(one.time)
+
+
+def test_bad_input_is_refused_by_name():
+    m, c = models.get("Llama-3-8B"), chips.get("H100-SXM")
+    with pytest.raises(ValueError, match="phase"):
+        estimate_step(m, c, 1, 128, phase="generate")
+    with pytest.raises(ValueError, match="expert_parallel"):
+        estimate_step(m, c, 1, 128, n_chips=4, expert_parallel=3)
+    with pytest.raises(TypeError, match="overheads"):
+        estimate_step(m, c, 1, 128, overheads={"step_overhead": 0})
+    with pytest.raises(ValueError, match="memory_efficiency"):
+        Overheads(memory_efficiency=1.5)
+    with pytest.raises(ValueError, match="tile_m"):
+        Overheads(tile_m=0)
+    with pytest.raises(ValueError, match="topology"):
+        Overheads(topology="torus")
+
+
+# ----- never below the bound ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", models.names())
+def test_never_below_the_bound_over_the_catalogue(name):
+    model = models.get(name)
+    for chip_name in ("H100-SXM", "H200", "B200", "MI300X"):
+        chip = chips.get(chip_name)
+        dtype = "fp8" if "fp8" in chip.flops else "bf16"
+        for phase, ctx in (("decode", np.array([0.0, 512.0, 4096.0])), ("prefill", np.array([1.0, 128.0, 4096.0]))):
+            ctx = np.minimum(ctx, model.max_context or 1e9)
+            for batch in (1, 8, 256):
+                for n in (1, 8):
+                    e = estimate_step(model, chip, batch, ctx, n_chips=n, phase=phase,
+                                      weight_bytes=1, kv_bytes=1, dtype=dtype)
+                    assert np.all(np.asarray(e.time) >= np.asarray(e.bound.time)), (chip_name, phase, batch, n)
+                    for term, value in e.terms.items():
+                        assert np.all(np.asarray(value) >= 0), term
+
+
+# ----- the calibration set -----------------------------------------------------------------------
+
+ROWS = _calibration.load()
+RESULTS = [(_row, _calibration.evaluate(_row)) for _row in ROWS]
+COLUMNS = {"split", "kind", "model", "catalogue_model", "chip", "n_chips", "tp", "ep", "pp",
+           "precision", "weight_bytes", "kv_bytes", "dtype", "batch", "input_tokens",
+           "output_tokens", "phase", "measured_s", "measured_as", "engine", "engine_version",
+           "source", "url", "table"}
+
+
+def _within(measured, estimate, tol=0.30):
+    """|estimate - measured| <= tol x measured."""
+    return abs(estimate - measured) <= tol * measured
+
+
+def test_calibration_set_is_complete_and_sourced():
+    assert len(ROWS) >= 30
+    assert COLUMNS <= set(ROWS[0])
+    bib = open(_calibration.CSV_PATH.parents[2] / "references.bib").read()
+    for r in ROWS:
+        assert f"{{{r['source']},\n" in bib, r["source"]
+        assert r["url"].startswith("https://")
+        models.get(r["catalogue_model"])     # every row is on a catalogue model
+        chips.get(r["chip"])
+        assert r["tp"] * r["ep"] * r["pp"] == r["n_chips"]
+    kinds = {(r["kind"], r["phase"]) for r in ROWS}
+    assert {("dense", "prefill"), ("moe", "prefill"), ("dense", "decode")} <= kinds
+
+
+def test_split_is_the_fixed_rule():
+    # within each source, rows alternate fit / test in file order, the first one fit
+    seen = {}
+    for r in ROWS:
+        i = seen.get(r["source"], 0)
+        seen[r["source"]] = i + 1
+        assert r["split"] == ("fit" if i % 2 == 0 else "test")
+
+
+def test_calibration_conversions_by_hand():
+    # TensorRT-LLM v0.9.0, H200 FP8, LLaMA 7B, batch 896, 128 in / 128 out, 20,618 out tok/s/GPU
+    # on 1 GPU: the static batch took 896 x 128 / 20,618 = 5.5625 s.
+    first = ROWS[0]
+    assert (first["batch"], first["input_tokens"], first["output_tokens"]) == (896, 128, 128)
+    assert first["measured_s"] == pytest.approx(896 * 128 / 20618, rel=1e-6)
+
+
+def test_engine_specific_coefficients_are_the_cited_ones():
+    sg = [r for r in ROWS if r["engine"].startswith("SGLang")]
+    assert sg and all(_calibration.overheads_for(r).step_overhead == SGLANG_STEP_OVERHEAD for r in sg)
+    trt = [r for r in ROWS if r["engine"].startswith("TensorRT")]
+    assert all(_calibration.overheads_for(r).step_overhead == 0.0 for r in trt)
+    # vLLM rows: 10 kernels per dense layer counted from its Llama file, 2 more (the all-reduces
+    # of the output and down projections) when tensor-parallel
+    vl = [r for r in ROWS if r["engine"].startswith("vLLM")]
+    assert {r["tp"] for r in vl} >= {1, 4}
+    for r in vl:
+        assert _calibration.overheads_for(r).kernels_per_layer == (12 if r["tp"] > 1 else 10)
+    assert all(_calibration.overheads_for(r).kernels_per_layer == KERNELS_PER_LAYER
+               for r in ROWS if not r["engine"].startswith("vLLM"))
+    # engines that replay CUDA graphs pay a graph node per kernel, the others a launch
+    for r in ROWS:
+        graph = "cuda graph" in r["engine"].lower()
+        expected = GRAPH_NODE_OVERHEAD if graph else KERNEL_OVERHEAD
+        assert _calibration.overheads_for(r).kernel_overhead == expected
+
+
+def test_estimate_never_below_bound_on_any_row():
+    for r, res in RESULTS:
+        assert res["estimate"] >= res["bound"], r
+
+
+def test_held_out_half_within_30_percent_for_most_rows():
+    """Most held-out rows land within 30%, and more than the bound's.
+
+    When this was last changed: 18 of 28 held-out rows (the bound alone: 4). That majority is
+    the dense rows' (15 of 19); the MoE rows are still below half, 3 of 9 (median
+    measured/estimate 2.23): TensorRT-LLM 0.9's Mixtral rows measure 0.91 to 3.4 times the
+    estimate (its two 2,048-token prefills the most), TensorRT-LLM's DeepSeek-R1 max-throughput
+    row on B200 2.6, SGLang 0.4.1's DeepSeek-V3 at batch 8 3.5; vLLM's Mixtral row 0.89. The
+    assertion is not split by kind, and says here what the total hides; see
+    data/calibration/README.md for what was seen when.
+    """
+    test = [(r, res) for r, res in RESULTS if r["split"] == "test"]
+    hits = [_within(r["measured_s"], res["estimate"]) for r, res in test]
+    bound_hits = [_within(r["measured_s"], res["bound"]) for r, res in test]
+    frac = sum(hits) / len(hits)
+    assert frac > 0.5, f"{sum(hits)} of {len(hits)} held-out rows within 30%"
+    assert sum(hits) > sum(bound_hits)
+
+
+def test_no_measurement_is_below_the_bound():
+    # a measured time under a lower bound would be a bug in the bound (or in the row)
+    for r, res in RESULTS:
+        assert r["measured_s"] >= res["bound"], (r["model"], r["chip"], r["phase"])
