@@ -37,7 +37,8 @@ def main():
     for split in ("fit", "test", "all"):
         for kind in ("dense", "moe", "all"):
             sel = [(r, e) for r, e in results
-                   if (split == "all" or r["split"] == split) and (kind == "all" or r["kind"] == kind)]
+                   if (split == "all" or r["split"] == split)
+                   and (kind == "all" or r["kind"] == kind)]
             if not sel:
                 continue
             m = np.array([r["measured_s"] for r, _ in sel])

@@ -262,7 +262,8 @@ def test_prefill_counts_batch_times_prompt_rows():
     # prefill of 64 tokens on 2 chips: two all-reduces per layer, as in decode, now of
     # 64 x 1024 x 2 = 131,072 B each: 2 steps x 1 us + 2 x (1/2) x 131,072 / 1e11 = 3.31072e-6 s;
     # 2 layers x 2 = 4 of them: 1.324288e-5 s.
-    e = estimate_step(TOY, TOY_CHIP, batch=1, context=64, n_chips=2, phase="prefill", overheads=ROUND)
+    e = estimate_step(TOY, TOY_CHIP, batch=1, context=64, n_chips=2, phase="prefill",
+                      overheads=ROUND)
     assert e.tp_comm_time == pytest.approx(1.324288e-5)
     assert e.phase == "prefill"
     # 64 rows fill one tile exactly: the matmuls are not padded, only derated (x 1/0.5)
@@ -294,7 +295,8 @@ def test_arrays_broadcast():
     e = estimate_step(models.get("Llama-3-8B"), chips.get("H200"), batch=16, context=ctx, n_chips=2)
     assert np.shape(e.time) == (3,)
     for i, c in enumerate(ctx):
-        one = estimate_step(models.get("Llama-3-8B"), chips.get("H200"), batch=16, context=c, n_chips=2)
+        one = estimate_step(models.get("Llama-3-8B"), chips.get("H200"), batch=16, context=c,
+                            n_chips=2)
         assert e.time[i] == pytest.approx(one.time)
 
 
@@ -322,13 +324,15 @@ def test_never_below_the_bound_over_the_catalogue(name):
     for chip_name in ("H100-SXM", "H200", "B200", "MI300X"):
         chip = chips.get(chip_name)
         dtype = "fp8" if "fp8" in chip.flops else "bf16"
-        for phase, ctx in (("decode", np.array([0.0, 512.0, 4096.0])), ("prefill", np.array([1.0, 128.0, 4096.0]))):
+        for phase, ctx in (("decode", np.array([0.0, 512.0, 4096.0])),
+                           ("prefill", np.array([1.0, 128.0, 4096.0]))):
             ctx = np.minimum(ctx, model.max_context or 1e9)
             for batch in (1, 8, 256):
                 for n in (1, 8):
                     e = estimate_step(model, chip, batch, ctx, n_chips=n, phase=phase,
                                       weight_bytes=1, kv_bytes=1, dtype=dtype)
-                    assert np.all(np.asarray(e.time) >= np.asarray(e.bound.time)), (chip_name, phase, batch, n)
+                    assert np.all(np.asarray(e.time) >= np.asarray(e.bound.time)), (
+                        chip_name, phase, batch, n)
                     for term, value in e.terms.items():
                         assert np.all(np.asarray(value) >= 0), term
 
@@ -381,7 +385,8 @@ def test_calibration_conversions_by_hand():
 
 def test_engine_specific_coefficients_are_the_cited_ones():
     sg = [r for r in ROWS if r["engine"].startswith("SGLang")]
-    assert sg and all(_calibration.overheads_for(r).step_overhead == SGLANG_STEP_OVERHEAD for r in sg)
+    assert sg and all(_calibration.overheads_for(r).step_overhead == SGLANG_STEP_OVERHEAD
+                      for r in sg)
     trt = [r for r in ROWS if r["engine"].startswith("TensorRT")]
     assert all(_calibration.overheads_for(r).step_overhead == 0.0 for r in trt)
     # vLLM rows: 10 kernels per dense layer counted from its Llama file, 2 more (the all-reduces

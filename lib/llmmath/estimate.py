@@ -151,7 +151,8 @@ DEEPGEMM_SMALL_M_TFLOPS = ((64, 206e12), (64, 289e12), (64, 219e12), (64, 336e12
 #: 2,242 and 2,305 GB/s the 3rd and 4th: 2,242 and 2,258, median 2,250 GB/s) over the H800's
 #: 3,350 GB/s: 0.67, where FlashMLA's attention kernel reaches 0.90. Applied to every chip (an
 #: H100-class measurement; no like-for-like one is cited for the others).
-GEMM_MEMORY_EFFICIENCY = float(np.median([t / (2 * m) for m, t in DEEPGEMM_SMALL_M_TFLOPS])) / 3350e9
+GEMM_MEMORY_EFFICIENCY = (
+    float(np.median([t / (2 * m) for m, t in DEEPGEMM_SMALL_M_TFLOPS])) / 3350e9)
 
 #: Achievable fraction of HBM bandwidth for the experts' grouped matmuls at few tokens per
 #: expert: the dense rate, :data:`GEMM_MEMORY_EFFICIENCY`. DeepGEMM's smallest published grouped
@@ -209,8 +210,9 @@ VLLM_KERNELS_PER_LAYER = 10
 #: (``MoEGate``), top-k selection (``select_experts``, one fused kernel assumed), then the fused
 #: MoE it calls: ``moe_align_block_size``, grouped GEMM 1 (gate/up), activation, grouped GEMM 2
 #: (down) and the sum over the top-k (``moe_sum_reduce``), the kernel names of SGLang's Triton
-#: fused-MoE path (its source not re-read here): 7 kernels where a dense MLP has 3, so 4 more. The shared expert is fused
-#: into the routed experts' GEMMs there (one more expert per token), so it adds none. Not counted:
+#: fused-MoE path (its source not re-read here): 7 kernels where a dense MLP has 3, so 4 more.
+#: The shared expert is fused into the routed experts' GEMMs there (one more expert per token),
+#: so it adds none. Not counted:
 #: the activation-quantisation kernel an FP8 block-scaled GEMM needs before it unless fused
 #: (DeepGEMM leaves FP8 casting to the caller [deepseek_deepgemm]).
 MOE_EXTRA_KERNELS = 4
@@ -251,7 +253,8 @@ SGLANG_STEP_OVERHEAD = 2e-3
 #: The two phases a step can be in.
 PHASES = ("decode", "prefill")
 
-#: Collective topologies an estimate can assume (a subset of :data:`llmmath.collectives.TOPOLOGIES`).
+#: Collective topologies an estimate can assume
+#: (a subset of :data:`llmmath.collectives.TOPOLOGIES`).
 TOPOLOGIES = ("switch", "ring")
 
 
@@ -417,7 +420,8 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     ep = n_chips_check(expert_parallel, "expert_parallel")
     activation_bytes = positive("activation_bytes", activation_bytes, maximum=8)
     if np.any(np.asarray(ep) > np.asarray(n)) or np.any(np.mod(np.asarray(n), np.asarray(ep)) != 0):
-        raise ValueError(f"expert_parallel: got {expert_parallel!r}; it must divide n_chips={n_chips!r}")
+        raise ValueError(
+            f"expert_parallel: got {expert_parallel!r}; it must divide n_chips={n_chips!r}")
     if phase == "decode":
         step = decode_step(model, chip, batch, context, n_chips=n, weight_bytes=weight_bytes,
                            kv_bytes=kv_bytes, dtype=dtype, overlap="per-op")
@@ -496,5 +500,6 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     time = np.asarray(step.time) + kernel_time + moe_time + comm + layer_overhead + step_overhead
     return Estimate(bound=step, kernel_time=_out(kernel_time), moe_time=_out(moe_time),
                     tp_comm_time=_out(tp_comm), ep_comm_time=_out(ep_comm), comm_time=_out(comm),
-                    layer_overhead_time=_out(layer_overhead), step_overhead_time=_out(step_overhead),
+                    layer_overhead_time=_out(layer_overhead),
+                    step_overhead_time=_out(step_overhead),
                     time=_out(time), phase=phase, overheads=o)
