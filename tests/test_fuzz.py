@@ -66,6 +66,9 @@ VALID = {
     "tokens_per_chip": 4096, "compute_time": 1e-3, "comm_time": 1e-3, "stages": 4,
     "micro_batches": 8, "bubble": 0.1, "chips_per_stage": 8, "sequence_length": 4096, "chip_hours": 1e6,
     "kv_replicas": 2, "kind": "all-reduce", "hop_latency": 2.4e-6,
+    # chapter 11, lifetime: a deployment, the episode's token counts and a loss a 70B model can reach
+    "tokens_per_second": 50e6, "pretrain_tokens": 15e12, "rl_tokens": 5e12,
+    "inference_tokens": 259.2e12, "loss": 2.0, "tokens_per_param": 200.0,
 }
 # Valid values for one callable where the name's usual value does not fit it.
 VALID_FOR = {"models.get": {"name": "Llama-3-70B"},
