@@ -53,13 +53,13 @@ from .hardware import (
                        roofline_measured,
 )
 from .kv import kv_balance_vs_context, kv_vs_context
+from .labels import label_si
 from .lifetime import (
                        lifetime_cost_vs_params,
                        loss_gap_vs_overtraining,
                        overtraining_map,
                        overtraining_vs_decode_efficiency,
 )
-from .labels import label_si
 from .moe import all_to_all_vs_chips, domain_capacity, ep_memory_per_chip, imbalance_vs_chips
 from .parallel import memory_per_chip, moe_weights_vs_batch
 from .partition import (
