@@ -146,7 +146,9 @@ def overtraining_vs_decode_efficiency(p, model, seconds=60 * DAY, rates=(10e6, 5
     for x, y, text in zip(xs, yv, names, strict=True):
         dot = p.add(ax.plot([x], [y], "o", ms=7, mfc=CYCLE[len(rates) // 2 % len(CYCLE)],
                             mec="white", mew=1.5, zorder=5)[0])
-        p.label(x, y, text, _ABOVE + _BELOW, exclude=[dot])
+        p.label(x, y, text, [(10, 6, "left", "bottom"), (14, 12, "left", "bottom"),
+                             (-10, -6, "right", "top"), (-14, -12, "right", "top")] + _ABOVE + _BELOW,
+                exclude=[dot])
     p.add(ax.legend(loc="upper right"))
     with p.marking():
         if mark_decode_efficiency is not None:
@@ -193,10 +195,10 @@ def overtraining_map(p, mark_params=None, mark_tokens=None):
                       and mark_params is not None else [])
     ax.set_xlim(3e9, 1.5e12)
     ax.set_ylim(min(pts) / 2.5, max(pts) * 3)
-    for v, lab in ((20, "compute-optimal, 20 per parameter (1x)"), (200, "10x"), (2000, "100x")):
-        p.hline(v, lab, color=PALETTE["grey"], x=0.99, ha="right", va="bottom", ls=":")
     p.add(ax.scatter(xs, ys, s=42, color=PALETTE["blue"], edgecolor="white", zorder=4,
                      label="published runs"))
+    for v, lab in ((20, "1x: 20 per parameter"), (200, "10x"), (2000, "100x")):
+        p.hline(v, lab, color=PALETTE["grey"], x=0.99, ha="right", va="bottom", ls=":")
     place_labels(ax, list(xs), list(ys), [r[0] for r in runs])
     with p.marking():
         if mark_params is not None and mark_tokens is not None:
@@ -247,7 +249,7 @@ def loss_gap_vs_overtraining(p, compute, tokens_per_param=None, mark_tokens_per_
             top = max(g.values())
             p.point(mk, top, f"{mk:,.0f}/param: +{top:.3f}")
             p.numbers = {"marked": g}
-    ax.set_title(f"Same pre-training compute ({_sci(compute)} FLOP), smaller model, more tokens")
+    ax.set_title(f"Same pre-training compute ({compute:.2g} FLOP), smaller model, more tokens".replace("e+", "e"))
     p.numbers.update(optimum_ratio=best)
     return (f"Plot of the loss above the compute-optimal loss against tokens per parameter (log scale) "
             f"at {fmt_si(compute, 'FLOP')} of pre-training, for the "
