@@ -2,18 +2,18 @@
 
 Three costs over one model's life, in FLOP counted at training's utilisation (a FLOP done at
 decode's lower utilisation costs ``1 / decode_efficiency`` of them), following the episode
-(Pope, in :cite:`dwarkesh2026pope`):
+(Pope in the episode, ``dwarkesh2026pope`` in references.bib):
 
-- pre-training: ``6 N_act D_pre`` (:func:`llmmath.training.training_flops`);
+- pre-training: ``6 N_act D_pre`` (``llmmath.training.training_flops``);
 - RL: ``r N_act D_RL / u`` with ``r`` between 2 (the rollout's forward pass) and 6 (a training
   step's), ``u`` decode's utilisation relative to training (rollouts are decoded);
 - inference: ``2 N_act D_inf / u``.
 
 When one cost falls as another rises, the episode's heuristic is to spend the same on each:
 ``6 D_pre = r D_RL / u = 2 D_inf / u`` gives ``D_pre = D_inf / (3 u)`` and ``D_RL = 2 D_inf / r``
-(:func:`equal_spend_tokens`). :func:`lifetime_optimum` solves the same problem exactly for a
+(``equal_spend_tokens``). ``lifetime_optimum`` solves the same problem exactly for a
 fixed loss, with the Chinchilla loss fit ``L(N, D) = E + A / N^alpha + B / D^beta``
-(:data:`SCALING_FITS`: Hoffmann et al. 2022's published fit and Besiroglu et al. 2024's refit of
+(``SCALING_FITS``: Hoffmann et al. 2022's published fit and Besiroglu et al. 2024's refit of
 the same data), so the equal-spend rule can be compared with the optimum of that model.
 
 All token counts are tokens; compute is FLOP; ``seconds`` are seconds (a day is 86,400).
@@ -290,7 +290,7 @@ def _bisect_log(fn, lo, hi, iters=200):
 def lifetime_optimum(loss, inference_tokens, decode_efficiency=DECODE_EFFICIENCY, fit="hoffmann"):
     """Model size that reaches ``loss`` at the least pre-training plus inference compute.
 
-    Along the fit's iso-loss curve ``D(N)`` (:func:`tokens_for_loss`), minimise
+    Along the fit's iso-loss curve ``D(N)`` (``tokens_for_loss``), minimise
     ``C(N) = 6 N D(N) + 2 N D_inf / u``. With ``x = (A / N^alpha) / (B / D^beta)`` (the
     parameter term of the loss over the data term), ``d ln(6 N D) / d ln N = 1 - (alpha/beta) x``,
     so at the optimum ``C_inf / C_pre = (alpha / beta) x - 1``: equal spend is exact only where

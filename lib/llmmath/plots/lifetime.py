@@ -61,7 +61,7 @@ def lifetime_cost_vs_params(p, loss, inference_tokens, decode_efficiency=DECODE_
                             fit="hoffmann", mark_params=None):
     """Pre-training, inference and total compute against model size, every model trained to the
     same ``loss`` (the fit's iso-loss curve), with the least pre-training (Chinchilla), equal
-    spend and the exact optimum marked. From :func:`llmmath.lifetime.lifetime_optimum`."""
+    spend and the exact optimum marked. From ``llmmath.lifetime.lifetime_optimum``."""
     o = lifetime_optimum(loss, inference_tokens, decode_efficiency, fit)
     lo = max(o.optimum_params / 12.0, (SCALING_FITS[fit].A / (loss - SCALING_FITS[fit].E))
              ** (1 / SCALING_FITS[fit].alpha) * 1.02)
@@ -184,7 +184,7 @@ def _runs():
 
 @builder(setup=_map_setup)
 def overtraining_map(p, mark_params=None, mark_tokens=None):
-    """Published pre-training runs (:data:`llmmath.lifetime.PUBLISHED_RUNS`): tokens per active
+    """Published pre-training runs (``llmmath.lifetime.PUBLISHED_RUNS``): tokens per active
     parameter against active parameters, over guides at 1x, 10x and 100x compute-optimal (20,
     200 and 2,000 tokens per parameter). The marked point is an estimate to set beside them."""
     runs = _runs()
@@ -227,7 +227,7 @@ def _gap_setup(p):
 @builder(setup=_gap_setup)
 def loss_gap_vs_overtraining(p, compute, tokens_per_param=None, mark_tokens_per_param=None):
     """Loss given up at fixed pre-training ``compute`` by training a smaller model on more tokens,
-    for each loss fit of :data:`llmmath.lifetime.SCALING_FITS` (:func:`llmmath.lifetime.loss_gap`).
+    for each loss fit of ``llmmath.lifetime.SCALING_FITS`` (``llmmath.lifetime.loss_gap``).
     ``tokens_per_param`` default 5 .. 5,000."""
     k = np.geomspace(5, 5000, 120) if tokens_per_param is None else np.asarray(tokens_per_param, float)
     ax = p.ax
