@@ -52,11 +52,10 @@ def _cost_setup(p):
     p.tot, = ax.plot([], [], color=ROLE["total"], lw=2.6, label="lifetime total")
     set_log(ax, x=lambda v: fmt_params(v, 3), y=_sci)
     ax.set_xlabel("active parameters N (count)")
-    ax.set_ylabel("compute at training's rate (FLOP)")
-    ax.legend(loc="upper center")
+    ax.set_ylabel("compute (FLOP at training's rate)")
 
 
-@builder(setup=_cost_setup)
+@builder(figsize=(6.4, 5.2), setup=_cost_setup)
 def lifetime_cost_vs_params(p, loss, inference_tokens, decode_efficiency=DECODE_EFFICIENCY,
                             fit="hoffmann", mark_params=None):
     """Pre-training, inference and total compute against model size, every model trained to the
@@ -79,16 +78,20 @@ def lifetime_cost_vs_params(p, loss, inference_tokens, decode_efficiency=DECODE_
             PALETTE["blue"]),
            (o.equal_params, 6 * o.equal_params * o.equal_tokens, "equal spend", PALETTE["grey"]),
            (o.optimum_params, o.optimum_total, "least total", PALETTE["black"])]
+    handles = [p.pre, p.inf, p.tot]
     for (x, y, t, c), m in zip(pts, ("s", "D", "o"), strict=True):
-        dot = p.add(ax.plot([x], [y], m, ms=7, mfc=c, mec="white", mew=1.5, zorder=5,
-                            label=f"{t}: {fmt_params(x, 3)}")[0])
-        dot._llm_legend = True  # named in the legend, never written over the curves
+        handles.append(p.add(ax.plot([x], [y], m, ms=7, mfc=c, mec="white", mew=1.5, zorder=5,
+                                     label=f"{t}: {fmt_params(x, 3)}")[0]))
     with p.marking():
         if mark_params is not None:
             mn = float(mark_params)
             tot = 6 * mn * float(tokens_for_loss(mn, loss, fit)) + 2 * mn * inference_tokens / decode_efficiency
-            p.point(mn, tot, f"N = {fmt_params(mn, 3)}: {_sci(tot)} FLOP")
+            handles.append(p.add(ax.plot([mn], [tot], "o", ms=9, mfc="none", mec=PALETTE["vermillion"],
+                                         mew=2.2, zorder=6, label="the marked model")[0]))
             p.numbers = {"marked_total": tot}
+    # one legend below the axes, the same size for every value of the arguments (frames match)
+    p.add(ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2,
+                    frameon=False))
     ax.set_title(f"One loss ({loss:.3f}), {fmt_count(inference_tokens)} tokens served, u = {decode_efficiency:.2g}")
     p.numbers.update(optimum_params=o.optimum_params, equal_params=o.equal_params,
                      chinchilla_params=o.chinchilla_params, equal_excess=o.equal_excess,
