@@ -29,7 +29,7 @@ import pytest  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
-from llmmath import chips, cost, models, plots  # noqa: E402
+from llmmath import chips, cost, lifetime, models, plots  # noqa: E402
 from llmmath.roofline import arithmetic_intensity, prefill_step  # noqa: E402
 from llmmath.units import GB, TFLOPS  # noqa: E402
 
@@ -50,7 +50,9 @@ LLAMA31 = LLAMA70.replace(name="Llama-3.1-70B", max_context=131072)
 #: A value for each required argument name, used for builders the book does not call.
 SAMPLE = {"model": LLAMA70, "chip": H100, "model_list": [LLAMA70, DSV3], "tokens": 1e12,
           "measured": {"flops": 740 * TFLOPS, "bandwidth": 3000 * GB},
-          "kv_bytes_per_token": LLAMA70.kv_bytes_per_token(2)}
+          "kv_bytes_per_token": LLAMA70.kv_bytes_per_token(2),
+          # chapter 11 (lifetime): a loss a 100B model reaches, the episode's tokens served, its budget
+          "loss": 1.9, "inference_tokens": 259.2e12, "compute": 1.5552e26}
 
 
 def _book():
@@ -115,6 +117,14 @@ def _book():
         "6 tier_drain_times": lambda: p.tier_drain_times(),
         "6 cache_cost_vs_lifetime": lambda: p.cache_cost_vs_lifetime(
             LLAMA70.kv_bytes_per_token(2), remat_cost_per_million=remat),
+        "11 overtraining_map": lambda: p.overtraining_map(),
+        "11 loss_gap_vs_overtraining": lambda: p.loss_gap_vs_overtraining(1.5552e26),
+        "11 overtraining_vs_decode_efficiency": lambda: p.overtraining_vs_decode_efficiency(100e9),
+        "11 lifetime_cost_vs_params": lambda: p.lifetime_cost_vs_params(
+            lifetime.scaling_loss(100e9, 259.2e12), 259.2e12, decode_efficiency=1 / 3),
+        "11 lifetime_cost_vs_params marked": lambda: p.lifetime_cost_vs_params(
+            lifetime.scaling_loss(37.6e9, 259.2e12), 259.2e12, decode_efficiency=0.2, mark_params=37.6e9),
+        "11 overtraining_map marked": lambda: p.overtraining_map(mark_params=100e9, mark_tokens=259.2e12),
     }
 
 

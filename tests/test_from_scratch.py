@@ -249,6 +249,27 @@ def _ch9(ns):
                 ring_optimal_chips(m, h100, batch, 1024, 2.41e-6), rel=1e-12), (m.name, batch)
 
 
+@check("11_overtraining")
+def _ch11(ns):
+    # served, equal_spend and overtraining against llmmath.lifetime over every catalogue model
+    # (active parameters, dense and MoE), both decode utilisations of the episode and RL 2..6.
+    from llmmath.lifetime import equal_spend_overtraining, equal_spend_tokens, served_tokens
+    from llmmath.training import overtraining_factor
+    for rate, days in ((5e6, 30), (50e6, 60), (500e6, 365)):
+        d = ns["served"](rate, days)
+        assert d == pytest.approx(served_tokens(rate, days * 86400), rel=1e-12)
+        for u in (1 / 5, 1 / 3, 1.0):
+            for r in (2, 3, 6):
+                d_pre, d_rl = ns["equal_spend"](d, u, r)
+                e = equal_spend_tokens(d, u, r)
+                assert (d_pre, d_rl) == pytest.approx((e.pretrain_tokens, e.rl_tokens), rel=1e-12)
+            for m in models.all_models():
+                d_pre, _ = ns["equal_spend"](d, u)
+                got = ns["overtraining"](m.active_params, d_pre)
+                assert got == pytest.approx(equal_spend_overtraining(m, d, u), rel=1e-12), m.name
+                assert got == pytest.approx(overtraining_factor(m, d_pre), rel=1e-12), m.name
+
+
 # ----- the tests (after the checks, so that parametrize sees every registered chapter) -----
 
 @pytest.mark.parametrize("stem", sorted(CHECKS))

@@ -13,7 +13,8 @@ The reader's API::
 
 The modules stay reachable as attributes: ``lm.roofline`` (which gathers ``lm.step``,
 ``lm.balance``, ``lm.capacity``, ``lm.intensity``, ``lm.speculative``, ``lm.sweep``), ``lm.cost``,
-``lm.estimate`` (``lm.estimate_step``: the bound plus the time it leaves out, term by term), ``lm.plots``,
+``lm.estimate`` (``lm.estimate_step``: the bound plus the time it leaves out, term by term),
+``lm.lifetime`` (a model's lifetime compute: pre-training, RL and inference), ``lm.plots``,
 ``lm.widgets`` (the plotting and widget modules load on first use: they import matplotlib and
 ipywidgets, which a calculation does not need).
 """
@@ -28,6 +29,7 @@ from . import (
     cost,
     estimate,
     intensity,
+    lifetime,
     memory,
     models,
     moe,
@@ -71,7 +73,7 @@ __all__ = [
     "training_flops", "training_time", "mfu",
     "chips", "models", "roofline", "cost", "memory", "prices", "collectives", "parallel", "training", "units",
     "step", "balance", "capacity", "intensity", "speculative", "sweep", "moe", "pipeline",
-    "estimate", "estimate_step",
+    "estimate", "estimate_step", "lifetime",
     "plots", "widgets", "frames", "exercises", "book",
 ]
 

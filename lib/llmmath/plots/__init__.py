@@ -23,7 +23,7 @@ and says so in the title; a context beyond the model's window is capped by
 Layout: ``style`` (palette, roles, rcParams), ``labels`` (tick formatters, label placement),
 ``figure`` (``BookFigure``, the ``builder`` decorator, ``render_rgba``), and one module per
 figure family: ``hardware``, ``counting``, ``decode``, ``cost``, ``kv``, ``prefill``,
-``parallel``, ``moe``, ``pipeline``, ``partition``, ``training``.
+``parallel``, ``moe``, ``pipeline``, ``partition``, ``training``, ``lifetime``.
 """
 
 from __future__ import annotations
@@ -54,6 +54,12 @@ from .hardware import (
 )
 from .kv import kv_balance_vs_context, kv_vs_context
 from .labels import label_si
+from .lifetime import (
+                       lifetime_cost_vs_params,
+                       loss_gap_vs_overtraining,
+                       overtraining_map,
+                       overtraining_vs_decode_efficiency,
+)
 from .moe import all_to_all_vs_chips, domain_capacity, ep_memory_per_chip, imbalance_vs_chips
 from .parallel import memory_per_chip, moe_weights_vs_batch
 from .partition import (
@@ -130,4 +136,7 @@ __all__ = [
     "decode_latency_vs_stages", "boundary_ratio_vs_layers",
     # chapter 9: partitioning a model
     "collective_time_vs_bytes", "tp_step_vs_chips", "ffn_layouts_vs_tokens", "latency_cost_vs_chips",
+    # chapter 11: over-training beyond compute-optimal
+    "lifetime_cost_vs_params", "overtraining_vs_decode_efficiency", "overtraining_map",
+    "loss_gap_vs_overtraining",
 ]

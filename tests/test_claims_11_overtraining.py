@@ -1,0 +1,92 @@
+"""The rules of thumb of chapter 11 ("Over-training beyond compute-optimal",
+book/11_overtraining.ipynb), asserted over the whole model catalogue.
+
+When a rule fails for some model, the chapter's prose changes (its scope), not the test.
+
+Sources: the episode (dwarkesh2026pope) for the three costs and the equal-spend heuristic;
+Hoffmann et al. 2022 (hoffmann2022chinchilla) and Besiroglu et al. 2024
+(besiroglu2024chinchilla) for the loss fits; the papers in lifetime.PUBLISHED_RUNS for the
+published token counts. Expected values are derived by hand from those formulas.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from llmmath import lifetime as lt
+from llmmath import models
+
+MODELS = models.all_models()
+D_INF = 50e6 * 60 * 86400  # the episode's deployment: 2.592e14 tokens
+
+
+# Claim: "spending the same on the three costs sets D_pre = D_inf / (3u) and D_RL = 2 D_inf / r,
+# whatever the model": the three costs come out equal for every model.
+@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+@pytest.mark.parametrize("u, r", [(1 / 3, 3), (1 / 5, 3), (1 / 3, 6), (1 / 5, 2)])
+def test_equal_spend_makes_three_equal_costs(m, u, r):
+    e = lt.equal_spend_tokens(D_INF, u, r)
+    assert e.pretrain_tokens == pytest.approx(D_INF / (3 * u), rel=1e-12)
+    assert e.rl_tokens == pytest.approx(2 * D_INF / r, rel=1e-12)
+    c = lt.lifetime_compute(m, e.pretrain_tokens, e.rl_tokens, D_INF, u, r)
+    assert c.pretrain == pytest.approx(c.rl, rel=1e-12)
+    assert c.pretrain == pytest.approx(c.inference, rel=1e-12)
+
+
+# Claim: "at the episode's 50M tokens/s for 60 days, every model of the catalogue would be trained
+# more than 20x past compute-optimal (u = 1/3), and 5/3 as far again at u = 1/5".
+@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+def test_every_model_is_over_trained_at_the_episodes_volume(m):
+    f3 = lt.equal_spend_overtraining(m, D_INF, 1 / 3)
+    assert f3 == pytest.approx(D_INF / (20 * m.active_params), rel=1e-12)
+    assert f3 > 20
+    assert lt.equal_spend_overtraining(m, D_INF, 1 / 5) == pytest.approx(f3 * 5 / 3, rel=1e-12)
+
+
+# Claim: the published runs' over-training factors (tokens from the papers, N_act counted from
+# the configurations): Llama 3 8B about 90x, Llama 3 70B about 10x, DeepSeek-V3 about 20x,
+# Chinchilla 1x, GPT-3 and PaLM under-trained.
+@pytest.mark.parametrize("name, lo, hi", [
+    ("Llama 3 8B", 85, 100),      # 15e12 / (20 x 8.03e9) = 93
+    ("Llama 3 70B", 10, 11.5),    # 15e12 / (20 x 70.55e9) = 10.6
+    ("DeepSeek-V3", 19, 21),      # 14.8e12 / (20 x 37.55e9) = 19.7
+    ("Chinchilla 70B", 1, 1),     # 1.4e12 / (20 x 70e9) = 1
+    ("GPT-3 175B", 0.08, 0.09),   # 300e9 / (20 x 174.6e9) = 0.086
+    ("PaLM 540B", 0.07, 0.075),   # 780e9 / (20 x 540.4e9) = 0.072
+])
+def test_published_runs(name, lo, hi):
+    (run,) = [r for r in lt.PUBLISHED_RUNS if r[0] == name]
+    n = models.get(run[1]).active_params if isinstance(run[1], str) else run[1]
+    f = run[2] / (20 * n)
+    assert lo <= round(f, 3) <= hi, (name, f)
+
+
+# Claim: "equal spend is a rule of thumb: for every model of the catalogue, under both fits and at
+# u = 1/3 or 1/5, it costs less than 60% more than the exact optimum of the simple model, and the
+# least-total model is always smaller than the least-pre-training (Chinchilla) one".
+@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+def test_equal_spend_is_near_the_optimum_and_the_optimum_is_smaller_than_chinchilla(m):
+    for u in (1 / 3, 1 / 5):
+        for fit in lt.SCALING_FITS:
+            loss = lt.scaling_loss(m.active_params, lt.equal_spend_tokens(D_INF, u).pretrain_tokens, fit)
+            o = lt.lifetime_optimum(loss, D_INF, u, fit)
+            assert 0 <= o.equal_excess < 0.6, (m.name, u, fit, o.equal_excess)
+            assert o.optimum_params < o.chinchilla_params
+            assert o.equal_params < o.chinchilla_params
+
+
+# Claim: "the total is flat above its minimum and steep below it: a model 1.2 times larger than
+# the optimum costs under 10% more, 1.5 times larger under 25% more; a smaller model climbs the
+# wall of the iso-loss curve (1.5 times smaller: 1.2 to 3 times the cost)", for the episode's
+# 100B model under both fits.
+@pytest.mark.parametrize("fit", list(lt.SCALING_FITS))
+def test_the_total_is_flat_above_its_minimum_and_steep_below(fit):
+    loss = lt.scaling_loss(100e9, D_INF, fit)
+    o = lt.lifetime_optimum(loss, D_INF, 1 / 3, fit)
+
+    def total(n):
+        return 6 * n * lt.tokens_for_loss(n, loss, fit) + 6 * n * D_INF
+
+    assert total(o.optimum_params * 1.2) / o.optimum_total < 1.10
+    assert total(o.optimum_params * 1.5) / o.optimum_total < 1.25
+    assert 1.2 < total(o.optimum_params / 1.5) / o.optimum_total < 3.0
