@@ -12,7 +12,8 @@ The reader's API::
     lm.critical_batch(llama, h100), lm.critical_context(llama, h100), lm.max_batch(llama, h100, 8192, 8)
 
 The modules stay reachable as attributes: ``lm.roofline`` (which gathers ``lm.step``,
-``lm.balance``, ``lm.capacity``, ``lm.intensity``, ``lm.speculative``, ``lm.sweep``), ``lm.cost``, ``lm.plots``,
+``lm.balance``, ``lm.capacity``, ``lm.intensity``, ``lm.speculative``, ``lm.sweep``), ``lm.cost``,
+``lm.tradeoffs`` (store or recompute, chapter 12), ``lm.plots``,
 ``lm.widgets`` (the plotting and widget modules load on first use: they import matplotlib and
 ipywidgets, which a calculation does not need).
 """
@@ -36,6 +37,7 @@ from . import (
     speculative,
     step,
     sweep,
+    tradeoffs,
     training,
     units,
 )
@@ -67,7 +69,7 @@ __all__ = [
     "tokens_per_second", "cost_per_token", "cost_per_million_tokens",
     "training_flops", "training_time", "mfu",
     "chips", "models", "roofline", "cost", "memory", "prices", "collectives", "parallel", "training", "units",
-    "step", "balance", "capacity", "intensity", "speculative", "sweep", "moe", "pipeline",
+    "step", "balance", "capacity", "intensity", "speculative", "sweep", "moe", "pipeline", "tradeoffs",
     "plots", "widgets", "frames", "exercises", "book",
 ]
 

@@ -23,7 +23,7 @@ and says so in the title; a context beyond the model's window is capped by
 Layout: ``style`` (palette, roles, rcParams), ``labels`` (tick formatters, label placement),
 ``figure`` (``BookFigure``, the ``builder`` decorator, ``render_rgba``), and one module per
 figure family: ``hardware``, ``counting``, ``decode``, ``cost``, ``kv``, ``prefill``,
-``parallel``, ``moe``, ``pipeline``, ``partition``, ``training``.
+``parallel``, ``moe``, ``pipeline``, ``partition``, ``training``, ``tradeoffs``.
 """
 
 from __future__ import annotations
@@ -92,6 +92,12 @@ from .style import (
                        series_colour,
                        setup_notebook,
 )
+from .tradeoffs import (
+                       checkpoint_memory_vs_depth,
+                       hold_time_by_tier,
+                       recompute_intensity_vs_ridge,
+                       store_vs_recompute,
+)
 from .training import (
                        attention_share_vs_seq,
                        dp_sync_vs_tokens,
@@ -130,4 +136,6 @@ __all__ = [
     "decode_latency_vs_stages", "boundary_ratio_vs_layers",
     # chapter 9: partitioning a model
     "collective_time_vs_bytes", "tp_step_vs_chips", "ffn_layouts_vs_tokens", "latency_cost_vs_chips",
+    # chapter 12: spending memory to save compute
+    "store_vs_recompute", "recompute_intensity_vs_ridge", "checkpoint_memory_vs_depth", "hold_time_by_tier",
 ]
