@@ -50,7 +50,7 @@ LLAMA31 = LLAMA70.replace(name="Llama-3.1-70B", max_context=131072)
 #: A value for each required argument name, used for builders the book does not call.
 SAMPLE = {"model": LLAMA70, "chip": H100, "model_list": [LLAMA70, DSV3], "tokens": 1e12,
           "measured": {"flops": 740 * TFLOPS, "bandwidth": 3000 * GB},
-          "kv_bytes_per_token": LLAMA70.kv_bytes_per_token(2)}
+          "kv_bytes_per_token": LLAMA70.kv_bytes_per_token(2), "sequence_length": 8192}
 
 
 def _book():
@@ -115,6 +115,12 @@ def _book():
         "6 tier_drain_times": lambda: p.tier_drain_times(),
         "6 cache_cost_vs_lifetime": lambda: p.cache_cost_vs_lifetime(
             LLAMA70.kv_bytes_per_token(2), remat_cost_per_million=remat),
+        "12 store_vs_recompute": lambda: p.store_vs_recompute(LLAMA70, H100, batch=1, n_chips=8,
+                                                              mark_context=4096),
+        "12 recompute_intensity_vs_ridge": lambda: p.recompute_intensity_vs_ridge(models.all_models()),
+        "12 checkpoint_memory_vs_depth": lambda: p.checkpoint_memory_vs_depth(
+            models.get("Llama-3.1-405B"), 8192, 8192, chip=H100),
+        "12 hold_time_by_tier": lambda: p.hold_time_by_tier(LLAMA70, H100, n_chips=8),
     }
 
 
