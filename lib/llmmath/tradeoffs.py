@@ -111,14 +111,15 @@ def recompute_intensity(model, kv_bytes=2):
 def recompute_crossover(model, chip, batch=1, n_chips=1, weight_bytes=2, kv_bytes=2, dtype="bf16"):
     """Longest context (tokens) a decode step could recompute instead of reading, at no cost in time.
 
-    The context ``S`` where the recompute pass's compute time (a prefill of ``S + 1`` tokens per
-    sequence, :func:`store_or_recompute`) equals the step bound with the cache. Below it the step
-    is memory-bound on its weight read and the recompute hides in idle FLOPs; above it the
-    recompute makes the step longer, by up to :func:`recompute_intensity` over ``C / W``. For a
-    dense model, ignoring the KV and attention terms, ``2 B N (S + 1) / C = N b_w / W`` gives
-    ``S = B* / B - 1``: recomputing is free while ``B (S + 1)`` tokens stay below the critical
-    batch. 0 when the cached step is already compute-bound; ``inf`` if the window ends first.
-    One configuration at a time (no arrays).
+    The context ``S`` where the recompute pass (a prefill of ``S + 1`` tokens per sequence,
+    :func:`store_or_recompute`), its cache writes aside, takes as long as the step with the cache.
+    Below it the step is memory-bound on its weight read and the recompute hides in idle FLOPs;
+    above it the recompute makes the step longer, by up to :func:`recompute_intensity` over
+    ``C / W``. For a dense model, ignoring the KV and attention terms, ``2 B N (S + 1) / C = N b_w
+    / W`` gives ``S = B* / B - 1``: recomputing is free while ``B (S + 1)`` tokens stay below the
+    critical batch. A mixture of experts at small batch has almost nothing free: the ``B (S + 1)``
+    recomputed tokens touch experts the cached step never reads. 0 when the cached step is already
+    compute-bound; ``inf`` if the window ends first. One configuration at a time (no arrays).
     """
     from .step import decode_step, prefill_step
 
@@ -128,12 +129,12 @@ def recompute_crossover(model, chip, batch=1, n_chips=1, weight_bytes=2, kv_byte
     kv_bytes = positive("kv_bytes", kv_bytes, single=True)
     kw = dict(n_chips=n_chips, weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dtype)
 
-    def gap(s):
-        return (prefill_step(model, chip, batch, s + 1.0, **kw).compute_time
-                - decode_step(model, chip, batch, s, **kw).time)
+    def gap(s):  # the recompute pass's time, its cache writes aside, over the cached step's
+        pre = prefill_step(model, chip, batch, s + 1.0, **kw)
+        return max(pre.compute_time, pre.weight_time) - decode_step(model, chip, batch, s, **kw).time
 
     lo, hi = 0.0, float(model.max_context) - 1.0
-    if gap(lo) >= 0:
+    if gap(lo) > 0:  # equal at S = 0 (the same one-token pass) unless compute-bound
         return 0.0
     if gap(hi) < 0:
         return math.inf
@@ -267,7 +268,7 @@ def summary_bounds() -> list[Bound]:
         rows.append(Bound(chapter, bound, formula, example, float(value), shown))
 
     r = h100.ops_per_byte("bf16")
-    add("01_hardware", "ridge point (FLOP per byte)", r"R = C / W",
+    add("01_hardware", "ridge point (FLOP per byte)", r"I^* = C / W",
         "H100, bf16", r, f"{r:,.0f} FLOP/byte")
     d = capacity.drain_time(h100)
     add("01_hardware", "HBM drain time", r"t_\text{drain} = M / W", "H100", d, fmt_time(d))
@@ -286,14 +287,14 @@ def summary_bounds() -> list[Bound]:
         "Llama 3 70B, 8 H100s", t, fmt_time(t))
     bs = critical_batch(ds, h100, weight_bytes=1, dtype="fp8")
     add("04_batching_cost", "critical batch",
-        r"B^* = \frac{C}{W} \frac{b_w}{2} \frac{N_\text{tot}}{N_\text{act}}",
+        r"B^* = I^* \frac{b_w}{2} \frac{N_\text{tot}}{N_\text{act}}",
         "DeepSeek-V3, H100, fp8", bs, f"{bs:,.0f} sequences")
     c = moe.compute_cost_per_million_tokens(l70.matmul_params_active, h100)
-    add("04_batching_cost", "cost floor per token", r"2 N_\text{act}\, p / C",
+    add("04_batching_cost", "cost floor per token", r"2 N_\text{act}\, p / C\ \text{per token}",
         "Llama 3 70B, H100 at its catalogue price", c, f"{fmt_usd(c)} per million tokens")
     s = critical_context(l70, h100)
     add("05_kv_cache", "critical context",
-        r"S^* = \frac{2 N_\text{act}}{R\, b_\text{kv}}", "Llama 3 70B, H100, bf16 cache", s,
+        r"S^* = \frac{2 N_\text{act}}{I^* b_\text{kv}}", "Llama 3 70B, H100, bf16 cache", s,
         f"{s:,.0f} tokens")
     mb = capacity.max_batch(l70, h100, context=8192, n_chips=8)
     add("05_kv_cache", "largest batch that fits",
@@ -301,31 +302,31 @@ def summary_bounds() -> list[Bound]:
         "Llama 3 70B, 8 H100s, S = 8,192", mb, f"{mb:,.0f} sequences")
     kb = prices.kv_bytes_from_price_step(100e9, 200_000, 600)
     add("06_prefill_prices", "KV bytes read from a price step",
-        r"b_\text{kv} = \frac{2 N_\text{act}}{R\, S_\text{step}}",
-        "100B active, step at 200k tokens, R = 600", kb, fmt_bytes(kb))
+        r"b_\text{kv} = \frac{2 N_\text{act}}{I^* S}\ \text{at the step}",
+        "100B active, step at 200k tokens, I* = 600", kb, fmt_bytes(kb))
     flash = memory.MEMORY_TIERS["flash"]
     add("06_prefill_prices", "cache tier knee (hold vs read)",
         r"\text{cost} = b\, p \max\left(t / M,\ 1 / W\right)", "a 30 TB flash drive's drain time",
         flash.drain_time, fmt_time(flash.drain_time))
     n_max = moe.max_total_params(gb200, weight_bytes=1)
     add("07_moe_rack", "total parameters one scale-up domain holds",
-        r"N_\text{tot} \le \frac{n M (1 - f_\text{kv})}{b_w}", "GB200 NVL72, fp8 weights", n_max,
+        r"N_\text{tot} \le n_\text{dom} M / b_w", "GB200 NVL72, fp8 weights", n_max,
         f"{fmt_count(n_max)} parameters")
     bub = pipeline.bubble_fraction(4, 16)
-    add("08_pipelining", "pipeline bubble", r"\frac{P - 1}{M + P - 1}",
+    add("08_pipelining", "pipeline bubble", r"f_\text{bubble} = \frac{n_\text{pp} - 1}{m + n_\text{pp} - 1}",
         "4 stages, 16 micro-batches", bub, f"{bub:.1%}")
     ar = parallel.all_reduce_time(1e9, 8, h100.scale_up_bandwidth)
-    add("09_partitioning", "all-reduce (bandwidth term)", r"2 \frac{n - 1}{n} \frac{D}{W_\text{link}}",
+    add("09_partitioning", "all-reduce (bandwidth term)", r"2 \frac{n - 1}{n} \frac{Q}{W_\text{up}}",
         "1 GB over 8 H100s on NVLink", ar, fmt_time(ar))
     fl = training.training_flops(l405, 15.6e12)
-    add("10_training_compute", "training compute", r"6 N_\text{act} D",
+    add("10_training_compute", "training compute", r"6 N_\text{act} D_\text{pre}",
         "Llama 3.1 405B, 15.6T tokens", fl, f"{fl:.2e} FLOP")
     st = training.training_memory(l405)
-    add("10_training_compute", "training state", r"16\, N_\text{tot}\ \text{bytes}",
+    add("10_training_compute", "training state", r"b_\text{state} N_\text{tot}, \ b_\text{state} = 16",
         "Llama 3.1 405B, mixed-precision Adam", st, fmt_bytes(st))
     tt = training.dp_critical_tokens(l70, h100, 1024, "scale_out")
     add("10_training_compute", "per-chip batch that hides the gradient sync",
-        r"T^* = \frac{n - 1}{n} \frac{b_g}{3} \frac{C}{W_\text{net}} \frac{N_\text{tot}}{N_\text{act}}",
+        r"T^* = \frac{n - 1}{n} \frac{b_g}{3} \frac{C}{W_\text{out}} \frac{N_\text{tot}}{N_\text{act}}",
         "Llama 3 70B, 1,024 H100s, scale-out", tt, f"{fmt_count(tt)} tokens")
     ot = training.overtraining_factor(l70, 15e12)
     add("11_overtraining", "equalise pre-training, RL and inference compute",
@@ -333,16 +334,16 @@ def summary_bounds() -> list[Bound]:
         "Llama 3 70B's 15T tokens against 20 per parameter", ot, f"{ot:.1f}x compute-optimal")
     ri = recompute_intensity(l70)
     add("12_memory_for_compute", "FLOPs to rebuild a cached byte",
-        r"2 N_\text{act} / b_\text{kv} \gg R", "Llama 3 70B, bf16 cache", ri,
+        r"I_\text{rb} = 2 N_\text{mm} / b_\text{kv} \gg I^*", "Llama 3 70B, bf16 cache", ri,
         f"{fmt_count(ri)} FLOP/byte")
     sx = recompute_crossover(l70, h100, batch=1, n_chips=8)
-    add("12_memory_for_compute", "context recomputed for free", r"S \approx B^* / B - 1",
+    add("12_memory_for_compute", "context recomputed for free", r"S_\text{free} \approx B^* / B - 1",
         "Llama 3 70B, 8 H100s, B = 1", sx, f"{sx:,.0f} tokens")
     cp = checkpoint_price(l405, 8192, 8192, "full")
-    add("12_memory_for_compute", "full checkpointing's compute price", r"8 N_\text{act} D\ /\ 6 N_\text{act} D",
+    add("12_memory_for_compute", "full checkpointing's compute price", r"8 N_\text{act} D_\text{pre}\ \text{vs}\ 6 N_\text{act} D_\text{pre}",
         "Llama 3.1 405B, 8k sequences", cp.overhead, f"+{cp.overhead:.0%} FLOPs")
     ht = max_hold_time(l70, h100, memory.MEMORY_TIERS["DRAM"], n_chips=8)
     add("12_memory_for_compute", "longest worthwhile hold of a prompt cache",
-        r"t_\text{max} = \frac{c_\text{prefill}\, M}{b_\text{kv}\, p}",
+        r"t_\text{hold} = \frac{c_\text{pre} M}{b_\text{kv}\, p}",
         "Llama 3 70B prefix on 8 H100s, held in DRAM", ht, fmt_time(ht))
     return rows
