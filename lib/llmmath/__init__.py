@@ -14,7 +14,8 @@ The reader's API::
 The modules stay reachable as attributes: ``lm.roofline`` (which gathers ``lm.step``,
 ``lm.balance``, ``lm.capacity``, ``lm.intensity``, ``lm.speculative``, ``lm.sweep``), ``lm.cost``,
 ``lm.estimate`` (``lm.estimate_step``: the bound plus the time it leaves out, term by term),
-``lm.lifetime`` (a model's lifetime compute: pre-training, RL and inference), ``lm.plots``,
+``lm.lifetime`` (a model's lifetime compute: pre-training, RL and inference),
+``lm.tradeoffs`` (store or recompute, chapter 12), ``lm.plots``,
 ``lm.widgets`` (the plotting and widget modules load on first use: they import matplotlib and
 ipywidgets, which a calculation does not need).
 """
@@ -40,6 +41,7 @@ from . import (
     speculative,
     step,
     sweep,
+    tradeoffs,
     training,
     units,
 )
@@ -73,7 +75,7 @@ __all__ = [
     "training_flops", "training_time", "mfu",
     "chips", "models", "roofline", "cost", "memory", "prices", "collectives", "parallel", "training", "units",
     "step", "balance", "capacity", "intensity", "speculative", "sweep", "moe", "pipeline",
-    "estimate", "estimate_step", "lifetime",
+    "estimate", "estimate_step", "lifetime", "tradeoffs",
     "plots", "widgets", "frames", "exercises", "book",
 ]
 

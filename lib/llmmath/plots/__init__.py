@@ -23,7 +23,7 @@ and says so in the title; a context beyond the model's window is capped by
 Layout: ``style`` (palette, roles, rcParams), ``labels`` (tick formatters, label placement),
 ``figure`` (``BookFigure``, the ``builder`` decorator, ``render_rgba``), and one module per
 figure family: ``hardware``, ``counting``, ``decode``, ``cost``, ``kv``, ``prefill``,
-``parallel``, ``moe``, ``pipeline``, ``partition``, ``training``, ``lifetime``.
+``parallel``, ``moe``, ``pipeline``, ``partition``, ``training``, ``lifetime``, ``tradeoffs``.
 """
 
 from __future__ import annotations
@@ -98,6 +98,12 @@ from .style import (
                        series_colour,
                        setup_notebook,
 )
+from .tradeoffs import (
+                       checkpoint_memory_vs_depth,
+                       hold_time_by_tier,
+                       recompute_intensity_vs_ridge,
+                       store_vs_recompute,
+)
 from .training import (
                        attention_share_vs_seq,
                        dp_sync_vs_tokens,
@@ -139,4 +145,6 @@ __all__ = [
     # chapter 11: over-training beyond compute-optimal
     "lifetime_cost_vs_params", "overtraining_vs_decode_efficiency", "overtraining_map",
     "loss_gap_vs_overtraining",
+    # chapter 12: spending memory to save compute
+    "store_vs_recompute", "recompute_intensity_vs_ridge", "checkpoint_memory_vs_depth", "hold_time_by_tier",
 ]

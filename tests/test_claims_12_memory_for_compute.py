@@ -1,0 +1,131 @@
+"""The rules of thumb of chapter 12 ("Spending memory to save compute",
+book/12_memory_for_compute.ipynb), asserted over the whole chip and model catalogues.
+
+When a rule fails for some chip or model, the chapter's prose changes (its scope), not the test.
+
+Expected values are derived by hand: a cached byte costs 2 N_mm / b_kv FLOP to rebuild and the time
+of C / W FLOP to read; a recompute of the context hides behind the weight read while B (S + 1)
+tokens stay below the critical batch, so S_free ~ B*/B - 1; full recomputation adds one forward
+pass, 2 N + a on top of 3 (2 N + a), exactly a third (Korthikanti et al. 2022 count the memory);
+reversible layers (Gomez et al. 2017) keep two streams of width D at the top, 4 D bytes per token
+in bf16, against 2 D L for full recomputation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from llmmath import chips, memory, models
+from llmmath import tradeoffs as tr
+from llmmath.balance import critical_batch
+
+CHIPS = chips.all_chips()
+MODELS = models.all_models()
+DENSE = [m for m in MODELS if not m.is_moe and not m.n_sliding_layers]
+BF16 = [c for c in CHIPS if "bf16" in c.flops]
+RIDGE_MAX = max(c.ops_per_byte(d) for c in CHIPS for d in c.flops)
+H100 = chips.get("H100-SXM")
+
+
+# Claim: "every model needs at least ten times the highest ridge point of any catalogue chip, at any
+# precision, to rebuild one cached byte": storing always beats recomputing per byte.
+@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+def test_rebuilding_a_byte_costs_far_more_than_reading_it(m):
+    i_rb = 2 * m.matmul_params_active / m.kv_bytes_per_token(2)
+    assert tr.recompute_intensity(m) == pytest.approx(i_rb, rel=1e-12)
+    assert i_rb > 10 * RIDGE_MAX
+
+
+# Claim: "quantising the cache to fp8 about doubles I_rb" (exactly, except where part of the cache, a
+# sparse-attention indexer's keys, is fp8 already); "fewer KV heads make each byte dearer to rebuild".
+@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+def test_smaller_caches_are_dearer_per_byte(m):
+    ratio = tr.recompute_intensity(m, kv_bytes=1) / tr.recompute_intensity(m)
+    if not m.has_indexer:
+        assert ratio == pytest.approx(2, rel=1e-12)
+    assert 1.8 < ratio <= 2
+    if m.kv_lora_rank is None and m.n_kv_heads < m.n_heads:
+        mha = m.replace(n_kv_heads=m.n_heads)
+        assert tr.recompute_intensity(m) > tr.recompute_intensity(mha)
+
+
+# Claim: "the longest context a step can recompute for free is about B*/B - 1" (dense models, every
+# chip with a bf16 peak; the exact solve adds the KV reads and attention, within 10%).
+@pytest.mark.parametrize("c", BF16, ids=lambda c: c.name)
+def test_free_context_is_critical_batch_over_batch_minus_one(c):
+    for m in DENSE:
+        for batch in (1, 4, 16):
+            hand = critical_batch(m, c) / batch - 1
+            got = tr.recompute_crossover(m, c, batch=batch)
+            if hand > 4:
+                assert got == pytest.approx(hand, rel=0.10), (m.name, batch)
+            if hand < 0:  # the cached step is already compute-bound: nothing is free
+                assert got == 0.0, (m.name, batch)
+
+
+# Claim: "past S_free the recompute is slower, and the gap grows with the context" (dense models;
+# a mixture of experts plateaus first, memory-bound on the experts its recompute touches).
+@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+def test_recompute_ratio_grows_past_the_free_context(m):
+    for batch in (1, 64):
+        s_free = tr.recompute_crossover(m, H100, batch=batch, n_chips=8)
+        top = m.max_context - 1
+        S = np.unique(np.clip(np.geomspace(max(2 * s_free, 16), top, 8).round(), 1, top))
+        ratio = tr.store_or_recompute(m, H100, batch, S, n_chips=8).time_ratio
+        assert np.all(ratio > 1), (m.name, batch)
+        if not m.is_moe:
+            assert np.all(np.diff(ratio) > 0), (m.name, batch)
+        else:
+            assert ratio[-1] > ratio[0], (m.name, batch)
+
+
+# Claim: "for a mixture of experts at batch 1 nothing is free: the recomputed tokens touch experts the
+# cached step never reads" (every MoE model, every chip with a bf16 peak).
+@pytest.mark.parametrize("m", [m for m in MODELS if m.is_moe], ids=lambda m: m.name)
+def test_moe_recompute_is_never_free_at_batch_one(m):
+    for c in BF16:
+        assert tr.recompute_crossover(m, c, batch=1) < 1, c.name
+
+
+# Claim: "full recomputation costs exactly a third more FLOPs, whatever the model"; "selective
+# recomputation is cheap in FLOPs" (a few per cent, at most about a tenth, at the 8k-token sequences
+# of pre-training, where the model allows them) and saves the bytes that grow with S.
+@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+def test_checkpointing_prices(m):
+    S = min(8192, m.max_context)
+    full = tr.checkpoint_price(m, S, S, "full")
+    assert full.overhead == pytest.approx(1 / 3, rel=1e-12)
+    sel = tr.checkpoint_price(m, S, S, "selective")
+    assert 0 < sel.overhead < 0.12, m.name
+    none = tr.checkpoint_price(m, S, S, "none")
+    saving = none.activation_bytes / sel.activation_bytes
+    assert saving == pytest.approx((34 * m.d_model + 5 * m.n_heads * S) / (34 * m.d_model), rel=1e-12)
+
+
+# Claim: "reversible layers keep 4D bytes per token whatever the depth, L/2 times less than full
+# recomputation, at the same FLOP price".
+@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+def test_reversible_memory(m):
+    S = min(4096, m.max_context)
+    rev = tr.checkpoint_price(m, S, S, "reversible")
+    full = tr.checkpoint_price(m, S, S, "full")
+    assert rev.activation_bytes == pytest.approx(4 * m.d_model * S, rel=1e-12)
+    assert full.activation_bytes / rev.activation_bytes == pytest.approx(m.n_layers / 2, rel=1e-12)
+    assert rev.flops == pytest.approx(full.flops, rel=1e-12)
+    deep = tr.checkpoint_price(m.replace(n_layers=2 * m.n_layers), S, S, "reversible")
+    assert deep.activation_bytes == rev.activation_bytes
+
+
+# Claim: "the 5-minute and 1-hour caches on sale belong in DRAM or on flash": for every model with a
+# prefix prefilled on H100s, DRAM beats recomputing for longer than 5 minutes and flash for longer
+# than an hour; and recomputing beats holding in HBM within an hour.
+@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+def test_hold_times_by_tier(m):
+    prompt = min(8192, m.max_context)
+    t = {name: tr.max_hold_time(m, H100, tier, prompt=prompt, n_chips=8)
+         for name, tier in memory.MEMORY_TIERS.items()}
+    assert t["DRAM"] > 300, (m.name, t)
+    assert t["flash"] > 3600, (m.name, t)
+    assert t["HBM"] < 3600, (m.name, t)
+    assert t["HBM"] < t["DRAM"] < t["flash"] < t["disk"]

@@ -1,0 +1,159 @@
+"""llmmath.tradeoffs: store or recompute, with expected values computed by hand.
+
+Hand values come from the published configurations (Llama 3 70B: L = 80, D = 8,192, F = 28,672,
+64 query and 8 KV heads of 128, V = 128,256, untied; Llama 3.1 405B: L = 126, D = 16,384, 128
+query heads of 128) and the H100's datasheet (989.4 TFLOP/s bf16 dense, 3.35 TB/s), worked
+below in the comments; Korthikanti et al. 2022 for the activation bytes (2 D per layer with full
+recomputation); Gomez et al. 2017 and Kitaev et al. 2020 for reversible layers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from llmmath import chips, memory, models
+from llmmath import tradeoffs as tr
+from llmmath.units import hour, year
+
+H100 = chips.get("H100-SXM")
+L70, L405 = models.get("Llama-3-70B"), models.get("Llama-3.1-405B")
+R_H100 = 989.4e12 / 3.35e12  # 295.34 FLOP/byte
+# Llama 3 70B, counted by hand: per layer attention 2 x 8192^2 + 2 x 8192 x 1024 = 150,994,944,
+# MLP 3 x 8192 x 28672 = 704,643,072; x 80 layers = 68,451,041,280; LM head 128,256 x 8,192.
+N_MM_70 = 80 * (2 * 8192 * 8192 + 2 * 8192 * 1024 + 3 * 8192 * 28672) + 128256 * 8192
+B_KV_70 = 2 * 80 * 8 * 128 * 2  # 327,680 bytes per token in bf16
+ATT_PAIR_70 = 80 * 4 * 64 * 128  # QK^T and AV FLOPs per (query, key) pair, all layers
+
+
+def test_hand_counts_match_the_model():
+    assert N_MM_70 == 69_501_714_432 == L70.matmul_params_active
+    assert B_KV_70 == L70.kv_bytes_per_token(2)
+
+
+def test_recompute_intensity_by_hand():
+    assert tr.recompute_intensity(L70) == pytest.approx(2 * N_MM_70 / B_KV_70, rel=1e-12)  # 424,204.8
+    assert tr.recompute_intensity(L70) == pytest.approx(424_204.8, rel=1e-9)
+    # an fp8 cache halves the bytes, so each byte costs twice the FLOPs to rebuild
+    assert tr.recompute_intensity(L70, kv_bytes=1) == pytest.approx(848_409.6, rel=1e-9)
+
+
+def test_store_or_recompute_flops_and_bytes_by_hand():
+    S = 1000
+    r = tr.store_or_recompute(L70, H100, 1, S, n_chips=8)
+    # recompute: a causal prefill of S + 1 tokens; store: one token attending to S cached ones
+    pre = 2 * N_MM_70 * (S + 1) + (S + 1) * (S + 2) / 2 * ATT_PAIR_70
+    dec = 2 * N_MM_70 + S * ATT_PAIR_70
+    assert r.extra_flops == pytest.approx(pre - dec, rel=1e-9)  # 1.4032e14 FLOP
+    assert r.saved_bytes == pytest.approx(S * B_KV_70, rel=1e-12)
+    # at 8 H100s the recompute is compute-bound: pre / (8 C); the cached step reads the weights
+    assert r.recompute.time == pytest.approx(pre / (8 * 989.4e12), rel=1e-9)
+    assert r.time_ratio == pytest.approx(r.recompute.time / r.store.time, rel=1e-12)
+    assert r.time_ratio > 3  # 3.4x at 1,000 tokens
+
+
+def test_store_or_recompute_broadcasts_and_grows_with_context():
+    S = np.array([10.0, 100.0, 1000.0, 8000.0])
+    r = tr.store_or_recompute(L70, H100, 64, S, n_chips=8)
+    assert np.all(np.diff(r.time_ratio) > 0)
+    assert r.time_ratio.shape == (4,)
+
+
+def test_recompute_crossover_by_hand():
+    # ignoring attention: 2 B N_mm (S+1) / C = (N_read b_w + B S b_kv) / W, N_read = weights
+    # the step reads (the matmul weights, norms and one embedding row), so
+    # S = (R N_read / (B N_mm) - 1) / (1 - R b_kv / (2 N_mm)); attention adds ~0.3% FLOPs
+    n_read = L70.weight_params_read(1)
+    for batch, expect in ((1, 294.5), (64, 3.615)):
+        hand = (R_H100 * n_read / (batch * N_MM_70) - 1) / (1 - R_H100 * B_KV_70 / (2 * N_MM_70))
+        assert hand == pytest.approx(expect, rel=2e-3)
+        assert tr.recompute_crossover(L70, H100, batch=batch, n_chips=8) == pytest.approx(hand, rel=0.01)
+
+
+def test_recompute_crossover_is_zero_when_the_step_is_compute_bound():
+    assert tr.recompute_crossover(L70, H100, batch=512, n_chips=8) == 0.0
+
+
+def test_checkpoint_price_by_hand():
+    D, L, T, S = 16384, 126, 8192, 8192
+    n = L405.active_params
+    # attention forward per token: 4 n_q d_h FLOP per pair per layer, S(S+1)/2 pairs per sequence
+    a = L * 4 * 128 * 128 * (S * (S + 1) / 2) / S * T
+    base = 6 * n * T + 3 * a
+    full = tr.checkpoint_price(L405, T, S, "full")
+    assert full.activation_bytes == pytest.approx(2 * D * L * T, rel=1e-12)  # 33.8 GB
+    assert full.overhead == pytest.approx(1 / 3, rel=1e-12)  # (2N + a) / (6N + 3a), exactly a third
+    assert full.flops == pytest.approx(8 * n * T + 4 * a, rel=1e-9)
+    sel = tr.checkpoint_price(L405, T, S, "selective")
+    assert sel.activation_bytes == pytest.approx(34 * D * L * T, rel=1e-12)
+    assert sel.overhead == pytest.approx(a / base, rel=1e-9)  # about 1.3%
+    assert 0.012 < sel.overhead < 0.015
+    none = tr.checkpoint_price(L405, T, S, "none")
+    assert none.overhead == 0.0
+    assert none.activation_bytes == pytest.approx((34 * D + 5 * 128 * S) * L * T, rel=1e-12)
+    rev = tr.checkpoint_price(L405, T, S, "reversible")
+    assert rev.activation_bytes == pytest.approx(4 * D * T, rel=1e-12)  # 537 MB: two streams of D
+    assert rev.overhead == pytest.approx(1 / 3, rel=1e-12)
+
+
+def test_reversible_memory_does_not_grow_with_depth():
+    shallow, deep = L405.replace(n_layers=8), L405.replace(n_layers=256)
+    a = tr.checkpoint_price(shallow, 4096, 4096, "reversible").activation_bytes
+    b = tr.checkpoint_price(deep, 4096, 4096, "reversible").activation_bytes
+    assert a == b
+    fa = tr.checkpoint_price(shallow, 4096, 4096, "full").activation_bytes
+    fb = tr.checkpoint_price(deep, 4096, 4096, "full").activation_bytes
+    assert fb / fa == pytest.approx(32, rel=1e-12)
+
+
+def test_max_hold_time_by_hand():
+    P = 8192
+    flops = 2 * N_MM_70 * P + P * (P + 1) / 2 * ATT_PAIR_70  # the prefill, compute-bound on 8 H100s
+    usd_per_token = flops / (8 * 989.4e12) * 8 * 3.0 / 3600 / P  # chip-seconds x $3.00 per H100-hour
+    dram = memory.MEMORY_TIERS["DRAM"]
+    dram_per_byte_s = 325.99 / (5 * year / hour) / 3600 / 32e9  # $325.99 over 5 years, 32 GB
+    t = tr.max_hold_time(L70, H100, dram, prompt=P, n_chips=8)
+    assert t == pytest.approx(usd_per_token / (B_KV_70 * dram_per_byte_s), rel=1e-6)
+    assert 1.5 * 3600 < t < 1.8 * 3600  # about 1.7 hours
+    hbm = memory.MEMORY_TIERS["HBM"]  # an H100's 80 GB at $3.00 an hour
+    t_hbm = tr.max_hold_time(L70, H100, hbm, prompt=P, n_chips=8)
+    assert t_hbm == pytest.approx(usd_per_token / (B_KV_70 * 3.0 / 3600 / 80e9), rel=1e-6)  # ~37 s
+
+
+def test_max_hold_time_is_zero_when_reading_back_costs_more():
+    slow = memory.MemoryTier(name="slow", capacity=1e12, bandwidth=1.0, price_per_hour=1.0)
+    assert tr.max_hold_time(L70, H100, slow, n_chips=8) == 0.0
+
+
+def test_summary_bounds_cover_the_book():
+    rows = tr.summary_bounds()
+    chapters = {r.chapter[:2] for r in rows}
+    assert chapters == {f"{i:02d}" for i in range(1, 13)}
+    for r in rows:
+        assert math.isfinite(r.value) and r.value > 0, r
+        assert r.formula and r.example and r.shown
+    by = {r.bound: r for r in rows}
+    assert by["ridge point (FLOP per byte)"].value == pytest.approx(R_H100, rel=1e-12)
+    # the episode's price-step reading: 1e11 / 2e5 / 300 = 1,667 bytes
+    assert by["KV bytes read from a price step"].value == pytest.approx(1e11 / 2e5 / 300, rel=1e-12)
+    assert by["pipeline bubble"].value == pytest.approx(3 / 19, rel=1e-12)
+    # Meta reports 3.8e25 FLOP for Llama 3.1 405B (llama3_herd)
+    assert by["training compute"].value == pytest.approx(3.8e25, rel=0.01)
+    assert by["training state"].value == pytest.approx(16 * L405.total_params, rel=1e-12)
+    assert by["full checkpointing's compute price"].value == pytest.approx(1 / 3, rel=1e-12)
+
+
+@pytest.mark.parametrize("call, name, exc", [
+    (lambda: tr.store_or_recompute(L70, H100, 1, 8192), "context", ValueError),
+    (lambda: tr.store_or_recompute(L70, H100, -1, 100), "batch", ValueError),
+    (lambda: tr.recompute_crossover(L70, H100, batch=[1, 2]), "batch", TypeError),
+    (lambda: tr.checkpoint_price(L70, 1e3, 1024, "some"), "recompute", ValueError),
+    (lambda: tr.checkpoint_price(L70, 1e3, 1e6), "sequence_length", ValueError),
+    (lambda: tr.max_hold_time(L70, H100, memory.MEMORY_TIERS["DRAM"], prompt=0), "prompt", ValueError),
+    (lambda: tr.recompute_intensity(L70, kv_bytes="2"), "kv_bytes", TypeError),
+])
+def test_bad_input_is_refused_by_name(call, name, exc):
+    with pytest.raises(exc, match=name):
+        call()
