@@ -51,3 +51,16 @@ def test_an_arxiv_link_is_printed_once_and_other_urls_stay():
     assert "arXiv:2211.05102" in pope and "URL:" not in pope
     assert pope.count("2211.05102") == 1
     assert "URL: https://www.nvidia.com/h100" in out["org"][1]
+
+
+def test_references_bib_parses_with_one_entry_per_key():
+    """Branches append entries at the end of references.bib; a merge that drops a closing brace
+    (it happened twice) or repeats a key fails here, before the book build."""
+    import re
+
+    from pybtex.database import parse_file
+
+    text = (ROOT / "references.bib").read_text(encoding="utf-8")
+    keys = re.findall(r"(?m)^@\w+\{([^,\s]+),", text)
+    assert len(keys) == len(set(keys)), sorted(k for k in set(keys) if keys.count(k) > 1)
+    assert set(parse_file(str(ROOT / "references.bib")).entries) == set(keys)
