@@ -113,7 +113,7 @@ TILE_M = 64
 #: Achievable fraction of the datasheet matmul peak, by compute format: DeepGEMM's FP8 GEMMs
 #: reach up to 1,350 of 1,979 TFLOP/s on an H800/H100-class die [deepseek_deepgemm]; the best
 #: measured bf16 kernel, FlashAttention-3's forward, 740 of 989 [shah2024flashattention3]
-#: (:data:`llmmath.chips.MEASURED_H100`). A format not listed uses the bf16 fraction.
+#: (``llmmath.chips.MEASURED_H100``). A format not listed uses the bf16 fraction.
 MATMUL_EFFICIENCY = {
     "fp8": _chips.MEASURED_H100["fp8_gemm"] / 1978.9e12,
     "bf16": _chips.MEASURED_H100["bf16_matmul"] / 989.4e12,
@@ -201,7 +201,7 @@ KERNELS_PER_LAYER = 9
 #: attention, output projection, post-attention RMSNorm (fused add), gate/up projection,
 #: activation (``SiluAndMul``), down projection: 10. With tensor parallelism each of the two
 #: ``RowParallelLinear`` layers (output and down projections) adds an all-reduce kernel: 12.
-#: :func:`llmmath._calibration.overheads_for` uses it for rows served by vLLM.
+#: ``llmmath._calibration.overheads_for`` uses it for rows served by vLLM.
 VLLM_KERNELS_PER_LAYER = 10
 
 #: Kernels an MoE layer launches beyond a dense MLP's three (gate/up, activation, down), counted
@@ -391,9 +391,9 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     """An estimate of one step: the per-operation lower bound plus each cited overhead.
 
     - ``phase="decode"``: ``batch`` sequences each emit one token with ``context`` tokens
-      already in their KV caches (the bound is :func:`llmmath.step.decode_step`).
+      already in their KV caches (the bound is :func:`llmmath.roofline.decode_step`).
     - ``phase="prefill"``: ``batch`` sequences each prefill ``context`` tokens with nothing
-      cached before (:func:`llmmath.step.prefill_step` with ``prompt=context``).
+      cached before (:func:`llmmath.roofline.prefill_step` with ``prompt=context``).
     - ``n_chips`` serve the replica: attention and dense layers are tensor-parallel over
       ``n_chips / expert_parallel`` chips (an all-reduce after attention and one after the MLP);
       with ``expert_parallel`` > 1 the MoE layers are spread over that many chips and exchange
@@ -409,7 +409,7 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     NVIDIA's, or ``Overheads(topology="ring")``): a ring's step count takes one chip count.
 
     What it still leaves out: routing imbalance across expert-parallel chips (see
-    :func:`llmmath.moe.imbalance_factor`), overlap of communication with compute (two-batch
+    ``llmmath.moe.imbalance_factor``), overlap of communication with compute (two-batch
     overlap), speculative decoding, and a serving engine's queueing.
     """
     choice("phase", phase, PHASES)
