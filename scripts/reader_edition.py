@@ -16,7 +16,8 @@ front end renders:
   computed from the same rules (chapters numbered through the numbered parts of _toc.yml, figures,
   equations, exercises and sections numbered in document order within a chapter); a test checks
   them against the built site where one exists;
-- labelled display math (`$$ ... $$ (label)`, `{math}`): `$$ ... \\tag{3.1} $$`, which MathJax numbers.
+- labelled display math (`$$ ... $$ (label)`, `{math}`): `$$ ... \\tag{3.1} $$`, which MathJax
+  numbers.
 
 Code cells, outputs and widget state are kept; cells the site hides get their input collapsed
 (``metadata.jupyter.source_hidden``); each figure gets its numbered caption as a markdown cell; a
@@ -592,7 +593,8 @@ def install_cell(root: Path = ROOT) -> dict:
     url = FALLBACK_REPO_URL
     cfg = root / "_config.yml"
     if cfg.exists():
-        m = re.search(r"(?ms)^repository:\s*\n(?:\s+.*\n)*?\s+url:\s*\"?([^\"\n]*)\"?", cfg.read_text())
+        m = re.search(r"(?ms)^repository:\s*\n(?:\s+.*\n)*?\s+url:\s*\"?([^\"\n]*)\"?",
+                      cfg.read_text())
         url = (m.group(1).strip() if m else "") or url
     target = f"git+{url}" if url else ""
     src = [
@@ -604,9 +606,11 @@ def install_cell(root: Path = ROOT) -> dict:
         "                     if (p / \"lib\" / \"llmmath\").is_dir()), None)\n",
         f"    source = str(checkout) if checkout else {target!r}\n",
         "    if not source:\n",
-        "        raise RuntimeError(\"llmmath is not installed: pip install the book's repository \"\n",
+        "        raise RuntimeError(\"llmmath is not installed: "
+        "pip install the book's repository \"\n",
         "                           \"(see its README) and restart the kernel\")\n",
-        "    subprocess.check_call([sys.executable, \"-m\", \"pip\", \"install\", \"-q\", source])\n",
+        "    subprocess.check_call([sys.executable, \"-m\", \"pip\", \"install\", "
+        "\"-q\", source])\n",
         "    importlib.invalidate_caches()\n",
     ]
     return {"cell_type": "code", "execution_count": None, "id": "reader-install",
@@ -737,7 +741,8 @@ def student_source(nb: dict, doc: str = "") -> dict:
     for cell in new["cells"]:
         if cell["cell_type"] == "markdown":
             # emptied, not dropped: markdown cells stay in step with the book's heading numbers
-            cell["source"] = "" if _is_answer(cell) else _split_source(strip_solutions(_source(cell)))
+            cell["source"] = ("" if _is_answer(cell)
+                              else _split_source(strip_solutions(_source(cell))))
         elif _is_answer(cell):
             continue
         cells.append(cell)
@@ -778,7 +783,8 @@ def build_student_site(dest: Path, root: Path = ROOT) -> list[Path]:
     if dest.exists():
         shutil.rmtree(dest)
     (dest / "book").mkdir(parents=True)
-    (dest / "_toc.yml").write_text((root / "_toc.yml").read_text(encoding="utf-8"), encoding="utf-8")
+    (dest / "_toc.yml").write_text((root / "_toc.yml").read_text(encoding="utf-8"),
+                                   encoding="utf-8")
     (dest / "_config.yml").write_text(student_config((root / "_config.yml").read_text(
         encoding="utf-8")), encoding="utf-8")
     for name in STUDENT_LINKS:

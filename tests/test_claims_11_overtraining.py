@@ -68,7 +68,8 @@ def test_published_runs(name, lo, hi):
 def test_equal_spend_is_near_the_optimum_and_the_optimum_is_smaller_than_chinchilla(m):
     for u in (1 / 3, 1 / 5):
         for fit in lt.SCALING_FITS:
-            loss = lt.scaling_loss(m.active_params, lt.equal_spend_tokens(D_INF, u).pretrain_tokens, fit)
+            loss = lt.scaling_loss(m.active_params,
+                                   lt.equal_spend_tokens(D_INF, u).pretrain_tokens, fit)
             o = lt.lifetime_optimum(loss, D_INF, u, fit)
             assert 0 <= o.equal_excess < 0.6, (m.name, u, fit, o.equal_excess)
             assert o.optimum_params < o.chinchilla_params

@@ -37,8 +37,9 @@ def test_rebuilding_a_byte_costs_far_more_than_reading_it(m):
     assert i_rb > 10 * RIDGE_MAX
 
 
-# Claim: "quantising the cache to fp8 about doubles I_rb" (exactly, except where part of the cache, a
-# sparse-attention indexer's keys, is fp8 already); "fewer KV heads make each byte dearer to rebuild".
+# Claim: "quantising the cache to fp8 about doubles I_rb" (exactly, except where part of the
+# cache, a sparse-attention indexer's keys, is fp8 already); "fewer KV heads make each byte dearer
+# to rebuild".
 @pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
 def test_smaller_caches_are_dearer_per_byte(m):
     ratio = tr.recompute_intensity(m, kv_bytes=1) / tr.recompute_intensity(m)
@@ -80,8 +81,8 @@ def test_recompute_ratio_grows_past_the_free_context(m):
             assert ratio[-1] > ratio[0], (m.name, batch)
 
 
-# Claim: "for a mixture of experts at batch 1 nothing is free: the recomputed tokens touch experts the
-# cached step never reads" (every MoE model, every chip with a bf16 peak).
+# Claim: "for a mixture of experts at batch 1 nothing is free: the recomputed tokens touch experts
+# the cached step never reads" (every MoE model, every chip with a bf16 peak).
 @pytest.mark.parametrize("m", [m for m in MODELS if m.is_moe], ids=lambda m: m.name)
 def test_moe_recompute_is_never_free_at_batch_one(m):
     for c in BF16:
@@ -100,7 +101,8 @@ def test_checkpointing_prices(m):
     assert 0 < sel.overhead < 0.12, m.name
     none = tr.checkpoint_price(m, S, S, "none")
     saving = none.activation_bytes / sel.activation_bytes
-    assert saving == pytest.approx((34 * m.d_model + 5 * m.n_heads * S) / (34 * m.d_model), rel=1e-12)
+    assert saving == pytest.approx((34 * m.d_model + 5 * m.n_heads * S) / (34 * m.d_model),
+                                   rel=1e-12)
 
 
 # Claim: "reversible layers keep 4D bytes per token whatever the depth, L/2 times less than full

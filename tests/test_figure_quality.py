@@ -51,7 +51,8 @@ LLAMA31 = LLAMA70.replace(name="Llama-3.1-70B", max_context=131072)
 SAMPLE = {"model": LLAMA70, "chip": H100, "model_list": [LLAMA70, DSV3], "tokens": 1e12,
           "measured": {"flops": 740 * TFLOPS, "bandwidth": 3000 * GB},
           "kv_bytes_per_token": LLAMA70.kv_bytes_per_token(2),
-          # chapter 11 (lifetime): a loss a 100B model reaches, the episode's tokens served, its budget
+          # chapter 11 (lifetime): a loss a 100B model reaches, the episode's tokens served, its
+          # budget
           "loss": 1.9, "inference_tokens": 259.2e12, "compute": 1.5552e26, "sequence_length": 8192}
 
 
@@ -123,11 +124,14 @@ def _book():
         "11 lifetime_cost_vs_params": lambda: p.lifetime_cost_vs_params(
             lifetime.scaling_loss(100e9, 259.2e12), 259.2e12, decode_efficiency=1 / 3),
         "11 lifetime_cost_vs_params marked": lambda: p.lifetime_cost_vs_params(
-            lifetime.scaling_loss(37.6e9, 259.2e12), 259.2e12, decode_efficiency=0.2, mark_params=37.6e9),
-        "11 overtraining_map marked": lambda: p.overtraining_map(mark_params=100e9, mark_tokens=259.2e12),
+            lifetime.scaling_loss(37.6e9, 259.2e12), 259.2e12, decode_efficiency=0.2,
+            mark_params=37.6e9),
+        "11 overtraining_map marked": lambda: p.overtraining_map(mark_params=100e9,
+                                                                 mark_tokens=259.2e12),
         "12 store_vs_recompute": lambda: p.store_vs_recompute(LLAMA70, H100, batch=1, n_chips=8,
                                                               mark_context=4096),
-        "12 recompute_intensity_vs_ridge": lambda: p.recompute_intensity_vs_ridge(models.all_models()),
+        "12 recompute_intensity_vs_ridge": lambda: p.recompute_intensity_vs_ridge(
+            models.all_models()),
         "12 checkpoint_memory_vs_depth": lambda: p.checkpoint_memory_vs_depth(
             models.get("Llama-3.1-405B"), 8192, 8192, chip=H100),
         "12 hold_time_by_tier": lambda: p.hold_time_by_tier(LLAMA70, H100, n_chips=8),

@@ -22,9 +22,11 @@ BOOK = Path(__file__).resolve().parent.parent / "book"
 #: card number -> (what the card asks, the exercise label that covers it)
 COVERED = {
     7: ("typical FLOP per byte of HBM bandwidth, about 300", "ch1-ex-ratio"),
-    8: ("critical batch about 300 x sparsity; DeepSeek-V3 with its real sparsity", "ch4-ex-deepseek"),
+    8: ("critical batch about 300 x sparsity; DeepSeek-V3 with its real sparsity",
+        "ch4-ex-deepseek"),
     9: ("HBM drain time of a Rubin GPU, about 15 ms", "ch1-ex-rubin"),
-    10: ("scale-out bandwidth about 8x below scale-up: one MoE layer over two racks", "ch7-ex-tworacks"),
+    10: ("scale-out bandwidth about 8x below scale-up: one MoE layer over two racks",
+         "ch7-ex-tworacks"),
     15: ("the 6 in 6ND: forward 2, backward 4", "ch10-ex-six"),
     23: ("KV bytes per token implied by a 200k-token price step, about 1.7 kB", "ch6-ex-kvbytes"),
     24: ("decode MFU implied by output costing 3-5x input", "ch6-ex-mfu"),
@@ -36,7 +38,8 @@ COVERED = {
 PENDING = {
     18: "C_pre = C_RL = C_inf with decode at a third of prefill's MFU: D_pre = 1.5 D_RL = D_inf",
     19: "50M tokens/s for two months: 259T inference tokens (the card rounds to 200T)",
-    20: "a 100B-active model on that many tokens: about 130x past compute-optimal (the card says 100x)",
+    20: "a 100B-active model on that many tokens: about 130x past compute-optimal "
+        "(the card says 100x)",
 }
 
 

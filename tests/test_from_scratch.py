@@ -1,4 +1,5 @@
-"""Each chapter's from-scratch cell (tag ``from-scratch``) agrees with the library over the catalogue.
+"""Each chapter's from-scratch cell (tag ``from-scratch``) agrees with the library over the
+catalogue.
 
 CHAPTER_STANDARD item 9: one visible cell of at most 15 lines of plain Python (no ``llmmath``)
 computes the chapter's core quantity. This file finds the cell by its tag, runs it alone in a fresh
@@ -141,8 +142,9 @@ def _ch5(ns):
     from llmmath.roofline import critical_context
     for m in DENSE_GQA:
         for c in BF16_CHIPS:
-            got = ns["critical_context_gqa"](m.matmul_params_active, m.n_layers, m.n_heads, m.n_kv_heads,
-                                         m.head_dim, c.peak("bf16"), c.hbm_bandwidth)
+            got = ns["critical_context_gqa"](m.matmul_params_active, m.n_layers, m.n_heads,
+                                             m.n_kv_heads, m.head_dim, c.peak("bf16"),
+                                             c.hbm_bandwidth)
             assert got == pytest.approx(critical_context(m, c), rel=1e-9), (m.name, c.name)
 
 
@@ -153,7 +155,8 @@ def _ch6(ns):
         for P in sorted({512, min(4096, m.max_context), min(8192, m.max_context)}):
             lib = prefill_step(m, chips.get("H100-SXM"), 1, P, n_chips=8).compute_time
             got = ns["prefill_compute_time"](P, m.matmul_params_active, m.n_layers, m.n_heads,
-                                             m.head_dim, chips.get("H100-SXM").peak("bf16"), n_chips=8)
+                                             m.head_dim, chips.get("H100-SXM").peak("bf16"),
+                                             n_chips=8)
             assert got == pytest.approx(lib, rel=1e-9), (m.name, P)
 
 
@@ -175,10 +178,12 @@ def _ch7(ns):
                 n_tot, n_act, b_star = ns["moe_bounds"](c.scale_up_domain, c.hbm_capacity, peak,
                                                         c.hbm_bandwidth, c.price_per_hour or 1.0,
                                                         0.10, s, b_w=b, kv_share=0.3, eff=0.6)
-                assert n_tot == pytest.approx(moe.max_total_params(c, weight_bytes=b, kv_fraction=0.3),
+                assert n_tot == pytest.approx(moe.max_total_params(c, weight_bytes=b,
+                                                                   kv_fraction=0.3),
                                               rel=1e-12), (c.name, dtype)
                 assert n_act == pytest.approx(moe.max_active_params(
-                    c, 0.10, dtype=dtype, compute_efficiency=0.6, price_per_chip_hour=c.price_per_hour or 1.0),
+                    c, 0.10, dtype=dtype, compute_efficiency=0.6,
+                    price_per_chip_hour=c.price_per_hour or 1.0),
                     rel=1e-12), (c.name, dtype)
                 assert b_star == pytest.approx(moe.critical_batch_for_sparsity(
                     c, s, weight_bytes=b, dtype=dtype), rel=1e-12), (c.name, dtype, s)
@@ -196,7 +201,8 @@ def _ch8(ns):
             for P in (1, 2, 4, 16):
                 for b_w in (2, 1):
                     lib = pipeline_memory(m, 64, S, 8, P, weight_bytes=b_w).total
-                    got = ns["pipeline_per_chip"](m.total_params, b_w, m.kv_cache_bytes(S), 64, 8, P)
+                    got = ns["pipeline_per_chip"](m.total_params, b_w, m.kv_cache_bytes(S), 64,
+                                                  8, P)
                     assert got == pytest.approx(lib, rel=1e-12), (m.name, S, P, b_w)
     for P in (1, 2, 4, 16, 64):
         for mb in (1, 8, 64, 512):
@@ -223,7 +229,8 @@ def _ch10(ns):
                 if not bw:
                     continue
                 for n in (8, 1024):
-                    got = ns["dp_tokens_star"](m.total_params, m.active_params, c.peak("bf16"), bw, n)
+                    got = ns["dp_tokens_star"](m.total_params, m.active_params, c.peak("bf16"),
+                                               bw, n)
                     assert got == pytest.approx(dp_critical_tokens(m, c, n, net), rel=1e-12), (
                         m.name, c.name, net, n)
 
@@ -242,7 +249,8 @@ def _ch9(ns):
                 for ring in (True, False):
                     lib = tensor_parallel_comm_time(m, batch, n, 450e9, hop_latency=2.41e-6,
                                                     topology="ring" if ring else "switch")
-                    got = ns["tp_comm_per_step"](m.n_layers, n_ar, n, batch, m.d_model, 2, 450e9, 2.41e-6, ring)
+                    got = ns["tp_comm_per_step"](m.n_layers, n_ar, n, batch, m.d_model, 2, 450e9,
+                                                 2.41e-6, ring)
                     assert got == pytest.approx(lib, rel=1e-12), (m.name, n, batch, ring)
         for batch in (1, 8, 256):
             t1 = decode_step(m, h100, batch, 1024).time
@@ -286,16 +294,18 @@ def _ch12(ns):
             for batch in (1, 8, 64):
                 for ctx in (0, 100, 1000, min(4000, m.max_context - 1)):
                     n_read = m.weight_params_read(batch)
-                    got = ns["step_store"](m.matmul_params_active, n_read, 2, b_kv, batch, ctx, peak, bw)
+                    got = ns["step_store"](m.matmul_params_active, n_read, 2, b_kv, batch, ctx,
+                                           peak, bw)
                     lib = decode_step(m, c, batch, ctx, attention_flops=False).time
                     assert got == pytest.approx(lib, rel=1e-9), (m.name, c.name, batch, ctx)
                     n_read = m.weight_params_read(batch * (ctx + 1))
-                    got = ns["step_recompute"](m.matmul_params_active, n_read, 2, b_kv, batch, ctx, peak, bw)
+                    got = ns["step_recompute"](m.matmul_params_active, n_read, 2, b_kv, batch,
+                                               ctx, peak, bw)
                     lib = prefill_step(m, c, batch, ctx + 1, attention_flops=False).time
                     assert got == pytest.approx(lib, rel=1e-9), (m.name, c.name, batch, ctx)
                 # the library's crossover counts attention's FLOPs too: a few per cent at most
-                free = ns["free_context"](m.matmul_params_active, m.weight_params_read(batch), 2, b_kv,
-                                          batch, peak, bw)
+                free = ns["free_context"](m.matmul_params_active, m.weight_params_read(batch), 2,
+                                          b_kv, batch, peak, bw)
                 lib = recompute_crossover(m, c, batch=batch)
                 if free > 1:
                     assert free == pytest.approx(lib, rel=0.05), (m.name, c.name, batch)

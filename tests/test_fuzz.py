@@ -3,10 +3,10 @@
 It discovers the physics modules (every ``llmmath`` module with an ``__all__``, except the
 figure, widget and notebook modules), walks each ``__all__`` (so a new module or a new public
 function is picked up without editing this file; a name re-exported by another module is
-fuzzed once), calls each callable once with valid arguments, then replaces one numeric or text argument
-at a time with a bad value: a string, a boolean, None, NaN, infinities, a negative, and arrays
-holding one bad entry (hypothesis draws the array and where the bad entry sits). Each call must
-either return finite numbers or raise ValueError / TypeError / KeyError naming the argument.
+fuzzed once), calls each callable once with valid arguments, then replaces one numeric or text
+argument at a time with a bad value: a string, a boolean, None, NaN, infinities, a negative, and
+arrays holding one bad entry (hypothesis draws the array and where the bad entry sits). Each call
+must either return finite numbers or raise ValueError / TypeError / KeyError naming the argument.
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ VALID = {
     "batches": [1, 8, 64], "message_bytes": 1e8, "lifetime": 300.0, "kv_bytes_per_token": 1e5,
     "price_step": 2.0, "params": 70e9, "compute": 1e24, "flops": 1e24, "bytes_per_token": 1e5,
     "acceptance": 0.8, "purchase_price": 30000.0, "tier_a": None, "tier_b": None,
-    "bandwidth": 4.5e11, "ops_per_byte": 600.0, "price_ratio": 1.5, "bytes_per_chip_out": 1e8, "bytes_per_chip_in": 1e8,
+    "bandwidth": 4.5e11, "ops_per_byte": 600.0, "price_ratio": 1.5, "bytes_per_chip_out": 1e8,
+    "bytes_per_chip_in": 1e8,
     "bytes_per_chip": 1e8, "micro_batch": 16, "expert_parallel": 8, "pipeline_stages": 4,
     "experts_per_token": 8, "layers_per_stage": 4, "layout": "2d-ws", "d_model": 8192,
     "d_ff": 28672,
@@ -64,11 +65,13 @@ VALID = {
     # by name, so their functions are fuzzed as soon as they land.
     "sparsity": 18.0, "cost_per_million_tokens": 1.0, "assignments": 4096,
     "tokens_per_chip": 4096, "compute_time": 1e-3, "comm_time": 1e-3, "stages": 4,
-    "micro_batches": 8, "bubble": 0.1, "chips_per_stage": 8, "sequence_length": 4096, "chip_hours": 1e6,
+    "micro_batches": 8, "bubble": 0.1, "chips_per_stage": 8, "sequence_length": 4096,
+    "chip_hours": 1e6,
     "kv_replicas": 2, "kind": "all-reduce", "hop_latency": 2.4e-6,
     # estimate (issue 17): estimate_step, padded_rows and Overheads take these by name
     "tile_m": 64,
-    # chapter 11, lifetime: a deployment, the episode's token counts and a loss a 70B model can reach
+    # chapter 11, lifetime: a deployment, the episode's token counts and a loss a 70B model can
+    # reach
     "tokens_per_second": 50e6, "pretrain_tokens": 15e12, "rl_tokens": 5e12,
     "inference_tokens": 259.2e12, "loss": 2.0, "tokens_per_param": 200.0,
 }
@@ -77,7 +80,8 @@ VALID_FOR = {"models.get": {"name": "Llama-3-70B"},
              "moe.expert_placement": {"model": DSV3}, "moe.expert_all_to_all": {"model": DSV3}}
 # Callables that are not inputs to fuzz: result records and catalogue listings.
 SKIP = {"Step", "Frontier", "FastMode", "InputOutputCost", "PipelineMemory", "MemoryPerParam",
-        "ParameterBreakdown", "BatchSweep", "ShardedDecode", "Estimate", "names", "all_models", "all_chips", "memory_tiers"}
+        "ParameterBreakdown", "BatchSweep", "ShardedDecode", "Estimate", "names", "all_models",
+        "all_chips", "memory_tiers"}
 # Documented infinite results (no crossing exists): allowed, never NaN.
 INF_OK = {"matmul_ridge_batch", "attention_crossover_context", "price_step_context",
           "stages_to_fit"}  # inf: no number of stages holds the cache of that micro-batch
@@ -153,7 +157,8 @@ def _check_call(label, fn, kwargs, arg):
     try:
         result = fn(**kwargs)
     except ALLOWED as exc:
-        assert arg in str(exc), f"{label}({arg}={kwargs[arg]!r}) raised {exc!r} without naming {arg!r}"
+        assert arg in str(exc), (f"{label}({arg}={kwargs[arg]!r}) raised {exc!r} "
+                                 f"without naming {arg!r}")
         return
     values = _numbers(result)
     assert not np.any(np.isnan(values)), f"{label}({arg}={kwargs[arg]!r}) returned NaN"
@@ -194,9 +199,12 @@ KNOWN_HOLES: dict[str, set[str]] = {
 
 
 def _params(test, targets):
-    return [pytest.param(*t, id=f"{t[0]}:{t[2]}", marks=[pytest.mark.xfail(strict=test == "test_bad_values_are_refused_by_name",
-                                                       reason="known hole")]
-                         if f"{t[0]}:{t[2]}" in KNOWN_HOLES.get(test, ()) else []) for t in targets]
+    return [pytest.param(*t, id=f"{t[0]}:{t[2]}",
+                         marks=[pytest.mark.xfail(
+                             strict=test == "test_bad_values_are_refused_by_name",
+                             reason="known hole")]
+                         if f"{t[0]}:{t[2]}" in KNOWN_HOLES.get(test, ()) else [])
+            for t in targets]
 
 
 BAD_NUMBERS = ["8", True, None, float("nan"), float("inf"), -float("inf"), -1.0, 1e300 * 1e10,
@@ -204,7 +212,8 @@ BAD_NUMBERS = ["8", True, None, float("nan"), float("inf"), -float("inf"), -1.0,
 BAD_TEXT = ["no-such-thing", 3, None, True]
 
 
-@pytest.mark.parametrize("label, fn, arg, kind", _params("test_bad_values_are_refused_by_name", TARGETS))
+@pytest.mark.parametrize("label, fn, arg, kind",
+                         _params("test_bad_values_are_refused_by_name", TARGETS))
 def test_bad_values_are_refused_by_name(label, fn, arg, kind):
     for bad in BAD_NUMBERS if kind == "number" else BAD_TEXT:
         kwargs = _baseline(fn, label)
@@ -215,7 +224,8 @@ def test_bad_values_are_refused_by_name(label, fn, arg, kind):
 NUMERIC = [t for t in TARGETS if t[3] == "number"]
 
 
-@pytest.mark.parametrize("label, fn, arg, kind", _params("test_arrays_holding_one_bad_entry", NUMERIC))
+@pytest.mark.parametrize("label, fn, arg, kind",
+                         _params("test_arrays_holding_one_bad_entry", NUMERIC))
 @settings(max_examples=8, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(size=st.integers(1, 5), where=st.integers(0, 4),

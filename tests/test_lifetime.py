@@ -61,7 +61,8 @@ def test_a_100b_active_model_is_about_130x_past_compute_optimal_not_100x():
 
 
 def test_lifetime_compute_three_equal_thirds():
-    # N = 1e11: 6 x 1e11 x 2.592e14 = 1.5552e26; RL 3 x 1e11 x 1.728e14 x 3; inference 2 x 1e11 x 2.592e14 x 3
+    # N = 1e11: 6 x 1e11 x 2.592e14 = 1.5552e26; RL 3 x 1e11 x 1.728e14 x 3;
+    # inference 2 x 1e11 x 2.592e14 x 3
     c = lt.lifetime_compute(100e9, 2.592e14, 1.728e14, 2.592e14, 1 / 3, 3)
     for part in (c.pretrain, c.rl, c.inference):
         assert part == pytest.approx(1.5552e26, rel=1e-12)
@@ -85,7 +86,8 @@ def test_hoffmann_loss_by_hand():
     d_term = 410.7 / math.exp(0.28 * math.log(1.4e12))
     assert n_term == pytest.approx(0.0835, abs=5e-4)   # by hand: 406.4 / e^8.4905 = 406.4 / 4,868
     assert d_term == pytest.approx(0.1632, abs=5e-4)   # by hand: 410.7 / e^7.8308 = 410.7 / 2,517
-    assert lt.scaling_loss(70e9, 1.4e12, "hoffmann") == pytest.approx(1.69 + n_term + d_term, rel=1e-12)
+    assert lt.scaling_loss(70e9, 1.4e12, "hoffmann") == pytest.approx(1.69 + n_term + d_term,
+                                                                       rel=1e-12)
 
 
 def test_tokens_for_loss_inverts_the_fit():
@@ -118,9 +120,11 @@ def test_compute_optimal_ratio_closed_form_and_the_spread_between_fits():
     g = (0.3478 * 482.01 / (0.3658 * 2085.43)) ** (1 / (0.3478 + 0.3658))
     n = g * (5.76e23 / 6) ** (0.3658 / (0.3478 + 0.3658))
     assert n == pytest.approx(7.22e10, rel=0.01)
-    assert lt.compute_optimal_ratio(5.76e23, "besiroglu") == pytest.approx(5.76e23 / 6 / n**2, rel=1e-9)
+    assert lt.compute_optimal_ratio(5.76e23, "besiroglu") == pytest.approx(5.76e23 / 6 / n**2,
+                                                                           rel=1e-9)
     assert 15 < lt.compute_optimal_ratio(5.76e23, "besiroglu") < 22
-    # the rounded published fit (alpha 0.34 > beta 0.28) asks for far more tokens, and more with compute
+    # the rounded published fit (alpha 0.34 > beta 0.28) asks for far more tokens, and more with
+    # compute
     h = [lt.compute_optimal_ratio(c, "hoffmann") for c in (5.76e23, 1e25, 1e27)]
     assert h[0] > 60 and h[0] < h[1] < h[2]
 

@@ -77,7 +77,8 @@ def test_cite_roles_link_to_references():
     ctx = _ctx()
     assert re_ed.transform_roles("as {cite}`smith2020,acme2021` show", ctx) == (
         "as [[ACME Corp, 2021](#References), [Smith *et al.*, 2020](#References)] show")
-    assert re_ed.transform_roles("{cite:t}`two2019` say", ctx) == "Lee and Kim [[2019](#References)] say"
+    assert (re_ed.transform_roles("{cite:t}`two2019` say", ctx)
+            == "Lee and Kim [[2019](#References)] say")
     assert ctx.cited == ["smith2020", "acme2021", "two2019"]
     cell = re_ed.references_cell(ctx)
     assert cell["source"].startswith("## References\n\n- ACME Corp (2021). *Widget Datasheet*.")
@@ -202,11 +203,13 @@ def test_code_cells_outputs_and_widget_state_kept(edition):
         src = json.loads(path.read_text(encoding="utf-8"))
         new = edition[path.name]
         old_code = [c for c in src["cells"] if c["cell_type"] == "code"]
-        new_code = [c for c in new["cells"] if c["cell_type"] == "code" and c.get("id") != "reader-install"]
+        new_code = [c for c in new["cells"]
+                    if c["cell_type"] == "code" and c.get("id") != "reader-install"]
         assert [c["source"] for c in old_code] == [c["source"] for c in new_code]
         assert [len(c["outputs"]) for c in old_code] == [len(c["outputs"]) for c in new_code]
         assert new["metadata"].get("widgets") == src["metadata"].get("widgets")
-        assert new["cells"][[c["cell_type"] for c in new["cells"]].index("code")]["id"] == "reader-install"
+        assert (new["cells"][[c["cell_type"] for c in new["cells"]].index("code")]["id"]
+                == "reader-install")
 
 
 def _html_numbers(html_dir: Path) -> dict:
@@ -235,7 +238,8 @@ def test_numbers_agree_with_the_built_site():
     checked = 0
     for label, t in book.labels.items():
         if t.kind in ("figure", "equation", "exercise"):
-            assert found.get(label) == (t.kind, t.number), f"{label}: {t} vs site {found.get(label)}"
+            assert found.get(label) == (t.kind, t.number), (
+                f"{label}: {t} vs site {found.get(label)}")
             checked += 1
     assert checked >= 50
     for doc, _ in book.docs:
@@ -374,6 +378,9 @@ def test_course_guide_refers_to_exercises_that_exist_and_covers_every_chapter():
     assert not missing, f"course_guide.md refers to exercises that do not exist: {missing}"
     for doc, chapter in book.docs:
         if chapter:
-            assert f"{{doc}}`{Path(doc).name}`" in guide, f"chapter {chapter} ({doc}) not in the plans"
-    exam = {lb for lb, t in book.labels.items() if t.doc == "book/exam_bank" and t.kind == "exercise"}
-    assert exam and exam <= set(labels), f"exam bank questions the guide does not list: {exam - set(labels)}"
+            assert f"{{doc}}`{Path(doc).name}`" in guide, (
+                f"chapter {chapter} ({doc}) not in the plans")
+    exam = {lb for lb, t in book.labels.items()
+            if t.doc == "book/exam_bank" and t.kind == "exercise"}
+    assert exam and exam <= set(labels), (
+        f"exam bank questions the guide does not list: {exam - set(labels)}")

@@ -34,7 +34,8 @@ def test_hand_counts_match_the_model():
 
 
 def test_recompute_intensity_by_hand():
-    assert tr.recompute_intensity(L70) == pytest.approx(2 * N_MM_70 / B_KV_70, rel=1e-12)  # 424,204.8
+    # 424,204.8
+    assert tr.recompute_intensity(L70) == pytest.approx(2 * N_MM_70 / B_KV_70, rel=1e-12)
     assert tr.recompute_intensity(L70) == pytest.approx(424_204.8, rel=1e-9)
     # an fp8 cache halves the bytes, so each byte costs twice the FLOPs to rebuild
     assert tr.recompute_intensity(L70, kv_bytes=1) == pytest.approx(848_409.6, rel=1e-9)
@@ -69,7 +70,8 @@ def test_recompute_crossover_by_hand():
     for batch, expect in ((1, 294.5), (64, 3.615)):
         hand = (R_H100 * n_read / (batch * N_MM_70) - 1) / (1 - R_H100 * B_KV_70 / (2 * N_MM_70))
         assert hand == pytest.approx(expect, rel=2e-3)
-        assert tr.recompute_crossover(L70, H100, batch=batch, n_chips=8) == pytest.approx(hand, rel=0.01)
+        assert tr.recompute_crossover(L70, H100, batch=batch, n_chips=8) == pytest.approx(
+            hand, rel=0.01)
 
 
 def test_recompute_crossover_is_zero_when_the_step_is_compute_bound():
@@ -111,7 +113,8 @@ def test_reversible_memory_does_not_grow_with_depth():
 def test_max_hold_time_by_hand():
     P = 8192
     flops = 2 * N_MM_70 * P + P * (P + 1) / 2 * ATT_PAIR_70  # the prefill, compute-bound on 8 H100s
-    usd_per_token = flops / (8 * 989.4e12) * 8 * 3.0 / 3600 / P  # chip-seconds x $3.00 per H100-hour
+    # chip-seconds x $3.00 per H100-hour
+    usd_per_token = flops / (8 * 989.4e12) * 8 * 3.0 / 3600 / P
     dram = memory.MEMORY_TIERS["DRAM"]
     dram_per_byte_s = 325.99 / (5 * year / hour) / 3600 / 32e9  # $325.99 over 5 years, 32 GB
     t = tr.max_hold_time(L70, H100, dram, prompt=P, n_chips=8)
@@ -151,7 +154,8 @@ def test_summary_bounds_cover_the_book():
     (lambda: tr.recompute_crossover(L70, H100, batch=[1, 2]), "batch", TypeError),
     (lambda: tr.checkpoint_price(L70, 1e3, 1024, "some"), "recompute", ValueError),
     (lambda: tr.checkpoint_price(L70, 1e3, 1e6), "sequence_length", ValueError),
-    (lambda: tr.max_hold_time(L70, H100, memory.MEMORY_TIERS["DRAM"], prompt=0), "prompt", ValueError),
+    (lambda: tr.max_hold_time(L70, H100, memory.MEMORY_TIERS["DRAM"], prompt=0), "prompt",
+     ValueError),
     (lambda: tr.recompute_intensity(L70, kv_bytes="2"), "kv_bytes", TypeError),
 ])
 def test_bad_input_is_refused_by_name(call, name, exc):

@@ -36,7 +36,8 @@ DSV3 = models.get("DeepSeek-V3")
 
 def test_training_flops_6nd_and_8nd():
     assert training_flops(LLAMA, 1e12) == pytest.approx(6 * LLAMA.active_params * 1e12)
-    assert training_flops(LLAMA, 1e12, recompute=True) == pytest.approx(8 * LLAMA.active_params * 1e12)
+    assert training_flops(LLAMA, 1e12, recompute=True) == pytest.approx(
+        8 * LLAMA.active_params * 1e12)
     assert training_flops(7e9, 2e12) == pytest.approx(6 * 7e9 * 2e12)  # a bare parameter count
     # MoE: active, not total, parameters
     assert training_flops(DSV3, 1e12) == pytest.approx(6 * DSV3.active_params * 1e12)
@@ -49,12 +50,14 @@ def test_gpt3_training_compute():
 
 
 def test_llama3_405b_training_compute():
-    # Llama 3 Herd paper (Dubey et al. 2024, §3.2.1): 405B trained on 15.6T tokens with 3.8e25 FLOP. Within 2%.
+    # Llama 3 Herd paper (Dubey et al. 2024, §3.2.1): 405B trained on 15.6T tokens with 3.8e25
+    # FLOP. Within 2%.
     assert training_flops(models.get("Llama-3.1-405B"), 15.6e12) == pytest.approx(3.8e25, rel=0.02)
 
 
 def test_deepseek_v3_training_compute_order():
-    # DeepSeek-V3 report: 14.8T tokens; 6 x 37B x 14.8T = 3.3e24 FLOP (order-of-magnitude check, 10%).
+    # DeepSeek-V3 report: 14.8T tokens; 6 x 37B x 14.8T = 3.3e24 FLOP (order-of-magnitude check,
+    # 10%).
     assert training_flops(DSV3, 14.8e12) == pytest.approx(3.3e24, rel=0.1)
 
 
@@ -87,7 +90,8 @@ def test_training_validation():
 def test_memory_per_param():
     m = training_memory_per_param()
     assert isinstance(m, MemoryPerParam)
-    assert (m.weights, m.gradients, m.master_weights, m.optimizer_states, m.total) == (2, 2, 4, 8, 16)
+    assert (m.weights, m.gradients, m.master_weights, m.optimizer_states, m.total) == (
+        2, 2, 4, 8, 16)
     assert training_memory_per_param("adam", mixed_precision=False).total == 16
     assert training_memory_per_param("sgd-momentum").total == 12
     assert training_memory_per_param("sgd", mixed_precision=False).total == 8
@@ -95,7 +99,8 @@ def test_memory_per_param():
 
 
 def test_chinchilla():
-    # Hoffmann et al. 2022: Chinchilla, 70B parameters on 1.4T tokens, is compute-optimal (~20 tokens/param).
+    # Hoffmann et al. 2022: Chinchilla, 70B parameters on 1.4T tokens, is compute-optimal
+    # (~20 tokens/param).
     assert compute_optimal_tokens(70e9) == pytest.approx(1.4e12)
     assert overtraining_factor(70e9, 1.4e12) == pytest.approx(1.0)
     n, d = compute_optimal_model(6 * 70e9 * 1.4e12)
@@ -173,11 +178,13 @@ def test_dp_sync_and_threshold_by_hand():
     expected = 1023 / 1024 * (2 / 3) * 989.4e12 / 50e9
     assert dp_critical_tokens(1e9, H100, 1024) == pytest.approx(expected, rel=1e-12)  # ~13,179
     ds = models.get("DeepSeek-V3")
-    assert dp_critical_tokens(ds, H100, 1024) == pytest.approx(expected * ds.total_params / ds.active_params)
+    assert dp_critical_tokens(ds, H100, 1024) == pytest.approx(
+        expected * ds.total_params / ds.active_params)
 
 
 def test_mfu_from_chip_hours_by_hand():
-    # Llama 3.1 405B: 3.8e25 FLOP over 30.84M H100-hours (model card): 3.8e25 / (30.84e6 x 3600 x 989.4e12)
+    # Llama 3.1 405B: 3.8e25 FLOP over 30.84M H100-hours (model card):
+    # 3.8e25 / (30.84e6 x 3600 x 989.4e12)
     assert mfu_from_chip_hours(3.8e25, 30.84e6, H100) == pytest.approx(0.34594, rel=1e-4)
 
 
@@ -216,7 +223,7 @@ def test_chapter10_bad_input():
         attention_training_share(m, 1e6)  # beyond the model's 8,192-token context
 
 
-# ----- chapter 10 figure builders: every chip and model, units on the axes, finite data, alt text --
+# ----- chapter 10 figure builders: every chip and model, units on the axes, finite data, alt text
 
 import matplotlib  # noqa: E402
 
@@ -260,5 +267,6 @@ def test_ch10_builders_on_every_model(model):
         assert fig.numbers["state"] == pytest.approx(16 * m.total_params)
         _check_figure(fig)
         fig = plots.dp_sync_vs_tokens(m, H100)
-        assert fig.numbers["critical"]["scale_out"] == pytest.approx(dp_critical_tokens(m, H100, 1024))
+        assert fig.numbers["critical"]["scale_out"] == pytest.approx(
+            dp_critical_tokens(m, H100, 1024))
         _check_figure(fig)

@@ -9,7 +9,8 @@ The reader's API::
     import llmmath as lm
     h100, llama = lm.chip("H100-SXM"), lm.model("Llama-3-70B")
     step = lm.decode_step(llama, h100, batch=64, context=4096, n_chips=8)
-    lm.critical_batch(llama, h100), lm.critical_context(llama, h100), lm.max_batch(llama, h100, 8192, 8)
+    lm.critical_batch(llama, h100), lm.critical_context(llama, h100),
+    lm.max_batch(llama, h100, 8192, 8)
 
 The modules stay reachable as attributes: ``lm.roofline`` (which gathers ``lm.step``,
 ``lm.balance``, ``lm.capacity``, ``lm.intensity``, ``lm.speculative``, ``lm.sweep``), ``lm.cost``,
@@ -73,7 +74,8 @@ __all__ = [
     "max_context", "min_chips", "memory_held", "fits_in_memory",
     "tokens_per_second", "cost_per_token", "cost_per_million_tokens",
     "training_flops", "training_time", "mfu",
-    "chips", "models", "roofline", "cost", "memory", "prices", "collectives", "parallel", "training", "units",
+    "chips", "models", "roofline", "cost", "memory", "prices", "collectives", "parallel",
+    "training", "units",
     "step", "balance", "capacity", "intensity", "speculative", "sweep", "moe", "pipeline",
     "estimate", "estimate_step", "lifetime", "tradeoffs",
     "plots", "widgets", "frames", "exercises", "book",

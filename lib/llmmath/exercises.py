@@ -3,8 +3,8 @@
 ``check(answer, expected)`` prints and returns ``"right"``, ``"close (3.2% high)"`` or
 ``"off by a factor of ~8: bits vs bytes?"``. A blank answer (``None`` or ``...``, as the check
 cells ship in the book and its student edition) gives ``UNANSWERED`` instead of an error, so a
-notebook runs top to bottom before the student has filled anything in. The factors recognised are the classic
-back-of-envelope mistakes: 2 (a multiply-add is 2 FLOP; K and V are two tensors),
+notebook runs top to bottom before the student has filled anything in. The factors recognised
+are the classic back-of-envelope mistakes: 2 (a multiply-add is 2 FLOP; K and V are two tensors),
 8 (bits vs bytes), 1000 / 1e6 / 1e9 (a unit prefix), 1024 and 1.0737 / 1.0737^2 (GiB vs GB,
 binary vs decimal prefixes), and their inverses.
 """
@@ -32,8 +32,10 @@ UNANSWERED = "fill in your answer: replace None with your number, then run the c
 
 _GIB = 1024**3 / 1e9  # 1.0737...
 KNOWN_FACTORS = [
-    (2.0, "a factor of 2: FLOPs per multiply-add (2 FLOP), or K and V counted once instead of twice?"),
-    (4.0, "a factor of 4: two factors of 2 (FLOP per multiply-add and K+V), or bf16 (2 B) vs fp32 (4 B) twice?"),
+    (2.0, "a factor of 2: FLOPs per multiply-add (2 FLOP), "
+          "or K and V counted once instead of twice?"),
+    (4.0, "a factor of 4: two factors of 2 (FLOP per multiply-add and K+V), "
+          "or bf16 (2 B) vs fp32 (4 B) twice?"),
     (8.0, "bits vs bytes?"),
     (16.0, "a factor of 16: bits vs bytes and FLOP per multiply-add together?"),
     (1e3, "a unit prefix slip of 1000 (e.g. GB vs TB, ms vs s)?"),

@@ -231,8 +231,10 @@ def tokens_for_loss(active_params, loss, fit="hoffmann"):
     if np.any(room <= 0):
         floor = np.broadcast_to(f.E + f.A / np.power(n, f.alpha), np.shape(room))
         bad = np.argmax(np.ravel(room <= 0))
-        raise ValueError(f"loss: got {float(np.ravel(np.broadcast_to(loss, np.shape(room)))[bad]):g}; "
-                         f"a model of active_params = {float(np.ravel(np.broadcast_to(n, np.shape(room)))[bad]):g} "
+        raise ValueError(f"loss: got "
+                         f"{float(np.ravel(np.broadcast_to(loss, np.shape(room)))[bad]):g}; "
+                         f"a model of active_params = "
+                         f"{float(np.ravel(np.broadcast_to(n, np.shape(room)))[bad]):g} "
                          f"reaches at best {float(np.ravel(floor)[bad]):.4f} under the "
                          f"{fit!r} fit (infinite data); allowed values are above that")
     return _out(np.power(f.B / room, 1.0 / f.beta))
@@ -266,7 +268,8 @@ class LifetimeOptimum:
     def optimum_inference_over_pretrain(self):
         """Inference compute over pre-training compute at the exact optimum (1 under the rule)."""
         n = self.optimum_params
-        return 2.0 * n * self.inference_tokens / self.decode_efficiency / (6.0 * n * self.optimum_tokens)
+        return (2.0 * n * self.inference_tokens / self.decode_efficiency
+                / (6.0 * n * self.optimum_tokens))
 
     @property
     def equal_excess(self):

@@ -105,11 +105,13 @@ def recompute_intensity(model, kv_bytes=2):
     tens to hundreds of thousands). Attention's own FLOPs, left out, only raise it.
     """
     kv_bytes = positive("kv_bytes", kv_bytes)
-    return _out(2.0 * float(model.matmul_params_active) / np.asarray(model.kv_bytes_per_token(kv_bytes)))
+    return _out(2.0 * float(model.matmul_params_active)
+                / np.asarray(model.kv_bytes_per_token(kv_bytes)))
 
 
 def recompute_crossover(model, chip, batch=1, n_chips=1, weight_bytes=2, kv_bytes=2, dtype="bf16"):
-    """Longest context (tokens) a decode step could recompute instead of reading, at no cost in time.
+    """Longest context (tokens) a decode step could recompute instead of reading, at no cost in
+    time.
 
     The context ``S`` where the recompute pass (a prefill of ``S + 1`` tokens per sequence,
     :func:`store_or_recompute`), its cache writes aside, takes as long as the step with the cache.
@@ -131,7 +133,8 @@ def recompute_crossover(model, chip, batch=1, n_chips=1, weight_bytes=2, kv_byte
 
     def gap(s):  # the recompute pass's time, its cache writes aside, over the cached step's
         pre = prefill_step(model, chip, batch, s + 1.0, **kw)
-        return max(pre.compute_time, pre.weight_time) - decode_step(model, chip, batch, s, **kw).time
+        return (max(pre.compute_time, pre.weight_time)
+                - decode_step(model, chip, batch, s, **kw).time)
 
     lo, hi = 0.0, float(model.max_context) - 1.0
     if gap(lo) > 0:  # equal at S = 0 (the same one-token pass) unless compute-bound
@@ -151,7 +154,8 @@ def recompute_crossover(model, chip, batch=1, n_chips=1, weight_bytes=2, kv_byte
 
 # ----- training: checkpointing and reversible layers ------------------------------------------
 
-#: What each scheme keeps per token per layer, and what it recomputes (see :func:`checkpoint_price`).
+#: What each scheme keeps per token per layer, and what it recomputes
+#: (see :func:`checkpoint_price`).
 CHECKPOINT_SCHEMES = ("none", "selective", "full", "reversible")
 
 
@@ -213,7 +217,8 @@ def checkpoint_price(model, tokens, sequence_length, recompute="none") -> Checkp
 
 def max_hold_time(model, chip, tier, prompt=8192, n_chips=1, weight_bytes=2, kv_bytes=2,
                   dtype="bf16", price_per_chip_hour=None):
-    """Seconds a prompt's KV cache can wait in ``tier`` before holding it costs more than recomputing.
+    """Seconds a prompt's KV cache can wait in ``tier`` before holding it costs more than
+    recomputing.
 
     Recomputing costs the prefill's chip time per prompt token times the chip price
     (:func:`~llmmath.cost.cost_per_token` of :func:`~llmmath.roofline.prefill_step`); holding
@@ -261,7 +266,8 @@ def summary_bounds() -> list[Bound]:
     from .units import fmt_bytes, fmt_count, fmt_si, fmt_time, fmt_usd
 
     h100, gb200 = chips.get("H100-SXM"), chips.get("GB200")
-    l70, l405, ds = models.get("Llama-3-70B"), models.get("Llama-3.1-405B"), models.get("DeepSeek-V3")
+    l70, l405, ds = (models.get("Llama-3-70B"), models.get("Llama-3.1-405B"),
+                     models.get("DeepSeek-V3"))
     rows = []
 
     def add(chapter, bound, formula, example, value, shown):
@@ -280,7 +286,8 @@ def summary_bounds() -> list[Bound]:
         "Llama 3 70B, bf16", b, fmt_bytes(b))
     t = decode_step(l70, h100, 64, 4096, n_chips=8).time
     add("03_decode_roofline", "decode step",
-        r"\max\left(\frac{2 B N_\text{act}}{n C}, \frac{N_\text{tot} b_w + B S b_\text{kv}}{n W}\right)",
+        r"\max\left(\frac{2 B N_\text{act}}{n C}, "
+        r"\frac{N_\text{tot} b_w + B S b_\text{kv}}{n W}\right)",
         "Llama 3 70B, 8 H100s, B = 64, S = 4,096", t, fmt_time(t))
     t = min_latency(l70, h100, n_chips=8)
     add("03_decode_roofline", "minimum latency per token", r"N_\text{tot} b_w / (n W)",
@@ -313,20 +320,24 @@ def summary_bounds() -> list[Bound]:
         r"N_\text{tot} \le n_\text{dom} M / b_w", "GB200 NVL72, fp8 weights", n_max,
         f"{fmt_count(n_max)} parameters")
     bub = pipeline.bubble_fraction(4, 16)
-    add("08_pipelining", "pipeline bubble", r"f_\text{bubble} = \frac{n_\text{pp} - 1}{m + n_\text{pp} - 1}",
+    add("08_pipelining", "pipeline bubble",
+        r"f_\text{bubble} = \frac{n_\text{pp} - 1}{m + n_\text{pp} - 1}",
         "4 stages, 16 micro-batches", bub, f"{bub:.1%}")
     ar = parallel.all_reduce_time(1e9, 8, h100.scale_up_bandwidth)
-    add("09_partitioning", "all-reduce (bandwidth term)", r"2 \frac{n - 1}{n} \frac{Q}{W_\text{up}}",
+    add("09_partitioning", "all-reduce (bandwidth term)",
+        r"2 \frac{n - 1}{n} \frac{Q}{W_\text{up}}",
         "1 GB over 8 H100s on NVLink", ar, fmt_time(ar))
     fl = training.training_flops(l405, 15.6e12)
     add("10_training_compute", "training compute", r"6 N_\text{act} D_\text{pre}",
         "Llama 3.1 405B, 15.6T tokens", fl, f"{fl:.2e} FLOP")
     st = training.training_memory(l405)
-    add("10_training_compute", "training state", r"b_\text{state} N_\text{tot}, \ b_\text{state} = 16",
+    add("10_training_compute", "training state",
+        r"b_\text{state} N_\text{tot}, \ b_\text{state} = 16",
         "Llama 3.1 405B, mixed-precision Adam", st, fmt_bytes(st))
     tt = training.dp_critical_tokens(l70, h100, 1024, "scale_out")
     add("10_training_compute", "per-chip batch that hides the gradient sync",
-        r"T^* = \frac{n - 1}{n} \frac{b_g}{3} \frac{C}{W_\text{out}} \frac{N_\text{tot}}{N_\text{act}}",
+        r"T^* = \frac{n - 1}{n} \frac{b_g}{3} \frac{C}{W_\text{out}} "
+        r"\frac{N_\text{tot}}{N_\text{act}}",
         "Llama 3 70B, 1,024 H100s, scale-out", tt, f"{fmt_count(tt)} tokens")
     ot = training.overtraining_factor(l70, 15e12)
     add("11_overtraining", "equalise pre-training, RL and inference compute",
@@ -337,10 +348,12 @@ def summary_bounds() -> list[Bound]:
         r"I_\text{rb} = 2 N_\text{mm} / b_\text{kv} \gg I^*", "Llama 3 70B, bf16 cache", ri,
         f"{fmt_count(ri)} FLOP/byte")
     sx = recompute_crossover(l70, h100, batch=1, n_chips=8)
-    add("12_memory_for_compute", "context recomputed for free", r"S_\text{free} \approx B^* / B - 1",
+    add("12_memory_for_compute", "context recomputed for free",
+        r"S_\text{free} \approx B^* / B - 1",
         "Llama 3 70B, 8 H100s, B = 1", sx, f"{sx:,.0f} tokens")
     cp = checkpoint_price(l405, 8192, 8192, "full")
-    add("12_memory_for_compute", "full checkpointing's compute price", r"8 N_\text{act} D_\text{pre}\ \text{vs}\ 6 N_\text{act} D_\text{pre}",
+    add("12_memory_for_compute", "full checkpointing's compute price",
+        r"8 N_\text{act} D_\text{pre}\ \text{vs}\ 6 N_\text{act} D_\text{pre}",
         "Llama 3.1 405B, 8k sequences", cp.overhead, f"+{cp.overhead:.0%} FLOPs")
     ht = max_hold_time(l70, h100, memory.MEMORY_TIERS["DRAM"], n_chips=8)
     add("12_memory_for_compute", "longest worthwhile hold of a prompt cache",

@@ -117,7 +117,8 @@ def training_memory_per_param(optimizer="adam", mixed_precision=True) -> MemoryP
     choice("optimizer", optimizer, list(OPTIMIZER_STATES))
     states = 4.0 * OPTIMIZER_STATES[optimizer]
     if mixed_precision:
-        return MemoryPerParam(weights=2.0, gradients=2.0, master_weights=4.0, optimizer_states=states)
+        return MemoryPerParam(weights=2.0, gradients=2.0, master_weights=4.0,
+                              optimizer_states=states)
     return MemoryPerParam(weights=4.0, gradients=4.0, master_weights=0.0, optimizer_states=states)
 
 
@@ -138,7 +139,8 @@ def compute_optimal_tokens(model, tokens_per_param=CHINCHILLA_TOKENS_PER_PARAM):
 
 
 def compute_optimal_model(compute, tokens_per_param=CHINCHILLA_TOKENS_PER_PARAM):
-    """(params, tokens) that spend ``compute`` FLOP compute-optimally: ``C = 6 N D`` with ``D = 20 N``.
+    """(params, tokens) that spend ``compute`` FLOP compute-optimally: ``C = 6 N D`` with
+    ``D = 20 N``.
 
     ``N = sqrt(C / (6 x 20))``, ``D = 20 N``.
     """
@@ -176,14 +178,18 @@ def _model_object(model, name="model"):
 def attention_training_flops_per_token(model, sequence_length):
     """Attention-kernel FLOPs (QK^T and AV) per trained token, forward and backward, all layers.
 
-    A causal sequence of ``sequence_length`` tokens costs ``prefill_attention_flops(sequence_length)`` forward;
-    the backward pass costs twice that (the same rule as for matmuls), so per token
-    ``3 x prefill_attention_flops(sequence_length) / sequence_length``, about ``6 L n_q d_h S / 2`` for a dense
-    GQA model (the ``/2`` is causality). Not in ``6 N_act D``; sliding windows and sparse
-    attention cap it as in serving. A sparse-attention indexer's FLOPs are left out.
+    A causal sequence of ``sequence_length`` tokens costs
+    ``prefill_attention_flops(sequence_length)`` forward; the backward pass costs twice that (the
+    same rule as for matmuls), so per token
+    ``3 x prefill_attention_flops(sequence_length) / sequence_length``, about
+    ``6 L n_q d_h S / 2`` for a dense GQA model (the ``/2`` is causality). Not in ``6 N_act D``;
+    sliding windows and sparse attention cap it as in serving. A sparse-attention indexer's FLOPs
+    are left out.
     """
     model = _model_object(model)
-    sequence_length = model._context(positive("sequence_length", sequence_length), "sequence_length")  # within the model's context
+    # within the model's context
+    sequence_length = model._context(positive("sequence_length", sequence_length),
+                                     "sequence_length")
     return _out(3.0 * np.asarray(model.prefill_attention_flops(sequence_length)) / sequence_length)
 
 
@@ -194,8 +200,9 @@ def attention_training_share(model, sequence_length):
 
 
 #: Bytes per token per layer of stored activations in 16-bit, in units of the width D (the
-#: constant) plus a term in n_heads x sequence_length (the attention scores and softmax), Korthikanti et
-#: al. 2022, Table 2 (no tensor or sequence parallelism, dropout masks of 1 byte included).
+#: constant) plus a term in n_heads x sequence_length (the attention scores and softmax),
+#: Korthikanti et al. 2022, Table 2 (no tensor or sequence parallelism, dropout masks of 1 byte
+#: included).
 ACTIVATION_RECOMPUTE = {"none": (34.0, 5.0), "selective": (34.0, 0.0), "full": (2.0, 0.0)}
 
 
@@ -210,14 +217,16 @@ def activation_bytes_per_token_per_layer(model, sequence_length, recompute="none
     the ``5 n_q S`` term, so they behave as ``selective`` here.
     """
     model = _model_object(model)
-    sequence_length = model._context(positive("sequence_length", sequence_length), "sequence_length")
+    sequence_length = model._context(positive("sequence_length", sequence_length),
+                                     "sequence_length")
     choice("recompute", recompute, list(ACTIVATION_RECOMPUTE))
     per_d, per_hs = ACTIVATION_RECOMPUTE[recompute]
     return _out(per_d * model.d_model + per_hs * model.n_heads * sequence_length)
 
 
 def activation_memory(model, tokens, sequence_length, recompute="none"):
-    """Bytes of activations held for ``tokens`` tokens in flight (sequences of ``sequence_length``), all layers."""
+    """Bytes of activations held for ``tokens`` tokens in flight (sequences of
+    ``sequence_length``), all layers."""
     tokens = positive("tokens", tokens)
     per = activation_bytes_per_token_per_layer(model, sequence_length, recompute)
     return _out(model.n_layers * tokens * np.asarray(per))
@@ -270,7 +279,8 @@ def _network_bandwidth(chip, network):
     bw = getattr(chip, f"{network}_bandwidth")
     if not bw:
         raise ValueError(f"network: {chip.name} has no {network} bandwidth in the catalogue; "
-                         f"allowed: one of {[n for n in _NETWORKS if getattr(chip, f'{n}_bandwidth')]}")
+                         "allowed: one of "
+                         f"{[n for n in _NETWORKS if getattr(chip, f'{n}_bandwidth')]}")
     return float(bw)
 
 
@@ -293,7 +303,8 @@ def dp_gradient_sync_time(model, chip, n_chips, network="scale_out", grad_bytes=
 
 
 def dp_compute_time(model, chip, tokens_per_chip, mfu=1.0, dtype="bf16"):
-    """Seconds of forward and backward compute for ``tokens_per_chip`` tokens: ``6 N_act T / (C MFU)``."""
+    """Seconds of forward and backward compute for ``tokens_per_chip`` tokens:
+    ``6 N_act T / (C MFU)``."""
     tokens_per_chip = positive("tokens_per_chip", tokens_per_chip)
     mfu = fraction("mfu", mfu)
     return _out(6.0 * _params(model) * tokens_per_chip / (chip.peak(dtype) * mfu))

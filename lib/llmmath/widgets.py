@@ -62,7 +62,8 @@ CONTEXTS = [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
 # ----- numbers panel ---------------------------------------------------------------------------
 
 def _table(rows) -> str:
-    cells = "".join(f"<tr><td>{k}</td><td style='text-align:right'><b>{v}</b></td></tr>" for k, v in rows)
+    cells = "".join(f"<tr><td>{k}</td><td style='text-align:right'><b>{v}</b></td></tr>"
+                    for k, v in rows)
     return f"<table class='llm-numbers'>{cells}</table>"
 
 
@@ -117,14 +118,16 @@ class Explorer(W.VBox):
         self.numbers = W.HTML(layout=W.Layout(min_width="15rem", max_width="22rem"))
         body = W.HBox([self.image, self.numbers],
                       layout=W.Layout(flex_flow="row wrap", align_items="flex-start", width="100%"))
-        box = W.HBox(list(self.controls.values()), layout=W.Layout(flex_flow="row wrap", width="100%"))
+        box = W.HBox(list(self.controls.values()),
+                     layout=W.Layout(flex_flow="row wrap", width="100%"))
         super().__init__([box, body], layout=W.Layout(width="100%"))
         for w in self.controls.values():
             w.observe(self._on_change, names="value")
         self._render()
 
     def __repr__(self) -> str:  # short and deterministic: nbval compares text/plain
-        return f"<{self.name}: {', '.join(f'{k}={self._show(w.value)}' for k, w in self.controls.items())}>"
+        return (f"<{self.name}: "
+                f"{', '.join(f'{k}={self._show(w.value)}' for k, w in self.controls.items())}>")
 
     @staticmethod
     def _show(v):
@@ -156,12 +159,14 @@ class Explorer(W.VBox):
         # Lay the figure out again only when what its title and tick labels hold can change a
         # lot (first draw, another model, chip or view); other controls keep the layout, which
         # halves a full redraw.
-        relayout = prev is None or any(prev[k] != values[k] for k in ("model", "chip", "view") if k in values)
+        relayout = prev is None or any(prev[k] != values[k] for k in ("model", "chip", "view")
+                                       if k in values)
         relayout = relayout or fig is not getattr(self, "figure", None)
         fig.set_layout_engine("constrained" if relayout else "none")
         rgba = plots.render_rgba(fig)
         buf = io.BytesIO()
-        Image.fromarray(np.ascontiguousarray(rgba[:, :, :3])).save(buf, format="PNG", compress_level=1)
+        Image.fromarray(np.ascontiguousarray(rgba[:, :, :3])).save(buf, format="PNG",
+                                                                   compress_level=1)
         self.image.value = buf.getvalue()
         self.numbers.value = html
         self.figure = fig
@@ -171,7 +176,8 @@ class Explorer(W.VBox):
         """Set several controls at once; recompute and redraw once. Returns self."""
         unknown = set(values) - set(self.controls)
         if unknown:
-            raise TypeError(f"{self.name}: unknown control(s) {sorted(unknown)}; have {list(self.controls)}")
+            raise TypeError(f"{self.name}: unknown control(s) {sorted(unknown)}; "
+                            f"have {list(self.controls)}")
         self._holding = True
         try:
             for k, v in values.items():
@@ -253,13 +259,14 @@ def decode_explorer(model="Llama-3-70B", chip="H100-SXM", batch=64, context=4096
         m, c = _models.get(v["model"]), _chips.get(v["chip"])
         wb, kvb, dt = _precision(c, v["precision"])
         ctx, _ = m.cap_context(v["context"])
-        kw = dict(model=m, chip=c, context=ctx, n_chips=v["n_chips"], weight_bytes=wb, kv_bytes=kvb, dtype=dt,
-                  mark_batch=v["batch"])
+        kw = dict(model=m, chip=c, context=ctx, n_chips=v["n_chips"], weight_bytes=wb, kv_bytes=kvb,
+                  dtype=dt, mark_batch=v["batch"])
         if "fig" not in state:
             state["fig"] = _figure(plots.decode_time_vs_batch, **kw)
         else:
             state["fig"].update(**kw)
-        s = decode_step(m, c, v["batch"], ctx, n_chips=v["n_chips"], weight_bytes=wb, kv_bytes=kvb, dtype=dt)
+        s = decode_step(m, c, v["batch"], ctx, n_chips=v["n_chips"], weight_bytes=wb, kv_bytes=kvb,
+                        dtype=dt)
         price, _ = chip_hour_price(c)
         cost = cost_per_million_tokens(s, price)
         bstar = state["fig"].numbers.get("critical_batch")
@@ -267,7 +274,8 @@ def decode_explorer(model="Llama-3-70B", chip="H100-SXM", batch=64, context=4096
                 ("tokens/s (replica)", fmt_count(v["batch"] / s.time)),
                 ("tokens/s per user", f"{1 / s.time:,.1f}"),
                 (f"$/Mtok at {fmt_usd(price)}/chip-h", fmt_usd(cost)),
-                ("compute / weights / KV", " / ".join(fmt_time(x) for x in (s.compute_time, s.weight_time,
+                ("compute / weights / KV", " / ".join(fmt_time(x) for x in (s.compute_time,
+                                                                            s.weight_time,
                                                                             s.kv_time))),
                 ("critical batch B*", _or_dash(bstar, lambda x: f"{x:,.0f}"))]
         rows += _fit_rows(m, c, v["n_chips"], wb, kvb, ctx, v["batch"])
@@ -297,8 +305,8 @@ def batching_explorer(model="Llama-3-70B", chip="H100-SXM", batch=64, context=40
     def compute(v):
         m, c = _models.get(v["model"]), _chips.get(v["chip"])
         ctx, _ = m.cap_context(v["context"])
-        kw = dict(model=m, chip=c, context=ctx, n_chips=v["n_chips"], price_per_chip_hour=v["price"],
-                  mark_batch=v["batch"])
+        kw = dict(model=m, chip=c, context=ctx, n_chips=v["n_chips"],
+                  price_per_chip_hour=v["price"], mark_batch=v["batch"])
         key = v["view"]
         builder = plots.cost_vs_batch if key == "cost vs batch" else plots.latency_cost_frontier
         if key not in state:
@@ -321,7 +329,8 @@ def batching_explorer(model="Llama-3-70B", chip="H100-SXM", batch=64, context=40
     return Explorer("batching_explorer", controls, compute, main="batch")
 
 
-def kv_explorer(model="Llama-3-70B", chip="H100-SXM", context=8192, batch=16, n_chips=8, kv_bytes=2):
+def kv_explorer(model="Llama-3-70B", chip="H100-SXM", context=8192, batch=16, n_chips=8,
+                kv_bytes=2):
     """KV-cache memory vs context for a model (its attention variant), batch and chip memory."""
     from .roofline import max_batch, max_context
 
@@ -337,8 +346,8 @@ def kv_explorer(model="Llama-3-70B", chip="H100-SXM", context=8192, batch=16, n_
     def compute(v):
         m, c = _models.get(v["model"]), _chips.get(v["chip"])
         ctx = min(v["context"], m.max_context or v["context"])
-        kw = dict(model_list=[m], chip=c, batch=v["batch"], n_chips=v["n_chips"], kv_bytes=v["kv_bytes"],
-                  mark_context=ctx)
+        kw = dict(model_list=[m], chip=c, batch=v["batch"], n_chips=v["n_chips"],
+                  kv_bytes=v["kv_bytes"], mark_context=ctx)
         if "fig" not in state:
             state["fig"] = _figure(plots.kv_vs_context, **kw)
         else:
@@ -385,7 +394,8 @@ def prefill_explorer(model="Llama-3-70B", chip="H100-SXM", prompt=2048, batch=1,
         rows = [("prefill time (lower bound)", fmt_time(s.time)), ("bound", s.bound),
                 ("time to first token", fmt_time(s.time)),
                 ("prompt tokens/s", fmt_count(s.tokens / s.time)),
-                (f"$/M input tokens at {fmt_usd(price)}/chip-h", fmt_usd(cost_per_million_tokens(s, price))),
+                (f"$/M input tokens at {fmt_usd(price)}/chip-h",
+                 fmt_usd(cost_per_million_tokens(s, price))),
                 ("compute-bound from P", _or_dash(state["fig"].numbers.get("crossover_prompt"),
                                                   lambda x: f"{x:,.0f}"))]
         return state["fig"], _table(rows)
@@ -396,7 +406,8 @@ def prefill_explorer(model="Llama-3-70B", chip="H100-SXM", prompt=2048, batch=1,
 EP_DEGREES = [8, 16, 32, 64, 72, 128, 144, 256, 288]
 
 
-def moe_explorer(model="DeepSeek-V3", chip="GB200", batch=128, expert_parallel=72, redundant_experts=0):
+def moe_explorer(model="DeepSeek-V3", chip="GB200", batch=128, expert_parallel=72,
+                 redundant_experts=0):
     """Expert parallelism over a scale-up domain: the all-to-all of one MoE layer against the EP
     degree (it jumps where the group leaves the chip's domain), with the layout's experts and
     bytes per chip, the routing imbalance and the step bound beside it. ``batch`` is the tokens
@@ -439,7 +450,8 @@ def moe_explorer(model="DeepSeek-V3", chip="GB200", batch=128, expert_parallel=7
         imb = _moe.imbalance_factor(b, ep, m.experts_per_token)
         rows = [("experts per chip", f"{pl.experts_per_chip:g} ({pl.idle_chips:g} chips idle)"),
                 ("weights per chip (fp8)", fmt_bytes(pl.weight_bytes_per_chip)),
-                ("left for KV per chip", fmt_bytes(max(c.hbm_capacity - pl.weight_bytes_per_chip, 0.0))),
+                ("left for KV per chip",
+                 fmt_bytes(max(c.hbm_capacity - pl.weight_bytes_per_chip, 0.0))),
                 ("all-to-all per MoE layer", a2a),
                 ("all-to-all per step", per_step),
                 ("busiest chip / mean (random routing)", f"{imb:.2f}x"),
@@ -449,8 +461,8 @@ def moe_explorer(model="DeepSeek-V3", chip="GB200", batch=128, expert_parallel=7
     return Explorer("moe_explorer", controls, compute, main="batch")
 
 
-def pipeline_explorer(model="DeepSeek-V3", chip="H100-SXM", stages=4, chips_per_stage=8, context=4096,
-                      micro_batch=64, micro_batches="P", hop_latency=77e-6):
+def pipeline_explorer(model="DeepSeek-V3", chip="H100-SXM", stages=4, chips_per_stage=8,
+                      context=4096, micro_batch=64, micro_batches="P", hop_latency=77e-6):
     """Pipelined serving and training on one figure: HBM per chip against stages P (weights fall
     as 1/P, the KV cache of the P micro-batches in flight does not), with the decode latency,
     throughput per chip and the 1F1B training bubble for the same P and m in the panel."""
@@ -459,9 +471,11 @@ def pipeline_explorer(model="DeepSeek-V3", chip="H100-SXM", stages=4, chips_per_
     m_options = [("= P", "P")] + [(str(m), m) for m in (1, 2, 4, 8, 16, 32, 64, 128)]
     controls = {
         "model": _model_picker(model), "chip": _chip_picker(chip),
-        "chips_per_stage": W.Dropdown(options=CHIP_COUNTS, value=chips_per_stage, description="chips/stage"),
+        "chips_per_stage": W.Dropdown(options=CHIP_COUNTS, value=chips_per_stage,
+                                      description="chips/stage"),
         "micro_batch": _sel("micro-batch b", [1, 4, 16, 64, 256, 1024], micro_batch),
-        "micro_batches": W.Dropdown(options=m_options, value=micro_batches, description="micro-batches m"),
+        "micro_batches": W.Dropdown(options=m_options, value=micro_batches,
+                                    description="micro-batches m"),
         "context": _sel("context", CONTEXTS, context),
         "stages": _sel("stages P", [1, 2, 4, 8, 16, 32, 64], stages),
     }
@@ -471,8 +485,9 @@ def pipeline_explorer(model="DeepSeek-V3", chip="H100-SXM", stages=4, chips_per_
         m, c = _models.get(v["model"]), _chips.get(v["chip"])
         ctx, _ = m.cap_context(v["context"])
         mb = None if v["micro_batches"] == "P" else v["micro_batches"]
-        kw = dict(model=m, chip=c, chips_per_stage=v["chips_per_stage"], micro_batch=v["micro_batch"],
-                  context=ctx, micro_batches=mb, mark_stages=v["stages"])
+        kw = dict(model=m, chip=c, chips_per_stage=v["chips_per_stage"],
+                  micro_batch=v["micro_batch"], context=ctx, micro_batches=mb,
+                  mark_stages=v["stages"])
         if "fig" not in state:
             state["fig"] = _figure(plots.pipeline_memory_vs_stages, **kw)
         else:
@@ -482,8 +497,9 @@ def pipeline_explorer(model="DeepSeek-V3", chip="H100-SXM", stages=4, chips_per_
         m_used = P if mb is None else mb
         dt, _ = c.resolve_dtype("bf16")
         bw = c.scale_out_bandwidth or (c.scale_up_bandwidth or c.hbm_bandwidth) / 8
-        d = pipeline_decode(m, c, v["micro_batch"], ctx, v["chips_per_stage"], P, micro_batches=m_used,
-                            hop_latency=hop_latency, dtype=dt, scale_out_bandwidth=bw)
+        d = pipeline_decode(m, c, v["micro_batch"], ctx, v["chips_per_stage"], P,
+                            micro_batches=m_used, hop_latency=hop_latency, dtype=dt,
+                            scale_out_bandwidth=bw)
         rows = [("weights per chip", fmt_bytes(n["weights"])), ("KV per chip", fmt_bytes(n["kv"])),
                 ("total per chip", fmt_bytes(n["total"])), ("chip HBM", fmt_bytes(c.hbm_capacity)),
                 ("fits", "yes" if n["total"] <= c.hbm_capacity else "no"),
@@ -523,7 +539,8 @@ def training_explorer(model="Llama-3-70B", tokens=15e12, chip="H100-SXM", n_chip
     def compute(v):
         m, c = _models.get(v["model"]), _chips.get(v["chip"])
         dt, _ = c.resolve_dtype("bf16")
-        kw = dict(model=m, tokens=v["tokens"], chip=c, mfu=v["mfu"], dtype=dt, mark_chips=v["n_chips"])
+        kw = dict(model=m, tokens=v["tokens"], chip=c, mfu=v["mfu"], dtype=dt,
+                  mark_chips=v["n_chips"])
         if "fig" not in state:
             state["fig"] = _figure(plots.training_time_vs_chips, **kw)
         else:
@@ -547,14 +564,17 @@ def training_explorer(model="Llama-3-70B", tokens=15e12, chip="H100-SXM", n_chip
 
 
 def matmul_roofline_explorer(chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16"):
-    """One (batch x k) @ (k x n) weight matmul on a chip's roofline: move the batch across the ridge."""
+    """One (batch x k) @ (k x n) weight matmul on a chip's roofline: move the batch across the
+    ridge."""
     from .roofline import arithmetic_intensity, attainable_flops
 
     c0 = _chips.get(chip)
     controls = {
         "chip": _chip_picker(c0.name),
-        "dtype": W.Dropdown(options=list(c0.flops), value=c0.resolve_dtype(dtype)[0], description="dtype"),
-        "batch": _sel("batch", [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192], batch),
+        "dtype": W.Dropdown(options=list(c0.flops), value=c0.resolve_dtype(dtype)[0],
+                            description="dtype"),
+        "batch": _sel("batch", [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192],
+                      batch),
     }
     state = {}
 
@@ -575,7 +595,8 @@ def matmul_roofline_explorer(chip="H100-SXM", batch=64, k=8192, n=8192, dtype="b
         i = arithmetic_intensity(v["batch"], k, n)
         f = attainable_flops(c, i, dt)
         flops = 2.0 * v["batch"] * k * n
-        rows = [("arithmetic intensity", f"{i:,.3g} FLOP/byte"), ("ridge point", f"{c.ops_per_byte(dt):,.0f} FLOP/byte"),
+        rows = [("arithmetic intensity", f"{i:,.3g} FLOP/byte"),
+                ("ridge point", f"{c.ops_per_byte(dt):,.0f} FLOP/byte"),
                 ("attainable", fmt_flops_rate(f)), ("share of peak", f"{f / c.peak(dt):.0%}"),
                 ("bound", "compute" if i >= c.ops_per_byte(dt) else "memory"),
                 ("matmul time (lower bound)", fmt_time(flops / f))]
@@ -596,7 +617,8 @@ EXPLORERS = {
     "moe_explorer": (moe_explorer, "batch", BATCHES),
     "pipeline_explorer": (pipeline_explorer, "stages", [1, 2, 4, 8, 16, 32, 64]),
     "training_explorer": (training_explorer, "n_chips", [64, 256, 1024, 2048, 4096, 8192, 16384]),
-    "matmul_roofline_explorer": (matmul_roofline_explorer, "batch", [1, 4, 16, 64, 256, 1024, 4096]),
+    "matmul_roofline_explorer": (matmul_roofline_explorer, "batch",
+                                 [1, 4, 16, 64, 256, 1024, 4096]),
 }
 
 
@@ -613,9 +635,11 @@ def partition_explorer(model="Llama-3-70B", chip="H100-SXM", batch=8, context=40
         "model": _model_picker(model), "chip": _chip_picker(chip),
         "batch": _sel("batch B", BATCHES, batch),
         "context": _sel("context", CONTEXTS, context),
-        "topology": W.Dropdown(options=["switch", "ring", "torus"], value=topology, description="topology"),
+        "topology": W.Dropdown(options=["switch", "ring", "torus"], value=topology,
+                               description="topology"),
         "hop_latency": W.Dropdown(options=lat_opts, value=hop_latency, description="per step"),
-        "kv_shard": W.Dropdown(options=list(KV_SHARDINGS), value=kv_shard, description="KV split by"),
+        "kv_shard": W.Dropdown(options=list(KV_SHARDINGS), value=kv_shard,
+                               description="KV split by"),
         "n_chips": _sel("chips n", [1, 2, 4, 8, 16, 32, 64, 128, 256], n_chips),
     }
     state = {}
@@ -634,11 +658,15 @@ def partition_explorer(model="Llama-3-70B", chip="H100-SXM", batch=8, context=40
                            kv_shard=v["kv_shard"], dtype=dt)
         best, _ = best_tensor_parallel(m, c, v["batch"], ctx, hop_latency=v["hop_latency"],
                                        topology=v["topology"], kv_shard=v["kv_shard"], dtype=dt)
-        rows = [("step bound (ch. 3-5)", fmt_time(r.step.time)), ("tensor-parallel all-reduces", fmt_time(r.tp_comm)),
-                ("attention resharding", fmt_time(r.kv_comm)), ("step, not overlapped", fmt_time(r.time)),
+        rows = [("step bound (ch. 3-5)", fmt_time(r.step.time)),
+                ("tensor-parallel all-reduces", fmt_time(r.tp_comm)),
+                ("attention resharding", fmt_time(r.kv_comm)),
+                ("step, not overlapped", fmt_time(r.time)),
                 ("step, fully overlapped", fmt_time(r.time_overlapped)),
-                ("KV copies read", f"{r.kv_replicas:.3g}"), ("HBM per chip", fmt_bytes(r.weights_per_chip + r.kv_per_chip)),
-                ("fits", "yes" if r.fits else "no"), ("chip-seconds per token", f"{r.chip_seconds_per_token:.3g}"),
+                ("KV copies read", f"{r.kv_replicas:.3g}"),
+                ("HBM per chip", fmt_bytes(r.weights_per_chip + r.kv_per_chip)),
+                ("fits", "yes" if r.fits else "no"),
+                ("chip-seconds per token", f"{r.chip_seconds_per_token:.3g}"),
                 ("fastest count in the domain", _or_dash(best, lambda x: f"{x:g}"))]
         return state["fig"], _table(rows)
 
@@ -691,7 +719,8 @@ def lifetime_explorer(model="DeepSeek-V3", chip="H100-SXM", tokens_per_second=50
         d_inf = served_tokens(v["tokens_per_second"], v["days"] * 86400.0)
         eq = equal_spend_tokens(d_inf, u, r)
         loss = scaling_loss(n, eq.pretrain_tokens, v["fit"])
-        kw = dict(loss=loss, inference_tokens=d_inf, decode_efficiency=u, fit=v["fit"], mark_params=n)
+        kw = dict(loss=loss, inference_tokens=d_inf, decode_efficiency=u, fit=v["fit"],
+                  mark_params=n)
         if "fig" not in state:
             state["fig"] = _figure(plots.lifetime_cost_vs_params, **kw)
         else:
@@ -741,7 +770,8 @@ def tradeoff_explorer(model="Llama-3-70B", chip="H100-SXM", batch=1, context=409
         m, c = _models.get(v["model"]), _chips.get(v["chip"])
         dt, _ = c.resolve_dtype("bf16")
         ctx = min(float(v["context"]), float(m.max_context) - 1.0)
-        kw = dict(model=m, chip=c, batch=v["batch"], n_chips=v["n_chips"], dtype=dt, mark_context=ctx)
+        kw = dict(model=m, chip=c, batch=v["batch"], n_chips=v["n_chips"], dtype=dt,
+                  mark_context=ctx)
         if "fig" not in state:
             state["fig"] = _figure(plots.store_vs_recompute, **kw)
         else:

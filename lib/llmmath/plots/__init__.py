@@ -121,7 +121,8 @@ __all__ = [
     "chip_balance", "roofline", "matmul_on_roofline", "flops_vs_bandwidth", "capacity_vs_bandwidth",
     "matmul_throughput_vs_batch", "roofline_measured",
     # counting a transformer
-    "param_parts", "param_breakdown", "kv_per_token", "attention_flops_share", "attention_crossover",
+    "param_parts", "param_breakdown", "kv_per_token", "attention_flops_share",
+    "attention_crossover",
     # decode and prefill bounds
     "decode_time_vs_batch", "decode_time_vs_context", "prefill_time_vs_prompt",
     # batching and cost
@@ -141,10 +142,12 @@ __all__ = [
     "pipeline_schedule", "bubble_vs_microbatches", "pipeline_memory_vs_stages",
     "decode_latency_vs_stages", "boundary_ratio_vs_layers",
     # chapter 9: partitioning a model
-    "collective_time_vs_bytes", "tp_step_vs_chips", "ffn_layouts_vs_tokens", "latency_cost_vs_chips",
+    "collective_time_vs_bytes", "tp_step_vs_chips", "ffn_layouts_vs_tokens",
+    "latency_cost_vs_chips",
     # chapter 11: over-training beyond compute-optimal
     "lifetime_cost_vs_params", "overtraining_vs_decode_efficiency", "overtraining_map",
     "loss_gap_vs_overtraining",
     # chapter 12: spending memory to save compute
-    "store_vs_recompute", "recompute_intensity_vs_ridge", "checkpoint_memory_vs_depth", "hold_time_by_tier",
+    "store_vs_recompute", "recompute_intensity_vs_ridge", "checkpoint_memory_vs_depth",
+    "hold_time_by_tier",
 ]

@@ -48,7 +48,8 @@ _BELOW = [(8, -8, "left", "top"), (-8, -8, "right", "top"), (0, -12, "center", "
 def _cost_setup(p):
     ax = p.ax
     p.pre, = ax.plot([], [], color=ROLE["compute"], lw=2.2, label="pre-training, 6 N D_pre")
-    p.inf, = ax.plot([], [], color=ROLE["decode"], lw=2.2, ls="--", label="inference, 2 N D_inf / u")
+    p.inf, = ax.plot([], [], color=ROLE["decode"], lw=2.2, ls="--",
+                     label="inference, 2 N D_inf / u")
     p.tot, = ax.plot([], [], color=ROLE["total"], lw=2.6, label="lifetime total")
     set_log(ax, x=lambda v: fmt_params(v, 3), y=_sci)
     ax.set_xlabel("active parameters N (count)")
@@ -74,8 +75,8 @@ def lifetime_cost_vs_params(p, loss, inference_tokens, decode_efficiency=DECODE_
     ax.set_xlim(n.min(), n.max())
     top = min(float(np.max(pre + inf)), 30 * o.chinchilla_total)
     ax.set_ylim(*loglim([o.optimum_total / 6.0, min(inf.min(), pre.min()) / 1.5, top * 3], pad=1.0))
-    pts = [(o.chinchilla_params, 6 * o.chinchilla_params * o.chinchilla_tokens, "least pre-training",
-            PALETTE["blue"]),
+    pts = [(o.chinchilla_params, 6 * o.chinchilla_params * o.chinchilla_tokens,
+            "least pre-training", PALETTE["blue"]),
            (o.equal_params, 6 * o.equal_params * o.equal_tokens, "equal spend", PALETTE["grey"]),
            (o.optimum_params, o.optimum_total, "least total", PALETTE["black"])]
     handles = [p.pre, p.inf, p.tot]
@@ -85,20 +86,24 @@ def lifetime_cost_vs_params(p, loss, inference_tokens, decode_efficiency=DECODE_
     with p.marking():
         if mark_params is not None:
             mn = float(mark_params)
-            tot = 6 * mn * float(tokens_for_loss(mn, loss, fit)) + 2 * mn * inference_tokens / decode_efficiency
-            handles.append(p.add(ax.plot([mn], [tot], "o", ms=9, mfc="none", mec=PALETTE["vermillion"],
-                                         mew=2.2, zorder=6, label="the marked model")[0]))
+            tot = (6 * mn * float(tokens_for_loss(mn, loss, fit))
+                   + 2 * mn * inference_tokens / decode_efficiency)
+            handles.append(p.add(ax.plot([mn], [tot], "o", ms=9, mfc="none",
+                                         mec=PALETTE["vermillion"], mew=2.2, zorder=6,
+                                         label="the marked model")[0]))
             p.numbers = {"marked_total": tot}
     # one legend below the axes, the same size for every value of the arguments (frames match)
     p.add(ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2,
                     frameon=False))
-    ax.set_title(f"One loss ({loss:.3f}), {fmt_count(inference_tokens)} tokens served, u = {decode_efficiency:.2g}")
+    ax.set_title(f"One loss ({loss:.3f}), {fmt_count(inference_tokens)} tokens served, "
+                 f"u = {decode_efficiency:.2g}")
     p.numbers.update(optimum_params=o.optimum_params, equal_params=o.equal_params,
                      chinchilla_params=o.chinchilla_params, equal_excess=o.equal_excess,
                      inference_over_pretrain=o.optimum_inference_over_pretrain)
     return (f"Log-log plot of compute against active parameters for models that all reach loss "
-            f"{loss:.3f} under the {fit} fit, serving {fmt_count(inference_tokens)} tokens at decode "
-            f"utilisation {decode_efficiency:.2g}: pre-training cost falls as the model grows up to "
+            f"{loss:.3f} under the {fit} fit, serving {fmt_count(inference_tokens)} tokens at "
+            f"decode utilisation {decode_efficiency:.2g}: pre-training cost falls as the model "
+            f"grows up to "
             f"{fmt_params(o.chinchilla_params, 3)} parameters, inference cost rises in proportion; "
             f"they are equal at {fmt_params(o.equal_params, 3)} and the total is least at "
             f"{fmt_params(o.optimum_params, 3)}, where equal spend costs "
@@ -110,7 +115,8 @@ def lifetime_cost_vs_params(p, loss, inference_tokens, decode_efficiency=DECODE_
 def _u_setup(p):
     ax = p.ax
     ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}x" if v >= 1 else f"{v:.2g}x"))
+    ax.yaxis.set_major_formatter(
+        FuncFormatter(lambda v, _: f"{v:,.0f}x" if v >= 1 else f"{v:.2g}x"))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
     ax.set_xlabel("decode utilisation relative to training, u (%)")
     ax.set_ylabel("over-training D_pre / (20 N) (x)")
@@ -150,7 +156,8 @@ def overtraining_vs_decode_efficiency(p, model, seconds=60 * DAY, rates=(10e6, 5
         dot = p.add(ax.plot([x], [y], "o", ms=7, mfc=CYCLE[len(rates) // 2 % len(CYCLE)],
                             mec="white", mew=1.5, zorder=5)[0])
         p.label(x, y, text, [(10, 6, "left", "bottom"), (14, 12, "left", "bottom"),
-                             (-10, -6, "right", "top"), (-14, -12, "right", "top")] + _ABOVE + _BELOW,
+                             (-10, -6, "right", "top"), (-14, -12, "right", "top")]
+                + _ABOVE + _BELOW,
                 exclude=[dot])
     p.add(ax.legend(loc="upper right"))
     with p.marking():
@@ -163,9 +170,10 @@ def overtraining_vs_decode_efficiency(p, model, seconds=60 * DAY, rates=(10e6, 5
     p.numbers.update(marks=got)
     body = "; ".join(f"{v:,.0f}x at u = {k:.2g}" for k, v in got.items())
     return (f"Plot of the over-training factor (log scale) against decode's relative utilisation u "
-            f"for {name}, one falling curve per serving rate ({', '.join(fmt_count(r) for r in rates)} "
-            f"tokens/s for {seconds / DAY:.0f} days): the factor is inversely proportional to u; at "
-            f"{fmt_count(mid)} tokens/s: {body}.")
+            f"for {name}, one falling curve per serving rate "
+            f"({', '.join(fmt_count(r) for r in rates)} "
+            f"tokens/s for {seconds / DAY:.0f} days): the factor is inversely proportional to u; "
+            f"at {fmt_count(mid)} tokens/s: {body}.")
 
 
 # ----- published runs against compute-optimal -------------------------------------------------
@@ -213,8 +221,8 @@ def overtraining_map(p, mark_params=None, mark_tokens=None):
     p.numbers.update(factors=factors)
     body = "; ".join(f"{k} {v:.2g}x" for k, v in factors.items())
     return ("Log-log scatter of pre-training tokens per active parameter against active parameters "
-            f"for published runs, over horizontal guides at 1x, 10x and 100x the compute-optimal 20 "
-            f"tokens per parameter: {body}.")
+            f"for published runs, over horizontal guides at 1x, 10x and 100x the compute-optimal "
+            f"20 tokens per parameter: {body}.")
 
 
 # ----- the loss given up by over-training, at fixed compute -----------------------------------
@@ -232,7 +240,8 @@ def loss_gap_vs_overtraining(p, compute, tokens_per_param=None, mark_tokens_per_
     """Loss given up at fixed pre-training ``compute`` by training a smaller model on more tokens,
     for each loss fit of ``llmmath.lifetime.SCALING_FITS`` (``llmmath.lifetime.loss_gap``).
     ``tokens_per_param`` default 5 .. 5,000."""
-    k = np.geomspace(5, 5000, 120) if tokens_per_param is None else np.asarray(tokens_per_param, float)
+    k = (np.geomspace(5, 5000, 120) if tokens_per_param is None
+         else np.asarray(tokens_per_param, float))
     ax = p.ax
     tops, best = [], {}
     for i, fit in enumerate(SCALING_FITS):
@@ -252,9 +261,11 @@ def loss_gap_vs_overtraining(p, compute, tokens_per_param=None, mark_tokens_per_
             top = max(g.values())
             p.point(mk, top, f"{mk:,.0f}/param: +{top:.3f}")
             p.numbers = {"marked": g}
-    ax.set_title(f"Same pre-training compute ({compute:.2g} FLOP), smaller model, more tokens".replace("e+", "e"))
+    ax.set_title(f"Same pre-training compute ({compute:.2g} FLOP), smaller model, more tokens"
+                 .replace("e+", "e"))
     p.numbers.update(optimum_ratio=best)
-    return (f"Plot of the loss above the compute-optimal loss against tokens per parameter (log scale) "
-            f"at {fmt_si(compute, 'FLOP')} of pre-training, for the "
-            + " and ".join(f"{f} fit (optimum at {v:,.0f} tokens per parameter)" for f, v in best.items())
+    return (f"Plot of the loss above the compute-optimal loss against tokens per parameter "
+            f"(log scale) at {fmt_si(compute, 'FLOP')} of pre-training, for the "
+            + " and ".join(f"{f} fit (optimum at {v:,.0f} tokens per parameter)"
+                           for f, v in best.items())
             + ": each curve is zero at its optimum and rises slowly on either side.")

@@ -37,8 +37,8 @@ def _store_setup(p):
 
 
 @builder(setup=_store_setup)
-def store_vs_recompute(p, model, chip, batch=1, n_chips=1, contexts=None, weight_bytes=2, kv_bytes=2,
-                       dtype="bf16", mark_context=None):
+def store_vs_recompute(p, model, chip, batch=1, n_chips=1, contexts=None, weight_bytes=2,
+                       kv_bytes=2, dtype="bf16", mark_context=None):
     """Lower bound on a decode step against context, reading the KV cache or recomputing it.
 
     Both from :func:`llmmath.tradeoffs.store_or_recompute`; the dot marks
@@ -74,7 +74,8 @@ def store_vs_recompute(p, model, chip, batch=1, n_chips=1, contexts=None, weight
             rm = store_or_recompute(m, c, batch, sm, n_chips=n_chips, weight_bytes=weight_bytes,
                                     kv_bytes=kv_bytes, dtype=dt)
             p.point(sm, float(rm.recompute.time),
-                    f"S = {fmt_count(sm, 3)}: recompute {float(rm.time_ratio):,.3g}x", color=ROLE["compute"])
+                    f"S = {fmt_count(sm, 3)}: recompute {float(rm.time_ratio):,.3g}x",
+                    color=ROLE["compute"])
             p.numbers = {"store": float(rm.store.time), "recompute": float(rm.recompute.time),
                          "ratio": float(rm.time_ratio)}
     ax.set_title(with_notes(f"{m.name} on {n_chips:g} {c.name}, batch {batch:g}", dnote))
@@ -102,7 +103,8 @@ def recompute_intensity_vs_ridge(p, model_list, chip_list=None, kv_bytes=2):
     only left of the ridge line.
     """
     ms = [model_of(m) for m in as_list(model_list, None)]
-    cs = [chip_of(c) for c in as_list(chip_list, None)] if chip_list is not None else _chips.all_chips()
+    cs = ([chip_of(c) for c in as_list(chip_list, None)] if chip_list is not None
+          else _chips.all_chips())
     ax = p.ax
     vals = np.array([float(recompute_intensity(m, kv_bytes)) for m in ms])
     order = np.argsort(vals)
@@ -110,7 +112,8 @@ def recompute_intensity_vs_ridge(p, model_list, chip_list=None, kv_bytes=2):
     p.add(ax.barh(y, vals[order], color=ROLE["compute"], height=0.62))
     ax.set_yticks(y, [ms[i].name for i in order], fontsize=SMALL)
     ridges = {(c.name, d): c.ops_per_byte(d) for c in cs for d in c.flops}
-    (lo_key, lo), (hi_key, hi) = min(ridges.items(), key=lambda kv: kv[1]), max(ridges.items(), key=lambda kv: kv[1])
+    (lo_key, lo), (hi_key, hi) = (min(ridges.items(), key=lambda kv: kv[1]),
+                                  max(ridges.items(), key=lambda kv: kv[1]))
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_count(v, 2)))
     ax.xaxis.set_minor_formatter(NullFormatter())
@@ -124,17 +127,18 @@ def recompute_intensity_vs_ridge(p, model_list, chip_list=None, kv_bytes=2):
     for yi, i in zip(y, order, strict=True):
         def make(cand, yi=yi, v=vals[i]):
             dx, ha, col = cand
-            return ax.annotate(f"{v / hi:,.0f}x", (v, yi), xytext=(dx, 0), textcoords="offset points",
-                               ha=ha, va="center", fontsize=SMALL, color=col)
+            return ax.annotate(f"{v / hi:,.0f}x", (v, yi), xytext=(dx, 0),
+                               textcoords="offset points", ha=ha, va="center", fontsize=SMALL,
+                               color=col)
         p.add(place(ax, make, [(4, "left", "black"), (-4, "right", "white")]))
     ax.set_xlabel(f"FLOP to rebuild one cached byte ({kv_bytes:g}-byte KV)")
     ax.set_title("Bars: times the highest ridge point")
     p.numbers = {"intensity": {ms[i].name: float(vals[i]) for i in order}, "ridge_low": lo,
                  "ridge_high": hi, "min_over_high_ridge": float(vals.min() / hi)}
-    return ("Horizontal bar chart, log scale, of the FLOPs needed to rebuild one byte of KV cache for "
-            f"{len(ms)} models, from {fmt_count(vals.min(), 2)} ({ms[order[0]].name}) to "
-            f"{fmt_count(vals.max(), 2)} ({ms[order[-1]].name}) FLOP per byte, beside the chips' ridge "
-            f"points from {lo:,.0f} to {hi:,.0f} FLOP per byte: every bar ends at least "
+    return ("Horizontal bar chart, log scale, of the FLOPs needed to rebuild one byte of KV cache "
+            f"for {len(ms)} models, from {fmt_count(vals.min(), 2)} ({ms[order[0]].name}) to "
+            f"{fmt_count(vals.max(), 2)} ({ms[order[-1]].name}) FLOP per byte, beside the chips' "
+            f"ridge points from {lo:,.0f} to {hi:,.0f} FLOP per byte: every bar ends at least "
             f"{vals.min() / hi:,.0f} times past the highest ridge point.")
 
 
@@ -173,19 +177,22 @@ def checkpoint_memory_vs_depth(p, model, tokens, sequence_length, chip=None):
     lo, hi = loglim(allv, pad=2.0)
     if chip is not None:
         c = chip_of(chip)
-        p.hline(c.hbm_capacity, f"one {c.name}: {fmt_bytes(c.hbm_capacity)}", color=ROLE["capacity"],
-                x=0.99, ha="right")
+        p.hline(c.hbm_capacity, f"one {c.name}: {fmt_bytes(c.hbm_capacity)}",
+                color=ROLE["capacity"], x=0.99, ha="right")
         lo, hi = min(lo, c.hbm_capacity / 2), max(hi, c.hbm_capacity * 2)
     ax.set_ylim(lo, hi * 8)
     p.add(ax.legend(loc="upper left", ncol=2))
-    here = {s: float(checkpoint_price(m, tokens, sequence_length, s).activation_bytes) for s in CHECKPOINT_SCHEMES}
-    ax.set_title(f"{m.name}'s width, {tokens / sequence_length:g} x {sequence_length:,.0f}-token sequences")
+    here = {s: float(checkpoint_price(m, tokens, sequence_length, s).activation_bytes)
+            for s in CHECKPOINT_SCHEMES}
+    ax.set_title(f"{m.name}'s width, {tokens / sequence_length:g} x "
+                 f"{sequence_length:,.0f}-token sequences")
     p.numbers.update(at_model=here, overhead=over)
     return (f"Log-log plot of activation memory against depth for a model as wide as {m.name}, "
             f"{fmt_count(tokens, 3)} tokens in flight: keeping everything, selective and full "
-            f"recomputation grow in proportion to the layers (at the model's own {m.n_layers} layers "
-            f"{fmt_bytes(here['none'])}, {fmt_bytes(here['selective'])} and {fmt_bytes(here['full'])}); "
-            f"reversible layers stay flat at {fmt_bytes(here['reversible'])}. Full and reversible cost "
+            f"recomputation grow in proportion to the layers (at the model's own {m.n_layers} "
+            f"layers {fmt_bytes(here['none'])}, {fmt_bytes(here['selective'])} and "
+            f"{fmt_bytes(here['full'])}); reversible layers stay flat at "
+            f"{fmt_bytes(here['reversible'])}. Full and reversible cost "
             f"{over['full']:.0%} more FLOPs, selective {over['selective']:.1%}.")
 
 
@@ -213,21 +220,25 @@ def hold_time_by_tier(p, model, chip, prompt=8192, n_chips=1, tiers=None,
     time_axis(ax, lo, hi, keep=("1 s", "1 min", "1 h", "1 day", "1 week"))
     ax.set_ylim(len(ts) - 0.4, -0.6)
     top = p.add(ax.secondary_xaxis("top"))
-    top.set_xticks([v for _, v in lifetimes], [n for n, _ in lifetimes], color=ROLE["cost"], fontsize=SMALL)
+    top.set_xticks([v for _, v in lifetimes], [n for n, _ in lifetimes], color=ROLE["cost"],
+                   fontsize=SMALL)
     top.xaxis.set_minor_formatter(NullFormatter())
     top.tick_params(axis="x", which="minor", length=0)
     top.tick_params(axis="x", which="major", length=8, width=1.5, color=ROLE["cost"])
     for yi, ti in zip(y, t, strict=True):
         def make(cand, yi=yi, ti=ti):
             dx, ha, col = cand
-            return ax.annotate(fmt_time(ti) if ti > 0 else "never", (max(ti, lo), yi), xytext=(dx, 0),
-                               textcoords="offset points", ha=ha, va="center", fontsize=SMALL, color=col)
+            return ax.annotate(fmt_time(ti) if ti > 0 else "never", (max(ti, lo), yi),
+                               xytext=(dx, 0), textcoords="offset points", ha=ha, va="center",
+                               fontsize=SMALL, color=col)
         p.add(place(ax, make, [(4, "left", "black"), (-4, "right", "white")]))
     ax.grid(axis="y", visible=False)
     ax.set_xlabel("longest hold before recomputing is cheaper")
-    ax.set_title(f"{m.name}, {fmt_count(prompt, 3)}-token prefix, prefill on {n_chips:g} {c.name}", pad=24)
+    ax.set_title(f"{m.name}, {fmt_count(prompt, 3)}-token prefix, prefill on {n_chips:g} "
+                 f"{c.name}", pad=24)
     p.numbers = {tier.name: float(ti) for tier, ti in zip(ts, t, strict=True)}
-    return (f"Horizontal bar chart, log scale, of how long a {m.name} prompt cache can be held in each "
-            "memory tier before holding it costs more than recomputing it on "
-            f"{c.name}: " + ", ".join(f"{tier.name} {fmt_time(ti)}" for tier, ti in zip(ts, t, strict=True))
+    return (f"Horizontal bar chart, log scale, of how long a {m.name} prompt cache can be held in "
+            "each memory tier before holding it costs more than recomputing it on "
+            f"{c.name}: " + ", ".join(f"{tier.name} {fmt_time(ti)}"
+                                      for tier, ti in zip(ts, t, strict=True))
             + "; the top axis marks the 5-minute and 1-hour cache lifetimes of API price sheets.")
