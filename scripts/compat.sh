@@ -76,14 +76,16 @@ run_one() {  # $1 = interpreter; venv, install, tests; output to $OUT/py<ver>.lo
   # same functions (the main suite runs them; here they would only double the CI time), nor the
   # figure-quality, explorer and frame suites: they redraw every figure at every control setting
   # (half the time of this run) through matplotlib and ipywidgets, whose pinned versions the main
-  # suite tests; test_plots.py still builds every figure here. The bibliography style and the
-  # student edition are the book's toolchain (pybtex, Sphinx), not the library's.
+  # suite tests; nor the sweeps of every builder over every chip and model (the main suite runs
+  # them): test_plots.py's other tests still draw each kind of figure here. The bibliography
+  # style and the student edition are the book's toolchain (pybtex, Sphinx), not the library's.
   env -u PYTHONPATH "$venv/bin/python" -m pytest -q -p no:randomly \
     -o addopts="-p no:cacheprovider" -m "not browser and not pdf" tests \
     --ignore=tests/browser --ignore=tests/test_notebooks.py --ignore-glob="tests/test_claims_*" \
     --ignore=tests/test_from_scratch.py --ignore=tests/test_reader_edition.py \
     --ignore=tests/test_figure_quality.py --ignore=tests/test_widgets.py --ignore=tests/test_frames.py \
-    --ignore=tests/test_bibliography_style.py --ignore=tests/test_student_edition.py
+    --ignore=tests/test_bibliography_style.py --ignore=tests/test_student_edition.py \
+    -k "not builder_on_every and not builders_on_every"
   echo "compat: Python $ver passed in $(( $(date +%s) - start )) s"
 }
 
