@@ -20,7 +20,9 @@ import re
 from pathlib import Path
 
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.transforms import SphinxTransform
+from sphinx.transforms.post_transforms import SphinxPostTransform
 
 _FRAMES = re.compile(r'class="llm-frames\b')
 _FIRST_IMG = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)" alt="([^"]*)"')
@@ -124,7 +126,30 @@ def _copy_pdf(app, exception):
         (Path(app.outdir) / PDF_NAME).write_bytes(pdf.read_bytes())
 
 
+class ExerciseRefsAsText(SphinxPostTransform):
+    """A reference to an exercise prints its number as text in the PDF.
+
+    Sphinx's LaTeX writer prints a number reference as ``\\ref`` to ``doc:label``, a label that
+    sphinx-exercise never writes (it labels ``exercise:label``), so the course guide's references
+    to exercises printed as "Exercise ??". The resolved node already holds the number the HTML
+    shows ("Exercise 1.1"): keep that text, linked to the label sphinx-exercise does write.
+    """
+
+    default_priority = 20  # after the references are resolved
+    builders = ("latex",)
+
+    def run(self, **kwargs):
+        for node in list(self.document.findall(addnodes.number_reference)):
+            text = node.astext()
+            if not text.startswith("Exercise"):
+                continue
+            target = node.get("refid") or node.get("refuri", "").rpartition("#")[2]
+            link = nodes.reference("", text, internal=True, refid=f"exercise:{target}")
+            node.replace_self(link if target else nodes.Text(text))
+
+
 def setup(app):
+    app.add_post_transform(ExerciseRefsAsText)
     app.add_transform(ExplorersAsFigures)
     app.add_transform(AppendicesLettered)
     app.connect("html-page-context", _pdf_link)
