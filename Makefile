@@ -45,8 +45,9 @@ pdf: $(STAMP)
 	LLMMATH_REQUIRE_PDF=1 $(BIN)/python -m pytest tests/test_pdf.py -m pdf
 	@echo "The PDF is at $(CURDIR)/_build/latex/book.pdf"
 
-# pytest-xdist: one worker per core (2 on CI). Notebooks and browser files stay whole on one
-# worker (--dist loadfile): a notebook's cells share a kernel, test_lab shares a JupyterLab.
+# pytest-xdist: one worker per core (2 on CI). A notebook stays whole on one worker (--dist
+# loadfile: its cells share a kernel); browser tests spread one by one (each worker starts its own
+# server, Chromium and JupyterLab), so the JupyterLab tests are not one worker's long tail.
 unit: $(STAMP)
 	$(BIN)/ruff check lib tests scripts _latex _ext
 	$(BIN)/python -m pytest tests -m "not browser and not pdf" -n auto
@@ -62,7 +63,7 @@ build-check: book
 
 browser: $(STAMP)
 	bash scripts/ensure_chromium.sh
-	LLMMATH_REQUIRE_BROWSER=1 $(BIN)/python -m pytest tests/browser -m browser -n auto --dist loadfile
+	LLMMATH_REQUIRE_BROWSER=1 $(BIN)/python -m pytest tests/browser -m browser -n auto --dist load
 
 test: $(STAMP)
 	@start=$$(date +%s); \
