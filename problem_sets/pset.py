@@ -1,0 +1,137 @@
+"""What a problem set hands the student: its parameters, drawn from a seed, and form checks.
+
+``problem(part, seed)`` draws one variant of a part's problem set (chip, model, batch,
+context, ...) from the library's catalogues, so an instructor issues a fresh variant each term
+by changing ``SEED``. It holds no answers: the keys live in ``keys.py``, which ships with the
+autograder only. ``feedback(answer, low, high, unit)`` is what the public tests call: it
+refuses a blank or non-numeric answer and, when an answer falls outside the question's
+plausible range (one range per question, the same for every seed, so it says nothing about
+this variant's key), names the classic slip that would bring it back in, with the hints of
+``llmmath.exercises.check``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from types import SimpleNamespace
+
+import numpy as np
+
+import llmmath as lm
+from llmmath.exercises import KNOWN_FACTORS
+
+PARTS = ("part1", "part2", "part3", "part4")
+
+# Catalogue subsets each part draws from (names only; every figure comes from the catalogue).
+_LLAMAS = ("LLaMA-2-13B", "LLaMA-2-70B", "Llama-3-8B", "Llama-3-70B", "Llama-3.1-405B")
+_MOES = ("Mixtral-8x7B", "Mixtral-8x22B", "DeepSeek-V3", "Qwen3-235B-A22B", "Qwen3-30B-A3B",
+         "gpt-oss-120b")
+
+
+def _bf16_chips(priced=False):
+    return [c.name for c in lm.chips.all_chips()
+            if "bf16" in c.flops and (c.price_per_hour is not None or not priced)]
+
+
+def _chips_to_hold(model, chip, share):
+    """Smallest power-of-two chip count whose HBM holds bf16 weights in ``share`` of it."""
+    n = 1
+    while model.total_params * 2 > share * n * chip.hbm_capacity:
+        n *= 2
+    return n
+
+
+def problem(part: str, seed: int) -> SimpleNamespace:
+    """The parameters of one variant of ``part``'s problem set (deterministic in ``seed``)."""
+    if part not in PARTS:
+        raise KeyError(f"part: got {part!r}; allowed values are {', '.join(PARTS)}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed: got {seed!r}; allowed values are whole numbers >= 0")
+    rng = random.Random(f"{part}-{int(seed)}")
+    p = SimpleNamespace(part=part, seed=int(seed))
+    if part == "part1":
+        p.chip = rng.choice(_bf16_chips())
+        p.model = rng.choice(_LLAMAS)
+        p.kv_bytes = rng.choice([1, 2])
+        p.n_chips = _chips_to_hold(lm.model(p.model), lm.chip(p.chip), 0.5)
+    elif part == "part2":
+        p.chip = rng.choice(_bf16_chips(priced=True))
+        p.model = rng.choice(_LLAMAS)
+        model, chip = lm.model(p.model), lm.chip(p.chip)
+        p.n_chips = _chips_to_hold(model, chip, 0.4)
+        p.batch = rng.choice([8, 16, 32, 64, 128])
+        p.context = rng.choice([c for c in (1024, 2048, 4096, 8192) if c < model.max_context])
+        p.long_context = min(model.max_context, rng.choice([4096, 8192, 32768]))
+        p.prompt = rng.choice([512, 1024, 2048, 4096])
+    elif part == "part3":
+        p.model = rng.choice(_MOES)
+        p.chip = rng.choice(_bf16_chips(priced=True))
+        p.batch = rng.choice([1, 4, 16, 64, 256])
+        p.ring_chips = rng.choice([4, 8, 16])
+        p.buffer_bytes = rng.choice([1e5, 1e6, 1e7, 1e8])
+        p.link_bandwidth = rng.choice([100e9, 200e9, 450e9, 900e9])
+        p.hop_latency = rng.choice([1e-6, 2e-6, 3e-6, 5e-6])
+        p.micro_batch = rng.choice([16, 32, 64, 128])
+        p.scale_out_bandwidth = rng.choice([25e9, 50e9, 100e9])
+        p.stage_latency = rng.choice([5e-6, 10e-6, 20e-6])
+        p.compute_efficiency = rng.choice([0.3, 0.4, 0.5, 0.6])
+    else:
+        p.model = rng.choice(_LLAMAS)
+        p.chip = rng.choice(_bf16_chips())
+        p.tokens = rng.choice([2e12, 5e12, 10e12, 15e12])
+        p.days = rng.choice([30, 45, 60, 90])
+        p.mfu = rng.choice([0.35, 0.4, 0.45, 0.5])
+        p.compute = rng.choice([1e23, 3e23, 1e24, 3e24, 1e25])
+        p.zero_stage = rng.choice([1, 2, 3])
+        p.dp_chips = rng.choice([8, 16, 64, 256])
+        p.tokens_per_second = rng.choice([1e6, 5e6, 20e6, 50e6])
+        p.serve_days = rng.choice([90, 180, 365])
+    return p
+
+
+def describe(p: SimpleNamespace) -> str:
+    """The variant's parameters as the student reads them (numbers in the units of the text)."""
+    lines = [f"Problem set {p.part}, seed {p.seed}:"]
+    for k, v in vars(p).items():
+        if k in ("part", "seed"):
+            continue
+        if isinstance(v, float) and k.endswith("bandwidth"):
+            v = f"{v / 1e9:g} GB/s"
+        elif isinstance(v, float) and k.endswith("latency"):
+            v = f"{v * 1e6:g} us"
+        elif isinstance(v, float) and k == "buffer_bytes":
+            v = f"{v / 1e6:g} MB"
+        elif isinstance(v, float) and k in ("tokens", "compute", "tokens_per_second"):
+            v = f"{v:.3g}"
+        lines.append(f"  {k:>20} = {v}")
+    return "\n".join(lines)
+
+
+def feedback(answer, low: float, high: float, unit: str) -> None:
+    """A public test: a filled-in finite number in the question's plausible range, or a hint.
+
+    Raises ``AssertionError`` with the hint (the test's feedback); returns None when the answer
+    is of the right form. Passing says nothing about being right: the hidden tests grade.
+    """
+    if answer is None or answer is Ellipsis:
+        raise AssertionError("fill in your answer: replace ... with your number, then run the "
+                             "cell again")
+    if isinstance(answer, (bool, str)):
+        raise AssertionError(f"expected a number, got {answer!r}")
+    try:
+        a = float(np.asarray(answer, dtype=float))
+    except (TypeError, ValueError):
+        raise AssertionError(f"expected one number, got {answer!r}") from None
+    if not math.isfinite(a) or a <= 0:
+        raise AssertionError(f"expected a positive finite number, got {a!r}")
+    if low <= a <= high:
+        return
+    too = "too high" if a > high else "too low"
+    for factor, hint in KNOWN_FACTORS:
+        back = a / factor if a > high else a * factor
+        if low <= back <= high:
+            raise AssertionError(f"{a:.4g} {unit} is {too} to be plausible here "
+                                 f"(off by a factor of ~{factor:g}?): {hint}")
+    raise AssertionError(f"{a:.4g} {unit} is {too} to be plausible here (expected "
+                         f"{low:g} to {high:g} {unit}): check the units and the formula")
