@@ -9,7 +9,7 @@ HTML := _build/html
 NOTEBOOKS := _build/notebooks
 STUDENT := _build/student
 
-.PHONY: book pdf test unit compat nbval build-check browser lab notebooks student execute bench clean help
+.PHONY: book pdf test unit compat nbval build-check browser lab notebooks student psets psets-test execute bench clean help
 
 help:
 	@echo "make book     build the HTML site into $(HTML) (warnings are errors)"
@@ -20,6 +20,7 @@ help:
 	@echo "make notebooks  write the reader's edition of every chapter into $(NOTEBOOKS)"
 	@echo "make lab      open the reader's edition in JupyterLab with live widgets"
 	@echo "make student  the student edition (site and notebooks, no solutions or answers) into $(STUDENT), tested"
+	@echo "make psets    the autograded problem sets (otter-grader) into problem_sets/_build (SEED=N: a new variant)"
 	@echo "make bench    measure library, explorer, notebook and build speed"
 	@echo "make clean    remove build outputs (keeps .venv)"
 
@@ -86,6 +87,19 @@ execute: $(STAMP)
 # The reader's edition: glued numbers written in, MyST turned into plain markdown (stdlib only).
 notebooks:
 	$(PYTHON) scripts/reader_edition.py --out $(NOTEBOOKS)
+
+# Problem sets (issue 15): Otter Assign turns each problem_sets/partN.ipynb into a student and an
+# autograder version under problem_sets/_build/partN/; SEED=N issues another term's variant.
+# Grade a submission: $(BIN)/python problem_sets/build.py grade part1 SUBMISSION.ipynb
+SEED ?= 2026
+psets: $(STAMP)
+	@start=$$(date +%s); \
+	$(BIN)/python problem_sets/build.py --seed $(SEED) && \
+	echo "make psets: $$(( $$(date +%s) - start )) s"
+
+# The problem sets' test step (also collected by `make unit`): solutions pass, blanks fail, no leaks.
+psets-test: $(STAMP)
+	$(BIN)/python -m pytest tests/test_problem_sets.py -q -p no:cacheprovider
 
 # The student edition (course guide, README "For instructors"): the site and the notebooks with every
 # solution, answer cell (tag `answer`) and filled-in answer removed, then scanned for leaks and each

@@ -11,10 +11,11 @@ passes is a second, independent computation of each key.
 
 from __future__ import annotations
 
+from pset import problem
+
 import llmmath as lm
 from llmmath import collectives, moe, pipeline, training
 from llmmath.exercises import check
-from pset import problem
 
 DAY = 86400.0
 
@@ -23,7 +24,7 @@ def _part1(q, p):
     chip, model = lm.chip(p.chip), lm.model(p.model)
     if q == "q1":  # seconds to read the whole HBM once
         return chip.hbm_capacity / chip.hbm_bandwidth
-    if q == "q2":  # square bf16 matmul size whose intensity reaches the ridge (intensity is linear in n)
+    if q == "q2":  # square bf16 matmul whose intensity (linear in n) reaches the ridge
         return chip.ops_per_byte("bf16") / lm.intensity.arithmetic_intensity(1, 1, 1)
     if q == "q3":
         return model.total_params
