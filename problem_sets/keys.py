@@ -41,8 +41,8 @@ def _part2(q, p):
         return lm.cost.tokens_per_second(step)
     if q == "q2":
         return lm.cost.cost_per_million_tokens(step)
-    if q == "q3":
-        return lm.max_batch(model, chip, context=p.long_context, n_chips=p.n_chips)
+    if q == "q3":  # the context at which the KV reads take as long as the weight reads
+        return p.context * step.weight_time / step.kv_time  # kv_time is linear in context
     if q == "q4":
         return lm.prefill_step(model, chip, batch=1, prompt=p.prompt, n_chips=p.n_chips).time
     raise KeyError(q)
@@ -50,9 +50,10 @@ def _part2(q, p):
 
 def _part3(q, p):
     chip, model = lm.chip(p.chip), lm.model(p.model)
-    if q == "q1":
-        return collectives.collective_time("all-reduce", p.buffer_bytes, p.ring_chips,
-                                           p.link_bandwidth, p.hop_latency, topology="ring")
+    if q == "q1":  # tensor parallelism: two all-reduces of the activations per layer
+        per = collectives.collective_time("all-reduce", p.batch * model.d_model * 2, p.tp_chips,
+                                          p.link_bandwidth, p.hop_latency, topology="switch")
+        return 2 * model.n_layers * per
     if q == "q2":  # bytes of weights one decode step must read at this batch, bf16
         return 2 * model.weight_params_read(tokens=p.batch)
     if q == "q3":

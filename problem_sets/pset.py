@@ -25,6 +25,7 @@ PARTS = ("part1", "part2", "part3", "part4")
 
 # Catalogue subsets each part draws from (names only; every figure comes from the catalogue).
 _LLAMAS = ("LLaMA-2-13B", "LLaMA-2-70B", "Llama-3-8B", "Llama-3-70B", "Llama-3.1-405B")
+_LLAMAS_PART1 = tuple(m for m in _LLAMAS if m != "Llama-3-8B")  # the exam bank counts that one
 _MOES = ("Mixtral-8x7B", "Mixtral-8x22B", "DeepSeek-V3", "Qwen3-235B-A22B", "Qwen3-30B-A3B",
          "gpt-oss-120b")
 
@@ -52,7 +53,7 @@ def problem(part: str, seed: int) -> SimpleNamespace:
     p = SimpleNamespace(part=part, seed=int(seed))
     if part == "part1":
         p.chip = rng.choice(_bf16_chips())
-        p.model = rng.choice(_LLAMAS)
+        p.model = rng.choice(_LLAMAS_PART1)
         p.kv_bytes = rng.choice([1, 2])
         p.n_chips = _chips_to_hold(lm.model(p.model), lm.chip(p.chip), 0.5)
     elif part == "part2":
@@ -62,14 +63,12 @@ def problem(part: str, seed: int) -> SimpleNamespace:
         p.n_chips = _chips_to_hold(model, chip, 0.4)
         p.batch = rng.choice([8, 16, 32, 64, 128])
         p.context = rng.choice([c for c in (1024, 2048, 4096, 8192) if c < model.max_context])
-        p.long_context = min(model.max_context, rng.choice([4096, 8192, 32768]))
         p.prompt = rng.choice([512, 1024, 2048, 4096])
     elif part == "part3":
         p.model = rng.choice(_MOES)
         p.chip = rng.choice(_bf16_chips(priced=True))
         p.batch = rng.choice([1, 4, 16, 64, 256])
-        p.ring_chips = rng.choice([4, 8, 16])
-        p.buffer_bytes = rng.choice([1e5, 1e6, 1e7, 1e8])
+        p.tp_chips = rng.choice([4, 8, 16])
         p.link_bandwidth = rng.choice([100e9, 200e9, 450e9, 900e9])
         p.hop_latency = rng.choice([1e-6, 2e-6, 3e-6, 5e-6])
         p.micro_batch = rng.choice([16, 32, 64, 128])
@@ -100,8 +99,6 @@ def describe(p: SimpleNamespace) -> str:
             v = f"{v / 1e9:g} GB/s"
         elif isinstance(v, float) and k.endswith("latency"):
             v = f"{v * 1e6:g} us"
-        elif isinstance(v, float) and k == "buffer_bytes":
-            v = f"{v / 1e6:g} MB"
         elif isinstance(v, float) and k in ("tokens", "compute", "tokens_per_second"):
             v = f"{v:.3g}"
         lines.append(f"  {k:>20} = {v}")
