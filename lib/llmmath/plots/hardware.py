@@ -400,14 +400,15 @@ def roofline_of_this_machine(measured, reference=None, reference_label="referenc
     with house_style():
         fig = new_figure((6.4, 4.2), BookFigure)
         ax = fig.add_subplot()
-        for rf, rw, rpts, label, colour, ls in roofs:
-            ax.loglog(i, np.minimum(rf, i * rw), color=colour, ls=ls, lw=2.0,
+        for k, (rf, rw, rpts, label, colour, ls) in enumerate(roofs):
+            z = 3 - k  # the reader's run on top of the reference
+            ax.loglog(i, np.minimum(rf, i * rw), color=colour, ls=ls, lw=2.0, zorder=z,
                       label=f"{label}: {fmt_si(rf, 'FLOP/s')}, {fmt_si(rw, 'B/s')}, "
                             f"ridge {rf / rw:.3g}")
             if rpts:
                 ax.plot([p[0] for p in rpts], [p[1] for p in rpts], "o", color=colour, ms=5,
-                        mec="white", ls="none")
-            ax.plot([rf / rw], [rf], "D", color=colour, ms=7, mec="white")
+                        mec="white", ls="none", zorder=z + 0.5)
+            ax.plot([rf / rw], [rf], "D", color=colour, ms=7, mec="white", zorder=z + 0.5)
         set_log(ax, x=lambda v: f"{v:g}", y=lambda v: fmt_si(v, "FLOP/s", 2))
         lo = min([r[1] * i[0] * 0.5 for r in roofs] + [p[1] / 2 for r in roofs for p in r[2]])
         hi = max(r[0] for r in roofs) * 3
