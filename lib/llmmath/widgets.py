@@ -676,7 +676,7 @@ def partition_explorer(model="Llama-3-70B", chip="H100-SXM", batch=8, context=40
 EXPLORERS["partition_explorer"] = (partition_explorer, "n_chips", [1, 2, 4, 8, 16, 32, 64])
 
 
-# ----- chapter 11: a model's lifetime compute ---------------------------------------------------
+# ----- chapter 12: a model's lifetime compute ---------------------------------------------------
 
 LIFETIME_EFFICIENCIES = [0.1, 0.2, 0.25, 1 / 3, 0.5, 1.0]
 
@@ -753,7 +753,7 @@ EXPLORERS["lifetime_explorer"] = (lifetime_explorer, "decode_efficiency", LIFETI
 
 
 def tradeoff_explorer(model="Llama-3-70B", chip="H100-SXM", batch=1, context=4096, n_chips=8):
-    """Store or recompute (chapter 12): a decode step that reads its KV cache beside one that
+    """Store or recompute (chapter 13): a decode step that reads its KV cache beside one that
     recomputes the context, against context; the panel gives both bounds, the extra FLOPs, the
     bytes saved, the context recomputed for free and the FLOPs per rebuilt byte."""
     from .tradeoffs import recompute_crossover, recompute_intensity, store_or_recompute
