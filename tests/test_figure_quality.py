@@ -51,7 +51,7 @@ LLAMA31 = LLAMA70.replace(name="Llama-3.1-70B", max_context=131072)
 SAMPLE = {"model": LLAMA70, "chip": H100, "model_list": [LLAMA70, DSV3], "tokens": 1e12,
           "measured": {"flops": 740 * TFLOPS, "bandwidth": 3000 * GB},
           "kv_bytes_per_token": LLAMA70.kv_bytes_per_token(2),
-          # chapter 11 (lifetime): a loss a 100B model reaches, the episode's tokens served, its
+          # chapter 12 (lifetime): a loss a 100B model reaches, the episode's tokens served, its
           # budget
           "loss": 1.9, "inference_tokens": 259.2e12, "compute": 1.5552e26, "sequence_length": 8192}
 

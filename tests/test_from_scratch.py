@@ -209,7 +209,7 @@ def _ch8(ns):
             assert ns["bubble"](P, mb) == pytest.approx(bubble_fraction(P, mb), rel=1e-12)
 
 
-@check("10_training_compute")
+@check("11_training_compute")
 def _ch10(ns):
     # train_flops, train_days and dp_tokens_star against llmmath.training over every catalogue
     # model (dense and MoE) and every chip with a bf16 peak and a network bandwidth.
@@ -258,7 +258,7 @@ def _ch9(ns):
                 ring_optimal_chips(m, h100, batch, 1024, 2.41e-6), rel=1e-12), (m.name, batch)
 
 
-@check("11_overtraining")
+@check("12_overtraining")
 def _ch11(ns):
     # served, equal_spend and overtraining against llmmath.lifetime over every catalogue model
     # (active parameters, dense and MoE), both decode utilisations of the episode and RL 2..6.
@@ -279,7 +279,7 @@ def _ch11(ns):
                 assert got == pytest.approx(overtraining_factor(m, d_pre), rel=1e-12), m.name
 
 
-@check("12_memory_for_compute")
+@check("13_memory_for_compute")
 def _ch12(ns):
     # step_store, step_recompute and free_context against llmmath (attention FLOPs off, as the cell
     # leaves them out) over every dense catalogue model without sliding windows, on H100 and B200,

@@ -70,7 +70,7 @@ VALID = {
     "kv_replicas": 2, "kind": "all-reduce", "hop_latency": 2.4e-6,
     # estimate (issue 17): estimate_step, padded_rows and Overheads take these by name
     "tile_m": 64,
-    # chapter 11, lifetime: a deployment, the episode's token counts and a loss a 70B model can
+    # chapter 12, lifetime: a deployment, the episode's token counts and a loss a 70B model can
     # reach
     "tokens_per_second": 50e6, "pretrain_tokens": 15e12, "rl_tokens": 5e12,
     "inference_tokens": 259.2e12, "loss": 2.0, "tokens_per_param": 200.0,

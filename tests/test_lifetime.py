@@ -1,4 +1,4 @@
-"""llmmath.lifetime: a model's lifetime compute (chapter 11).
+"""llmmath.lifetime: a model's lifetime compute (chapter 12).
 
 Expected values are computed by hand below (the episode's numbers and their corrections, the
 Chinchilla fits' closed forms), never read off the library. Sources: the episode

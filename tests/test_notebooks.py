@@ -104,3 +104,40 @@ def test_no_tab_where_tex_was_meant(path):
         texts += list(_strings([c.get("metadata", {}) for c in nb["cells"]]))
     bad = [t[max(0, t.index("\t") - 40):t.index("\t") + 10] for t in texts if "\t" in t]
     assert not bad, f"{path.name}: tab characters in prose or captions: {bad[:3]}"
+
+
+CHAPTER_NOTEBOOKS = [p for p in NOTEBOOKS if re.match(r"\d\d_", p.name)]
+
+
+def _unlabelled_display_math(markdown: str) -> list[str]:
+    """Display equations ($$ ... $$) outside exercises and solutions that carry no (label)."""
+    found, fences, opened = [], [], None
+    for line in markdown.split("\n"):
+        s = line.strip()
+        fence = re.match(r"^(`{3,}|:{3,})\{?([a-z-]*)\}?", s)
+        if opened is None and fence:
+            if fences and s == fences[-1][0]:
+                fences.pop()
+            elif fence.group(2):
+                fences.append((fence.group(1), fence.group(2) in ("exercise", "solution")))
+        elif s.startswith("$$") and opened is None and not (len(s) > 4 and s.endswith("$$")):
+            opened = s
+        elif opened is not None and s.startswith("$$"):
+            if not re.match(r"^\$\$\s*\(eq-[\w-]+\)$", s) and not any(e for _, e in fences):
+                found.append(opened + " ... " + s)
+            opened = None
+    return found
+
+
+def test_unlabelled_display_math_is_found():
+    assert _unlabelled_display_math("text\n$$\nx = 1\n$$\n") == ["$$ ... $$"]
+    assert _unlabelled_display_math("$$\nx = 1\n$$ (eq-ch1-1)\n") == []
+    assert _unlabelled_display_math("```{solution} ex\n$$\nx\n$$\n```\n") == []
+
+
+@pytest.mark.parametrize("path", CHAPTER_NOTEBOOKS, ids=lambda p: p.name)
+def test_every_display_equation_is_numbered(path):
+    # Readers and instructors cite equations by number: (4.2), not "the second display in 4.1".
+    markdown = "\n".join("".join(c["source"]) for c in _load(path)["cells"]
+                         if c["cell_type"] == "markdown")
+    assert not _unlabelled_display_math(markdown), f"{path.name}: label each as $$ (eq-chN-K)"

@@ -1,6 +1,5 @@
 """Unit and property tests of llmmath.roofline (decode/prefill bounds, balance points, capacity)."""
 
-import time
 
 import numpy as np
 import pytest
@@ -137,15 +136,13 @@ def test_decode_broadcasts_over_arrays():
     assert np.all(np.isfinite(s.time))
 
 
-def test_decode_million_point_sweep_is_one_fast_call():
+def test_decode_million_point_sweep_is_one_call():
+    # Its speed is measured by make bench (scripts/bench.py), never asserted in a test.
     B, S = np.meshgrid(np.arange(1, 1001), np.linspace(0, 8000, 1000))
-    t0 = time.perf_counter()
     s = decode_step(LLAMA, H100, B, S, n_chips=8)
-    elapsed = time.perf_counter() - t0
     assert s.time.shape == (1000, 1000)
     assert np.all(np.isfinite(s.time)) and np.all(s.time > 0)
-    # Generous guard against an accidental Python loop (typically ~0.03 s; benchmarks measure).
-    assert elapsed < 3.0
+    assert s.time[999, 0] == pytest.approx(decode_step(LLAMA, H100, 1, 8000, n_chips=8).time)
 
 
 @pytest.mark.parametrize("kwargs, arg", [

@@ -122,7 +122,7 @@ def test_mfu_inverts_training_time(n, d, chips_, u):
     assert training_flops(n, d, recompute=True) == pytest.approx(4 / 3 * training_flops(n, d))
 
 
-# ----- chapter 10 additions: attention in training, activations, ZeRO, data-parallel sync ------
+# ----- chapter 11 additions: attention in training, activations, ZeRO, data-parallel sync ------
 # Expected values are computed by hand from the cited formulas (comments show the arithmetic).
 
 def test_attention_training_flops_by_hand():
@@ -223,7 +223,7 @@ def test_chapter10_bad_input():
         attention_training_share(m, 1e6)  # beyond the model's 8,192-token context
 
 
-# ----- chapter 10 figure builders: every chip and model, units on the axes, finite data, alt text
+# ----- chapter 11 figure builders: every chip and model, units on the axes, finite data, alt text
 
 import matplotlib  # noqa: E402
 

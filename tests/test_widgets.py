@@ -76,14 +76,19 @@ def test_every_picker_value(name, no_render):
             e.update(**{key: opt[1] if isinstance(opt, tuple) else opt})
 
 
-def test_main_slider_update_is_fast():
-    """Generous bound (the 100 ms target is measured by make bench, not asserted)."""
+def test_main_slider_keeps_the_layout():
+    """Moving the main slider redraws without laying the figure out again (what makes an update
+    fast; the 100 ms target itself is measured by make bench, never asserted in a test)."""
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
     e = widgets.decode_explorer()
-    times = []
-    for b in widgets.BATCHES:
+    assert isinstance(e.figure.get_layout_engine(), ConstrainedLayoutEngine)  # first draw
+    for b in widgets.BATCHES[:4]:
         e.update(batch=b)
-        times.append(e.last_update_s)
-    assert np.median(times) < 0.5
+        assert not isinstance(e.figure.get_layout_engine(), ConstrainedLayoutEngine), b
+        assert e.last_update_s > 0
+    e.update(model="Llama-3-8B")  # another model: its ticks and title change, so lay out again
+    assert isinstance(e.figure.get_layout_engine(), ConstrainedLayoutEngine)
 
 
 def test_chip_explorer_still_works():

@@ -16,7 +16,7 @@ The modules stay reachable as attributes: ``lm.roofline`` (which gathers ``lm.st
 ``lm.balance``, ``lm.capacity``, ``lm.intensity``, ``lm.speculative``, ``lm.sweep``), ``lm.cost``,
 ``lm.estimate`` (``lm.estimate_step``: the bound plus the time it leaves out, term by term),
 ``lm.lifetime`` (a model's lifetime compute: pre-training, RL and inference),
-``lm.tradeoffs`` (store or recompute, chapter 12), ``lm.plots``,
+``lm.tradeoffs`` (store or recompute, chapter 13), ``lm.plots``,
 ``lm.widgets`` (the plotting and widget modules load on first use: they import matplotlib and
 ipywidgets, which a calculation does not need).
 """

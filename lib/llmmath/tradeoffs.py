@@ -1,6 +1,6 @@
 """Spending memory to save compute: store or recompute, in serving and in training.
 
-The book's recurring trade (chapter 12), one function per decision:
+The book's recurring trade (chapter 13), one function per decision:
 
 - **The KV cache** stores what a model could recompute. Without it, every decode step would run
   the forward pass again over the whole context to rebuild each layer's keys and values: a
@@ -257,7 +257,7 @@ def summary_bounds() -> list[Bound]:
     """Every bound the book derives, one row each, with a number computed by the library.
 
     The examples use catalogue entries (an H100, Llama 3 70B, Llama 3.1 405B, DeepSeek-V3, a GB200
-    rack) at bf16 unless a row says otherwise. Chapter 11's row states its rule with the
+    rack) at bf16 unless a row says otherwise. Chapter 12's row states its rule with the
     compute-optimal count of the ``training`` module.
     """
     from . import capacity, chips, memory, models, moe, parallel, pipeline, prices, training
@@ -328,35 +328,35 @@ def summary_bounds() -> list[Bound]:
         r"2 \frac{n - 1}{n} \frac{Q}{W_\text{up}}",
         "1 GB over 8 H100s on NVLink", ar, fmt_time(ar))
     fl = training.training_flops(l405, 15.6e12)
-    add("10_training_compute", "training compute", r"6 N_\text{act} D_\text{pre}",
+    add("11_training_compute", "training compute", r"6 N_\text{act} D_\text{pre}",
         "Llama 3.1 405B, 15.6T tokens", fl, f"{fl:.2e} FLOP")
     st = training.training_memory(l405)
-    add("10_training_compute", "training state",
+    add("11_training_compute", "training state",
         r"b_\text{state} N_\text{tot}, \ b_\text{state} = 16",
         "Llama 3.1 405B, mixed-precision Adam", st, fmt_bytes(st))
     tt = training.dp_critical_tokens(l70, h100, 1024, "scale_out")
-    add("10_training_compute", "per-chip batch that hides the gradient sync",
+    add("11_training_compute", "per-chip batch that hides the gradient sync",
         r"T^* = \frac{n - 1}{n} \frac{b_g}{3} \frac{C}{W_\text{out}} "
         r"\frac{N_\text{tot}}{N_\text{act}}",
         "Llama 3 70B, 1,024 H100s, scale-out", tt, f"{fmt_count(tt)} tokens")
     ot = training.overtraining_factor(l70, 15e12)
-    add("11_overtraining", "equalise pre-training, RL and inference compute",
+    add("12_overtraining", "equalise pre-training, RL and inference compute",
         r"6 N_\text{act} D_\text{pre} \approx C_\text{RL} \approx 2 N_\text{act} D_\text{inf}",
         "Llama 3 70B's 15T tokens against 20 per parameter", ot, f"{ot:.1f}x compute-optimal")
     ri = recompute_intensity(l70)
-    add("12_memory_for_compute", "FLOPs to rebuild a cached byte",
+    add("13_memory_for_compute", "FLOPs to rebuild a cached byte",
         r"I_\text{rb} = 2 N_\text{mm} / b_\text{kv} \gg I^*", "Llama 3 70B, bf16 cache", ri,
         f"{fmt_count(ri)} FLOP/byte")
     sx = recompute_crossover(l70, h100, batch=1, n_chips=8)
-    add("12_memory_for_compute", "context recomputed for free",
+    add("13_memory_for_compute", "context recomputed for free",
         r"S_\text{free} \approx B^* / B - 1",
         "Llama 3 70B, 8 H100s, B = 1", sx, f"{sx:,.0f} tokens")
     cp = checkpoint_price(l405, 8192, 8192, "full")
-    add("12_memory_for_compute", "full checkpointing's compute price",
+    add("13_memory_for_compute", "full checkpointing's compute price",
         r"8 N_\text{act} D_\text{pre}\ \text{vs}\ 6 N_\text{act} D_\text{pre}",
         "Llama 3.1 405B, 8k sequences", cp.overhead, f"+{cp.overhead:.0%} FLOPs")
     ht = max_hold_time(l70, h100, memory.MEMORY_TIERS["DRAM"], n_chips=8)
-    add("12_memory_for_compute", "longest worthwhile hold of a prompt cache",
+    add("13_memory_for_compute", "longest worthwhile hold of a prompt cache",
         r"t_\text{hold} = \frac{c_\text{pre} M}{b_\text{kv}\, p}",
         "Llama 3 70B prefix on 8 H100s, held in DRAM", ht, fmt_time(ht))
     return rows

@@ -62,8 +62,11 @@ CONTEXTS = [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
 # ----- numbers panel ---------------------------------------------------------------------------
 
 def _table(rows) -> str:
-    cells = "".join(f"<tr><td>{k}</td><td style='text-align:right'><b>{v}</b></td></tr>"
-                    for k, v in rows)
+    # Styled inline: JupyterLab loads no book.css, and a value split over two lines ("$/chip-"
+    # then "h") reads wrong. Values never wrap; labels wrap between words.
+    cells = "".join(f"<tr><td style='padding:0.1rem 0.6rem 0.1rem 0'>{k}</td>"
+                    f"<td style='text-align:right;white-space:nowrap;padding:0.1rem 0'>"
+                    f"<b>{v}</b></td></tr>" for k, v in rows)
     return f"<table class='llm-numbers'>{cells}</table>"
 
 
@@ -115,7 +118,9 @@ class Explorer(W.VBox):
         self.last_update_s = float("nan")
         self.image = W.Image(format="png", layout=W.Layout(width="100%", max_width="640px",
                                                            height="auto", object_fit="contain"))
-        self.numbers = W.HTML(layout=W.Layout(min_width="15rem", max_width="22rem"))
+        # the readout keeps at least 18rem beside the figure, else it wraps below it whole
+        self.numbers = W.HTML(layout=W.Layout(flex="1 1 18rem", min_width="18rem",
+                                              max_width="26rem"))
         body = W.HBox([self.image, self.numbers],
                       layout=W.Layout(flex_flow="row wrap", align_items="flex-start", width="100%"))
         box = W.HBox(list(self.controls.values()),
@@ -676,7 +681,7 @@ def partition_explorer(model="Llama-3-70B", chip="H100-SXM", batch=8, context=40
 EXPLORERS["partition_explorer"] = (partition_explorer, "n_chips", [1, 2, 4, 8, 16, 32, 64])
 
 
-# ----- chapter 11: a model's lifetime compute ---------------------------------------------------
+# ----- chapter 12: a model's lifetime compute ---------------------------------------------------
 
 LIFETIME_EFFICIENCIES = [0.1, 0.2, 0.25, 1 / 3, 0.5, 1.0]
 
@@ -753,7 +758,7 @@ EXPLORERS["lifetime_explorer"] = (lifetime_explorer, "decode_efficiency", LIFETI
 
 
 def tradeoff_explorer(model="Llama-3-70B", chip="H100-SXM", batch=1, context=4096, n_chips=8):
-    """Store or recompute (chapter 12): a decode step that reads its KV cache beside one that
+    """Store or recompute (chapter 13): a decode step that reads its KV cache beside one that
     recomputes the context, against context; the panel gives both bounds, the extra FLOPs, the
     bytes saved, the context recomputed for free and the FLOPs per rebuilt byte."""
     from .tradeoffs import recompute_crossover, recompute_intensity, store_or_recompute

@@ -17,6 +17,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
 import pytest
 from conftest import HTML, book_pages
+from test_content import MIN_WORDS
 
 try:
     from playwright.sync_api import Error as PlaywrightError
@@ -107,6 +108,14 @@ def test_page(browser, site_url, rel):
     visit = PageVisit(browser, f"{site_url}/{rel}")
     page = visit.page
     try:
+        # What Chromium shows: a visible title and the page's text (test_content.py counts the
+        # same from the built HTML against each page's source; a blank page fails both).
+        root = page.locator("main") if page.locator("main").count() else page.locator("body")
+        shown = root.first.inner_text()
+        assert len(shown.split()) >= MIN_WORDS, f"{rel}: Chromium shows {len(shown.split())} words"
+        assert page.evaluate("""() => Array.from(document.querySelectorAll('h1')).some(
+            h => h.offsetParent !== null && h.innerText.trim().length > 0)"""), \
+            f"{rel}: no visible title"
         assert visit.outside == [], f"requests left the site: {visit.outside}"
         assert visit.failed == [], f"failed requests: {visit.failed}"
         assert visit.console_errors == [], f"console errors: {visit.console_errors}"

@@ -134,7 +134,7 @@ __all__ = [
     "tier_drain_times", "cache_cost_vs_lifetime",
     # mixture of experts, pipelines, training
     "moe_weights_vs_batch", "memory_per_chip", "training_time_vs_chips",
-    # chapter 10: training compute
+    # chapter 11: training compute
     "attention_share_vs_seq", "zero_memory_vs_chips", "dp_sync_vs_tokens",
     # chapter 7: experts across a scale-up domain
     "domain_capacity", "all_to_all_vs_chips", "imbalance_vs_chips", "ep_memory_per_chip",
@@ -144,10 +144,10 @@ __all__ = [
     # chapter 9: partitioning a model
     "collective_time_vs_bytes", "tp_step_vs_chips", "ffn_layouts_vs_tokens",
     "latency_cost_vs_chips",
-    # chapter 11: over-training beyond compute-optimal
+    # chapter 12: over-training beyond compute-optimal
     "lifetime_cost_vs_params", "overtraining_vs_decode_efficiency", "overtraining_map",
     "loss_gap_vs_overtraining",
-    # chapter 12: spending memory to save compute
+    # chapter 13: spending memory to save compute
     "store_vs_recompute", "recompute_intensity_vs_ridge", "checkpoint_memory_vs_depth",
     "hold_time_by_tier",
 ]

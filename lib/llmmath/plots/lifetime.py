@@ -1,4 +1,4 @@
-"""Figures: a model's lifetime compute (chapter 11, over-training beyond compute-optimal)."""
+"""Figures: a model's lifetime compute (chapter 12, over-training beyond compute-optimal)."""
 
 from __future__ import annotations
 

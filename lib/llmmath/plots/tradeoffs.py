@@ -1,4 +1,4 @@
-"""Figures: spending memory to save compute (chapter 12)."""
+"""Figures: spending memory to save compute (chapter 13)."""
 
 from __future__ import annotations
 

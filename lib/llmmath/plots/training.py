@@ -80,7 +80,7 @@ def training_time_vs_chips(p, model, tokens, chip, chips_range=None, mfu=0.4, dt
             f"{n[-1]:,.0f}.")
 
 
-# ----- chapter 10: attention's share, sharded training state, data-parallel gradient sync -------
+# ----- chapter 11: attention's share, sharded training state, data-parallel gradient sync -------
 
 
 def _share_setup(p):
