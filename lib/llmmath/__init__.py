@@ -78,10 +78,11 @@ __all__ = [
     "training", "units",
     "step", "balance", "capacity", "intensity", "speculative", "sweep", "moe", "pipeline",
     "estimate", "estimate_step", "lifetime", "tradeoffs",
-    "plots", "widgets", "frames", "exercises", "book",
+    "plots", "widgets", "frames", "exercises", "book", "measure",
 ]
 
-_LAZY = ("plots", "widgets", "frames", "exercises", "book")
+# Loaded on first use: figures and widgets pull in matplotlib and ipywidgets; measure, timers.
+_LAZY = ("plots", "widgets", "frames", "exercises", "book", "measure")
 
 
 def __getattr__(name):

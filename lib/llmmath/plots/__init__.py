@@ -51,6 +51,7 @@ from .hardware import (
                        matmul_throughput_vs_batch,
                        roofline,
                        roofline_measured,
+                       roofline_of_this_machine,
 )
 from .kv import kv_balance_vs_context, kv_vs_context
 from .labels import label_si
@@ -119,7 +120,7 @@ __all__ = [
     "render_rgba", "BookFigure",
     # chips and the roofline
     "chip_balance", "roofline", "matmul_on_roofline", "flops_vs_bandwidth", "capacity_vs_bandwidth",
-    "matmul_throughput_vs_batch", "roofline_measured",
+    "matmul_throughput_vs_batch", "roofline_measured", "roofline_of_this_machine",
     # counting a transformer
     "param_parts", "param_breakdown", "kv_per_token", "attention_flops_share",
     "attention_crossover",
