@@ -50,7 +50,7 @@ pdf: $(STAMP)
 # loadfile: its cells share a kernel); browser tests spread one by one (each worker starts its own
 # server, Chromium and JupyterLab), so the JupyterLab tests are not one worker's long tail.
 unit: $(STAMP)
-	$(BIN)/ruff check lib tests scripts _latex _ext
+	$(BIN)/ruff check lib tests scripts _latex _ext problem_sets/*.py
 	$(BIN)/python -m pytest tests -m "not browser and not pdf" -n auto
 
 # No .venv needed: each Python gets its own venv under _build/compat (scripts/compat.sh).
