@@ -8,8 +8,10 @@ STAMP := $(VENV)/.installed
 HTML := _build/html
 NOTEBOOKS := _build/notebooks
 STUDENT := _build/student
+SLIDES := _build/slides
+FIGURES := _build/figures
 
-.PHONY: book pdf test unit compat nbval build-check browser lab notebooks student execute bench clean help
+.PHONY: book pdf test unit compat nbval build-check browser lab notebooks student slides figures execute bench clean help
 
 help:
 	@echo "make book     build the HTML site into $(HTML) (warnings are errors)"
@@ -20,6 +22,8 @@ help:
 	@echo "make notebooks  write the reader's edition of every chapter into $(NOTEBOOKS)"
 	@echo "make lab      open the reader's edition in JupyterLab with live widgets"
 	@echo "make student  the student edition (site and notebooks, no solutions or answers) into $(STUDENT), tested"
+	@echo "make slides   one reveal.js deck per chapter (offline) into $(SLIDES), tested"
+	@echo "make figures  every chapter figure as SVG and PNG, by label, into $(FIGURES), tested"
 	@echo "make bench    measure library, explorer, notebook and build speed"
 	@echo "make clean    remove build outputs (keeps .venv)"
 
@@ -104,6 +108,27 @@ student: $(STAMP)
 	t2=$$(date +%s) && \
 	echo "make student: build $$((t1-start)) s, test $$((t2-t1)) s; site $(CURDIR)/$(STUDENT)/html/index.html," \
 	  "notebooks $(CURDIR)/$(STUDENT)/notebooks"
+
+# Lecture slides (course guide, "Slides and figures"): one deck per chapter of _toc.yml from the
+# executed notebooks (title, goals, equations, figures, takeaways, exercise prompts without
+# solutions); reveal.js from _vendor/reveal, MathJax from the site's package: works from file://.
+slides: $(STAMP)
+	@start=$$(date +%s); \
+	$(BIN)/python scripts/slides.py --out $(SLIDES) && t1=$$(date +%s) && \
+	LLMMATH_REQUIRE_SLIDES=1 $(BIN)/python -m pytest tests/test_slides.py -q -p no:cacheprovider \
+	  -k "not figure_export" && \
+	t2=$$(date +%s) && \
+	echo "make slides: build $$((t1-start)) s, test $$((t2-t1)) s; $(CURDIR)/$(SLIDES)/index.html"
+
+# Every figure re-drawn by its builder (one process per chapter) as SVG and PNG, named by label.
+# Separate from `make slides` (which reuses the notebooks' PNGs) because it re-runs every chapter.
+figures: $(STAMP)
+	@start=$$(date +%s); \
+	$(BIN)/python scripts/figures.py --out $(FIGURES) && t1=$$(date +%s) && \
+	LLMMATH_REQUIRE_FIGURES=1 $(BIN)/python -m pytest tests/test_slides.py -q -p no:cacheprovider \
+	  -k figure_export && \
+	t2=$$(date +%s) && \
+	echo "make figures: build $$((t1-start)) s, test $$((t2-t1)) s; $(CURDIR)/$(FIGURES)/index.html"
 
 lab: $(STAMP) notebooks
 	$(BIN)/jupyter lab $(NOTEBOOKS)/
