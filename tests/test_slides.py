@@ -304,8 +304,10 @@ def test_cheat_sheet_prints_on_one_page():
             tab = b.new_page()
             tab.route(re.compile(r"^https?://"), lambda route: route.abort())
             tab.goto(page.as_uri(), wait_until="load")
-            tab.wait_for_function("() => !window.MathJax || !MathJax.startup"
-                                  " || MathJax.startup.document.state() >= 200", timeout=30_000)
+            # MathJax typesets after `load`: wait until every formula is typeset
+            tab.wait_for_function("() => document.querySelectorAll('mjx-container').length >= "
+                                  "document.querySelectorAll('.math').length", timeout=30_000)
+            tab.wait_for_timeout(300)
             tab.emulate_media(media="print")
             for paper in ("A4", "Letter"):
                 pdf = tab.pdf(format=paper, print_background=False)
