@@ -315,3 +315,42 @@ def test_cheat_sheet_prints_on_one_page():
                 assert pages == 1, f"the cheat sheet prints on {pages} {paper} pages"
         finally:
             b.close()
+
+
+def test_decks_render_offline_in_a_browser():
+    """Every deck opened from file:// in Chromium with the network cut: no request leaves the
+    folder, every formula typesets without error, every image loads, no script error."""
+    _need(SLIDES, "LLMMATH_REQUIRE_SLIDES", "make slides")
+    browser = shutil.which("chromium") or shutil.which("google-chrome")
+    if browser is None:
+        pytest.skip("needs Chromium (scripts/ensure_chromium.sh)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    problems = []
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=browser, args=["--no-sandbox"])
+        try:
+            tab = b.new_page(viewport={"width": 1280, "height": 800})
+            online: list[str] = []
+            tab.route(re.compile(r"^(?!file:)"), lambda r: (online.append(r.request.url),
+                                                            r.abort()))
+            errors: list[str] = []
+            tab.on("pageerror", lambda e: errors.append(str(e)))
+            tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            for stem in IDS:
+                online.clear()
+                errors.clear()
+                tab.goto((SLIDES / f"{stem}.html").as_uri(), wait_until="load")
+                tab.wait_for_function("() => window.MathJax && MathJax.startup && "
+                                      "MathJax.startup.promise", timeout=30_000)
+                tab.evaluate("() => MathJax.startup.promise")
+                state = tab.evaluate("""() => ({
+                    slides: Reveal.getTotalSlides(),
+                    math: document.querySelectorAll('mjx-container').length,
+                    merror: document.querySelectorAll('mjx-merror, [data-mjx-error]').length,
+                    broken: [...document.images].filter(i => !i.complete || !i.naturalWidth)
+                                                .map(i => i.src)})""")
+                if online or errors or state["merror"] or state["broken"] or not state["math"]:
+                    problems.append((stem, online[:3], errors[:3], state))
+        finally:
+            b.close()
+    assert not problems, problems
