@@ -387,7 +387,7 @@ li {{ margin: 0.3em 0; }} .meta {{ color: #666; font-size: 0.9em; }}
 (<code>make slides</code>). They work offline from this folder. Keys: arrows to move,
 <kbd>S</kbd> for speaker notes (figure descriptions), <kbd>F</kbd> full screen,
 <kbd>Esc</kbd> overview; add <code>?print-pdf</code> to a deck's address and print to get a PDF.
-Exercise prompts only: solutions are in the instructors' edition of the book.</p>
+Exercise prompts only: the worked solutions stay in the full edition of the book.</p>
 <p>{figures}</p>
 {parts}
 </body>
@@ -395,7 +395,7 @@ Exercise prompts only: solutions are in the instructors' edition of the book.</p
 """
 
 
-def index_html(decks: list[Deck], parts: dict[str, str], out: Path) -> str:
+def index_html(decks: list[Deck], parts: dict[str, str]) -> str:
     esc = html.escape
     blocks, current = [], None
     for d in decks:
@@ -468,7 +468,7 @@ def build(out: Path = OUT, only: list[str] | None = None, root: Path = ROOT) -> 
         for stale in out.glob("*.html"):
             if stale.name != "index.html" and stale.stem not in {d.stem for d in decks}:
                 stale.unlink()
-    (out / "index.html").write_text(index_html(decks, part_captions(root), out),
+    (out / "index.html").write_text(index_html(decks, part_captions(root)),
                                     encoding="utf-8")
     return decks
 
