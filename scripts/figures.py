@@ -12,8 +12,8 @@ found by the name an instructor sees in the source. ``index.md`` and ``index.htm
 figure with its number, caption (glued numbers filled in from the executed notebook) and alt text.
 
 Re-running rather than scraping the notebook's PNG is what gives an SVG: only the builder has the
-vector drawing. Explorer cells (``widgets.*``/``frames.*`` calls) are skipped, and glue calls do
-nothing, so a chapter's figures take seconds. A figure whose cell no longer draws exactly one
+vector drawing. Explorer cells (``widgets.*``/``frames.*`` calls) and every cell after the last
+figure (exercise keys, answer checks) are skipped, and glue calls do nothing. A figure whose cell no longer draws exactly one
 figure is an error, not a silent gap.
 
 Usage: python scripts/figures.py [--out DIR] [--jobs N] [chapter docnames or stems ...]
