@@ -13,8 +13,8 @@ figure with its number, caption (glued numbers filled in from the executed noteb
 
 Re-running rather than scraping the notebook's PNG is what gives an SVG: only the builder has the
 vector drawing. Explorer cells (``widgets.*``/``frames.*`` calls) and every cell after the last
-figure (exercise keys, answer checks) are skipped, and glue calls do nothing. A figure whose cell no longer draws exactly one
-figure is an error, not a silent gap.
+figure (exercise keys, answer checks) are skipped, and glue calls do nothing. A figure whose cell
+no longer draws exactly one figure is an error, not a silent gap.
 
 Usage: python scripts/figures.py [--out DIR] [--jobs N] [chapter docnames or stems ...]
 """
