@@ -354,3 +354,63 @@ def test_decks_render_offline_in_a_browser():
         finally:
             b.close()
     assert not problems, problems
+
+
+GLUE_USE = re.compile(r"\{glue(?::\w*)?\}`([^`:]+)(?::[^`]*)?`")
+
+
+def _solution_bodies(text: str) -> list[str]:
+    found = []
+    for b in rd.parse_blocks(text):
+        if isinstance(b, rd.Directive):
+            found += [b.body] if b.name == "solution" else _solution_bodies(b.body)
+    return found
+
+
+def _answer_values() -> dict[str, set[str]]:
+    """Per notebook page: the values only its solutions show (glued there and nowhere in the
+    page's public text; at least three digits, so "8" or "64" are not taken for answers), as
+    tests/test_student_edition.py defines them."""
+    out = {}
+    for doc, _ in rd.read_toc(ROOT):
+        if not (ROOT / f"{doc}.ipynb").exists() or doc == "book/cheat_sheet":
+            continue
+        nb = _nb(doc)
+        glue = rd.glue_values(nb)
+        cells = [rd._source(c) for c in nb["cells"] if c["cell_type"] == "markdown"]
+        public = "\n".join(rd.strip_solutions(c) for c in cells)
+        public_names = {n.strip() for n in GLUE_USE.findall(public)}
+
+        def shown(name, glue=glue):
+            return rd._text(glue[name].get("text/plain", "")).strip()
+        public_text = " ".join(public.split()) + " " + " ".join(
+            shown(n) for n in public_names if n in glue)
+        values = set()
+        for body in (s for c in cells for s in _solution_bodies(c)):
+            for name in (n.strip() for n in GLUE_USE.findall(body)):
+                if name in public_names or name not in glue:
+                    continue
+                v = shown(name)
+                if sum(ch.isdigit() for ch in v) >= 3 and v not in public_text:
+                    values.add(v)
+        out[doc] = values
+    return out
+
+
+def test_cheat_sheet_gives_away_no_exercise_answer():
+    """The student edition serves the cheat sheet too: it must not print a value that only a
+    chapter's (or the exam bank's) solutions show, such as an exercise's computed answer."""
+    nb = json.loads(CHEAT.read_text(encoding="utf-8"))
+    ctx = rd.Context(_book(), "book/cheat_sheet", rd.glue_values(nb))
+    shown = [rd.transform_markdown(rd._source(c), ctx) for c in nb["cells"]
+             if c["cell_type"] == "markdown"]
+    shown += ["".join(o.get("data", {}).get("text/markdown", "")) for c in nb["cells"]
+              for o in c.get("outputs", [])]
+    text = " ".join(" ".join(shown).split())
+    answers = _answer_values()
+    assert sum(map(len, answers.values())) >= 50, "too few answer values found to mean much"
+    leaked = {doc: sorted(v for v in vals
+                          if re.search(r"(?<![\d.,])" + re.escape(v) + r"(?!\d|[.,]\d)", text))
+              for doc, vals in answers.items()}
+    leaked = {d: v for d, v in leaked.items() if v}
+    assert not leaked, f"the cheat sheet prints exercise answers: {leaked}"
