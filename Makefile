@@ -8,19 +8,23 @@ STAMP := $(VENV)/.installed
 HTML := _build/html
 NOTEBOOKS := _build/notebooks
 STUDENT := _build/student
+SLIDES := _build/slides
+FIGURES := _build/figures
 
-.PHONY: book pdf test unit compat nbval build-check browser lab notebooks student psets psets-test execute bench clean help
+.PHONY: book pdf test unit compat nbval build-check browser lab notebooks student psets psets-test slides figures execute bench clean help
 
 help:
 	@echo "make book     build the HTML site into $(HTML) (warnings are errors)"
 	@echo "make pdf      build the whole book as one PDF into _build/latex/book.pdf and test it"
-	@echo "make test     unit, compat, nbval, the PDF, the strict book build, the browser suite"
+	@echo "make test     unit, compat, nbval, the PDF, the strict book build, slides, the browser suite"
 	@echo "make compat   the library alone (pip install .) tested on the oldest and newest Python"
 	@echo "make execute  re-execute the notebooks in place (deterministic; commit the result)"
 	@echo "make notebooks  write the reader's edition of every chapter into $(NOTEBOOKS)"
 	@echo "make lab      open the reader's edition in JupyterLab with live widgets"
 	@echo "make student  the student edition (site and notebooks, no solutions or answers) into $(STUDENT), tested"
 	@echo "make psets    the autograded problem sets (otter-grader) into problem_sets/_build (SEED=N: a new variant)"
+	@echo "make slides   one reveal.js deck per chapter (offline) into $(SLIDES), tested"
+	@echo "make figures  every chapter figure as SVG and PNG, by label, into $(FIGURES), tested"
 	@echo "make bench    measure library, explorer, notebook and build speed"
 	@echo "make clean    remove build outputs (keeps .venv)"
 
@@ -73,13 +77,14 @@ test: $(STAMP)
 	$(MAKE) --no-print-directory nbval && t2=$$(date +%s) && \
 	$(MAKE) --no-print-directory pdf && tp=$$(date +%s) && \
 	$(MAKE) --no-print-directory book && t3=$$(date +%s) && \
+	$(MAKE) --no-print-directory slides && ts=$$(date +%s) && \
 	$(MAKE) --no-print-directory browser && t4=$$(date +%s) && \
 	mkdir -p _build/bench && \
-	printf '{"unit_s": %s, "compat_s": %s, "nbval_s": %s, "pdf_s": %s, "build_s": %s, "browser_s": %s}\n' \
-	  $$((t1-start)) $$((tc-t1)) $$((t2-tc)) $$((tp-t2)) $$((t3-tp)) $$((t4-t3)) \
+	printf '{"unit_s": %s, "compat_s": %s, "nbval_s": %s, "pdf_s": %s, "build_s": %s, "slides_s": %s, "browser_s": %s}\n' \
+	  $$((t1-start)) $$((tc-t1)) $$((t2-tc)) $$((tp-t2)) $$((t3-tp)) $$((ts-t3)) $$((t4-ts)) \
 	  > _build/bench/test_stages.json && \
 	echo "make test: unit $$((t1-start)) s, compat $$((tc-t1)) s, nbval $$((t2-tc)) s," \
-	  "pdf $$((tp-t2)) s, build $$((t3-tp)) s, browser $$((t4-t3)) s"
+	  "pdf $$((tp-t2)) s, build $$((t3-tp)) s, slides $$((ts-t3)) s, browser $$((t4-ts)) s"
 
 execute: $(STAMP)
 	$(BIN)/python scripts/execute_notebooks.py
@@ -118,6 +123,27 @@ student: $(STAMP)
 	t2=$$(date +%s) && \
 	echo "make student: build $$((t1-start)) s, test $$((t2-t1)) s; site $(CURDIR)/$(STUDENT)/html/index.html," \
 	  "notebooks $(CURDIR)/$(STUDENT)/notebooks"
+
+# Lecture slides (course guide, "Slides and figures"): one deck per chapter of _toc.yml from the
+# executed notebooks (title, goals, equations, figures, takeaways, exercise prompts without
+# solutions); reveal.js from _vendor/reveal, MathJax from the site's package: works from file://.
+slides: $(STAMP)
+	@start=$$(date +%s); \
+	$(BIN)/python scripts/slides.py --out $(SLIDES) && t1=$$(date +%s) && \
+	LLMMATH_REQUIRE_SLIDES=1 $(BIN)/python -m pytest tests/test_slides.py -q -p no:cacheprovider \
+	  -k "not figure_export" && \
+	t2=$$(date +%s) && \
+	echo "make slides: build $$((t1-start)) s, test $$((t2-t1)) s; $(CURDIR)/$(SLIDES)/index.html"
+
+# Every figure re-drawn by its builder (one process per chapter) as SVG and PNG, named by label.
+# Separate from `make slides` (which reuses the notebooks' PNGs) because it re-runs every chapter.
+figures: $(STAMP)
+	@start=$$(date +%s); \
+	$(BIN)/python scripts/figures.py --out $(FIGURES) && t1=$$(date +%s) && \
+	LLMMATH_REQUIRE_FIGURES=1 $(BIN)/python -m pytest tests/test_slides.py -q -p no:cacheprovider \
+	  -k figure_export && \
+	t2=$$(date +%s) && \
+	echo "make figures: build $$((t1-start)) s, test $$((t2-t1)) s; $(CURDIR)/$(FIGURES)/index.html"
 
 lab: $(STAMP) notebooks
 	$(BIN)/jupyter lab $(NOTEBOOKS)/
