@@ -16,7 +16,7 @@ FIGURES := _build/figures
 help:
 	@echo "make book     build the HTML site into $(HTML) (warnings are errors)"
 	@echo "make pdf      build the whole book as one PDF into _build/latex/book.pdf and test it"
-	@echo "make test     unit, compat, nbval, the PDF, the strict book build, slides, the browser suite"
+	@echo "make test     unit, compat, nbval, the PDF, the strict book build, slides, the student edition, the browser suite"
 	@echo "make compat   the library alone (pip install .) tested on the oldest and newest Python"
 	@echo "make execute  re-execute the notebooks in place (deterministic; commit the result)"
 	@echo "make notebooks  write the reader's edition of every chapter into $(NOTEBOOKS)"
@@ -78,13 +78,15 @@ test: $(STAMP)
 	$(MAKE) --no-print-directory pdf && tp=$$(date +%s) && \
 	$(MAKE) --no-print-directory book && t3=$$(date +%s) && \
 	$(MAKE) --no-print-directory slides && ts=$$(date +%s) && \
+	$(MAKE) --no-print-directory student && tst=$$(date +%s) && \
 	$(MAKE) --no-print-directory browser && t4=$$(date +%s) && \
 	mkdir -p _build/bench && \
-	printf '{"unit_s": %s, "compat_s": %s, "nbval_s": %s, "pdf_s": %s, "build_s": %s, "slides_s": %s, "browser_s": %s}\n' \
-	  $$((t1-start)) $$((tc-t1)) $$((t2-tc)) $$((tp-t2)) $$((t3-tp)) $$((ts-t3)) $$((t4-ts)) \
+	printf '{"unit_s": %s, "compat_s": %s, "nbval_s": %s, "pdf_s": %s, "build_s": %s, "slides_s": %s, "student_s": %s, "browser_s": %s}\n' \
+	  $$((t1-start)) $$((tc-t1)) $$((t2-tc)) $$((tp-t2)) $$((t3-tp)) $$((ts-t3)) $$((tst-ts)) $$((t4-tst)) \
 	  > _build/bench/test_stages.json && \
 	echo "make test: unit $$((t1-start)) s, compat $$((tc-t1)) s, nbval $$((t2-tc)) s," \
-	  "pdf $$((tp-t2)) s, build $$((t3-tp)) s, slides $$((ts-t3)) s, browser $$((t4-ts)) s"
+	  "pdf $$((tp-t2)) s, build $$((t3-tp)) s, slides $$((ts-t3)) s, student $$((tst-ts)) s," \
+	  "browser $$((t4-tst)) s"
 
 execute: $(STAMP)
 	$(BIN)/python scripts/execute_notebooks.py
