@@ -55,7 +55,7 @@ pdf: $(STAMP)
 # server, Chromium and JupyterLab), so the JupyterLab tests are not one worker's long tail.
 unit: $(STAMP)
 	$(BIN)/ruff check lib tests scripts _latex _ext problem_sets/*.py
-	$(BIN)/python -m pytest tests -m "not browser and not pdf" -n auto
+	$(BIN)/python -m pytest tests -m "not browser and not pdf" -n auto --dist loadgroup
 
 # No .venv needed: each Python gets its own venv under _build/compat (scripts/compat.sh).
 compat:

@@ -177,16 +177,27 @@ def test_every_builder_is_discovered_and_the_book_calls_exist():
         assert key.split()[1] in found, key
 
 
+class _Drawn(dict):
+    """Each case's figure, drawn on first use: a pytest-xdist worker draws only the cases it runs
+    (KEYS sends a case's tests to one worker; drawing every case on every worker was the unit
+    stage's largest cost)."""
+
+    def __missing__(self, key):
+        with plots.offscreen():
+            fig = CASES[key]()
+            fig.canvas.draw()
+        self[key] = fig
+        return fig
+
+
 @pytest.fixture(scope="module")
 def figures():
-    figs = {}
-    with plots.offscreen():
-        for key, make in CASES.items():
-            fig = make()
-            fig.canvas.draw()
-            figs[key] = fig
-    yield figs
+    yield _Drawn()
     plt.close("all")
+
+
+# one xdist group per case (make unit runs --dist loadgroup)
+KEYS = [pytest.param(k, id=k, marks=pytest.mark.xdist_group(f"figure-{k}")) for k in CASES]
 
 
 # ----- geometry ---------------------------------------------------------------------------------
@@ -292,13 +303,13 @@ def overlaps(fig):
     return found
 
 
-@pytest.mark.parametrize("key", list(CASES))
+@pytest.mark.parametrize("key", KEYS)
 def test_no_legend_or_label_covers_data(figures, key):
     found = overlaps(figures[key])
     assert not found, f"{key}:\n  " + "\n  ".join(found)
 
 
-@pytest.mark.parametrize("key", list(CASES))
+@pytest.mark.parametrize("key", KEYS)
 def test_text_legible_at_phone_width(figures, key):
     fig = figures[key]
     scale = PHONE_COLUMN_PX / (fig.get_figwidth() * CSS_DPI)
@@ -312,7 +323,7 @@ def test_text_legible_at_phone_width(figures, key):
         "\n  ".join(sorted(set(small)))
 
 
-@pytest.mark.parametrize("key", list(CASES))
+@pytest.mark.parametrize("key", KEYS)
 def test_log_axes_label_two_ticks(figures, key):
     fig = figures[key]
     for ax in fig.axes:
@@ -372,9 +383,11 @@ def colours(fig):
     return out
 
 
+@pytest.mark.xdist_group("figure-all")
 def test_one_colour_per_role_chip_and_model(figures):
     seen: dict = {}
-    for key, fig in figures.items():
+    for key in CASES:  # every case, drawn here if this worker has not drawn it yet
+        fig = figures[key]
         for role, colour in colours(fig):
             seen.setdefault(role, {}).setdefault(colour, []).append(key)
     clashes = {role: cols for role, cols in seen.items() if len(cols) > 1}
@@ -384,11 +397,13 @@ def test_one_colour_per_role_chip_and_model(figures):
     assert len(seen) >= 10, sorted(seen)
 
 
+@pytest.mark.xdist_group("figure-all")
 def test_role_colours_come_from_the_style_map(figures):
     from llmmath.plots import style
     want = {"role compute": style.ROLE["compute"], "role weights": style.ROLE["weights"],
             "role kv": style.ROLE["kv"]}
-    for key, fig in figures.items():
+    for key in CASES:
+        fig = figures[key]
         for role, colour in colours(fig):
             if role in want:
                 assert colour.lower() == want[role].lower(), f"{key}: {role} drawn {colour}"
