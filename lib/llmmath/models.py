@@ -530,6 +530,11 @@ class Model:
         prompt = positive("prompt", prompt)
         past = self._context(past, "past")
         self._context(prompt + past, "past + prompt")
+        return self._prefill_attention_flops(prompt, past)
+
+    def _prefill_attention_flops(self, prompt, past):
+        """:meth:`prefill_attention_flops` without the argument checks (checked floats or
+        arrays; the scalar fast path of ``step.prefill_step`` checks them once)."""
         lo = min if type(prompt) is float and type(past) is float else np.minimum
         pairs = self._prefill_pairs(prompt, past, self.sparse_attention_topk)
         flops = self._n_global * pairs * self._prefill_flops_per_pair

@@ -15,17 +15,22 @@ algorithm, every term over 10%, two overlap models) are in ``llmmath.roofline``.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._check import choice, fraction, positive
+from ._check import MAX_BYTES_PER_ELEMENT, MAX_CHIPS, choice, fraction, positive
+from ._check import SCALAR_TYPES as _SCALAR
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
+from .chips import Chip
+from .models import Model
 
 __all__ = ["Step", "decode_step", "prefill_step", "min_latency", "serial_step"]
 
 OVERLAPS = ("step", "per-op")
+_INF = float("inf")
 _BOUND_NAMES = np.array(["memory", "compute"])
 
 
@@ -96,15 +101,62 @@ def _is_zero(flops) -> bool:
     return type(flops) is float and flops == 0.0
 
 
-def _scalar_step(**fields) -> Step:
-    """A :class:`Step` of Python floats, built without the dataclass ``__init__``.
+def _finish_scalar(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_chips, chip,
+                   peak, compute_efficiency, memory_efficiency, tokens, batch, model, kv_bytes):
+    """:func:`_finish` for Python floats: the same arithmetic in the same order, no numpy call.
 
-    A frozen dataclass's ``__init__`` writes each of its 18 fields through
-    ``object.__setattr__``, a third of a scalar step's cost; this fills the instance dictionary
-    in one call. The result equals ``Step(**fields)`` (every field is given).
+    The :class:`Step` is built without the dataclass ``__init__`` (a frozen dataclass writes
+    each of its 18 fields through ``object.__setattr__``): its instance dictionary is filled
+    directly, and the result equals ``Step(**fields)`` (every field is given).
     """
+    # min(a, b) is written ``b if b < a else a`` and max(a, b) ``b if b > a else a``: the same
+    # results (the first argument on a tie) without a builtin call
+    memory_rate = n_chips * chip.hbm_bandwidth * memory_efficiency
+    matmul_time = mm_flops / (n_chips * peak * compute_efficiency)
+    attention_time = 0.0
+    flops = mm_flops
+    if attn_flops != 0.0:
+        # _attention_peak on floats: the KV cache's format, never above the step's own peak
+        rate = float(chip.flops.get("bf16", peak))
+        rate = rate if rate < peak else peak
+        if kv_bytes <= 1:
+            fp8 = float(chip.flops.get("fp8", rate))
+            rate = fp8 if fp8 < peak else peak
+        attention_time = attn_flops / (n_chips * rate * compute_efficiency)
+        flops = flops + attn_flops
+    if idx_flops != 0.0:
+        attention_time = attention_time + idx_flops / (n_chips * _index_peak(chip, peak)
+                                                       * compute_efficiency)
+        flops = flops + idx_flops
+    compute_time = matmul_time + attention_time
+    weight_time = wbytes / memory_rate
+    kv_time = kvbytes / memory_rate
+    memory_time = weight_time + kv_time
+    if overlap == "step":
+        time = memory_time if memory_time > compute_time else compute_time
+    else:
+        time = ((kv_time if kv_time > attention_time else attention_time)
+                + (weight_time if weight_time > matmul_time else matmul_time))
     step = object.__new__(Step)
-    step.__dict__.update(fields)
+    d = step.__dict__  # one store per field: faster than building a dict and copying it
+    d["compute_time"] = compute_time
+    d["weight_time"] = weight_time
+    d["kv_time"] = kv_time
+    d["memory_time"] = memory_time
+    d["time"] = time
+    d["bound"] = "compute" if compute_time >= memory_time else "memory"
+    d["flops"] = flops
+    d["weight_bytes_read"] = wbytes
+    d["kv_bytes_read"] = kvbytes
+    d["tokens"] = tokens
+    d["batch"] = batch
+    d["n_chips"] = n_chips
+    d["kind"] = kind
+    d["overlap"] = overlap
+    d["model"] = model
+    d["chip"] = chip
+    d["matmul_time"] = matmul_time
+    d["attention_time"] = attention_time
     return step
 
 
@@ -139,9 +191,12 @@ def _finish(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_c
     ``peak`` is ``chip.peak(dtype)`` (FLOP/s). Python floats in, Python floats out with no numpy
     call (the scalar fast path); anything else is broadcast to one shape.
     """
-    scalar = _all_floats(mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_chips, tokens, batch,
-                         kv_bytes)
-    larger = max if scalar else np.maximum
+    if _all_floats(mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_chips, tokens, batch,
+                   kv_bytes):
+        return _finish_scalar(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbytes,
+                              n_chips, chip, peak, compute_efficiency, memory_efficiency, tokens,
+                              batch, model, kv_bytes)
+    larger = np.maximum
     compute_rate = n_chips * peak * compute_efficiency
     memory_rate = n_chips * chip.hbm_bandwidth * memory_efficiency
     matmul_time = mm_flops / compute_rate
@@ -164,13 +219,6 @@ def _finish(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_c
     for extra in (attn_flops, idx_flops):  # a pass over a large array only where there are FLOPs
         if not _is_zero(extra):
             flops = flops + extra
-    if scalar:
-        return _scalar_step(compute_time=compute_time, weight_time=weight_time, kv_time=kv_time,
-                            memory_time=memory_time, time=time,
-                            bound=_bound(compute_time, memory_time), flops=flops,
-                            weight_bytes_read=wbytes, kv_bytes_read=kvbytes, tokens=tokens,
-                            batch=batch, n_chips=n_chips, kind=kind, overlap=overlap, model=model,
-                            chip=chip, matmul_time=matmul_time, attention_time=attention_time)
     shape = np.broadcast(compute_time, memory_time, tokens, batch, n_chips).shape
 
     def b(x):
@@ -224,6 +272,16 @@ def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes
     - ``compute_efficiency`` and ``memory_efficiency`` in (0, 1] derate the peaks; 1.0 is the
       pure lower bound.
     """
+    if (type(batch) in _SCALAR and type(context) in _SCALAR and type(n_chips) in _SCALAR
+            and type(weight_bytes) in _SCALAR and type(kv_bytes) in _SCALAR
+            and type(compute_efficiency) in _SCALAR and type(memory_efficiency) in _SCALAR
+            and type(kv_replicas) in _SCALAR and type(model) is Model and type(chip) is Chip
+            and type(dtype) is str and type(overlap) is str):
+        step = _decode_scalar(model, chip, batch, context, n_chips, weight_bytes, kv_bytes, dtype,
+                              overlap, compute_efficiency, memory_efficiency, attention_flops,
+                              kv_replicas)
+        if step is not None:
+            return step
     batch = positive("batch", batch)
     context = positive("context", context, allow_zero=True)
     n_chips, weight_bytes, kv_bytes, compute_efficiency, memory_efficiency = _check_step(
@@ -263,6 +321,16 @@ def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes
 
     Other arguments as in :func:`decode_step`; ``tokens`` in the result is ``batch x prompt``.
     """
+    if (type(batch) in _SCALAR and type(prompt) in _SCALAR and type(past) in _SCALAR
+            and type(n_chips) in _SCALAR and type(weight_bytes) in _SCALAR
+            and type(kv_bytes) in _SCALAR and type(compute_efficiency) in _SCALAR
+            and type(memory_efficiency) in _SCALAR and type(model) is Model
+            and type(chip) is Chip and type(dtype) is str and type(overlap) is str):
+        step = _prefill_scalar(model, chip, batch, prompt, n_chips, weight_bytes, kv_bytes, dtype,
+                               past, compute_efficiency, memory_efficiency, attention_flops,
+                               overlap)
+        if step is not None:
+            return step
     batch = positive("batch", batch)
     prompt = positive("prompt", prompt)
     past = positive("past", past, allow_zero=True)
@@ -281,6 +349,147 @@ def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes
     kvbytes = batch * (written + model.kv_read_bytes(past, kv_bytes))
     return _finish("prefill", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, peak,
                    compute_efficiency, memory_efficiency, tokens, batch, model, kv_bytes)
+
+
+def _scalar_constants(model):
+    """The numbers of ``model`` the scalar fast paths read, as one tuple kept on the model.
+
+    Read from the model's own attributes (no formula of its own here), computed once per model
+    and stored in the instance dictionary as ``functools.cached_property`` does (a model is
+    frozen; ``Model.replace`` makes a new one): one lookup instead of a dozen attribute reads
+    and property calls per call.
+    """
+    found = model.__dict__.get("_scalar_constants")
+    if found is None:
+        found = (model.matmul_params_active, model._attention_flops_per_context_token,
+                 model.kv_elements_per_token_per_layer, model._n_global, model.n_sliding_layers,
+                 model.sliding_window, model.sparse_attention_topk, model.has_indexer,
+                 model._index_flops_per_pair, model.index_key_bytes, model.max_context,
+                 model.is_moe, model._params_read_by_every_step, model.vocab_size, model.d_model,
+                 model.tied_embeddings, model.n_experts, model.experts_per_token,
+                 model.n_moe_layers, model.expert_params)
+        model.__dict__["_scalar_constants"] = found
+    return found
+
+
+def _read_spans(k, context):
+    """``Model._spans(context, read=True)`` for a Python float, from :func:`_scalar_constants`:
+    the same operations in the same order (tests/test_scalar_path.py checks them equal)."""
+    n_global, n_sliding, window, topk = k[3], k[4], k[5], k[6]
+    held_global = context
+    if topk is not None:
+        held_global = topk if topk < context else context  # min(context, topk)
+    sliding = (window if window < context else context) if n_sliding else 0.0
+    return n_global * held_global + n_sliding * sliding
+
+
+def _weights_read(model, k, tokens):
+    """``Model._weight_params_read(tokens)`` for a Python float: a dense model's from
+    :func:`_scalar_constants` (the same operations in the same order), an MoE model's (the
+    experts touched) from the model itself."""
+    vocab = k[13]
+    rows = 0.0 if k[15] else (vocab if vocab < tokens else tokens) * k[14]
+    if not k[11]:  # dense
+        return k[12] + rows + 0.0
+    E, used = k[16], k[17]
+    if used >= E:  # every expert every token: the model's own rule (a numpy float)
+        return float(model._weight_params_read(tokens))
+    touched = E * -math.expm1(tokens * math.log1p(-used / E))
+    return k[12] + rows + k[18] * touched * k[19]
+
+
+def _weights_read_slope(model, k, tokens):
+    """``Model._weight_params_read_slope(tokens)`` for a Python float (as :func:`_weights_read`)."""
+    rows = 0.0 if k[15] else (k[14] if tokens < k[13] else 0.0)
+    E, used = k[16], k[17]
+    if not k[11] or used >= E:  # dense, or every expert every token
+        return rows
+    log_miss = math.log1p(-used / E)  # log P(an expert missed)
+    touched = -E * log_miss * math.exp(tokens * log_miss)
+    return rows + k[18] * touched * k[19]
+
+
+def _decode_scalar(model, chip, batch, context, n_chips, weight_bytes, kv_bytes, dtype, overlap,
+                   compute_efficiency, memory_efficiency, attention_flops, kv_replicas):
+    """:func:`decode_step` for scalar arguments that pass every check, else None.
+
+    The checks are those of the checked path, as plain comparisons on Python floats: NaN fails
+    every one of them. None sends the caller down the checked path, which says what is wrong,
+    so an error is raised by one code path only. The arithmetic is the checked path's, in the
+    same order, so the numbers are the same to the last bit (tests/test_scalar_path.py).
+    """
+    try:  # the callers checked the types against SCALAR_TYPES
+        B, S, n, wb, kb = (float(batch), float(context), float(n_chips), float(weight_bytes),
+                           float(kv_bytes))
+        ce, me, kr = float(compute_efficiency), float(memory_efficiency), float(kv_replicas)
+    except OverflowError:  # an int past 1e308
+        return None
+    peak = chip.flops.get(dtype)
+    k = _scalar_constants(model)
+    window = k[10]
+    if not (0.0 < B < _INF and 0.0 <= S < _INF and (window is None or S <= window)
+            and 0.0 < n <= MAX_CHIPS and n.is_integer()
+            and 0.0 < wb <= MAX_BYTES_PER_ELEMENT and 0.0 < kb <= MAX_BYTES_PER_ELEMENT
+            and 0.0 < ce <= 1.0 and 0.0 < me <= 1.0 and 0.0 < kr < _INF
+            and peak is not None and overlap in OVERLAPS):
+        return None
+    # Model._decode_flops and Model._read_bytes on floats, sharing one span
+    spans = _read_spans(k, S)
+    mm = B * 2.0 * k[0]
+    attn = idx = 0.0
+    indexer = k[7]
+    if attention_flops:
+        attn = B * (spans * k[1])
+        if indexer:
+            idx = B * (k[3] * S * k[8])
+    kv = spans * k[2] * kb
+    if indexer:
+        kv = kv + k[3] * S * k[9]
+    return _finish_scalar("decode", overlap, mm, attn, idx, _weights_read(model, k, B) * wb,
+                          B * kv * kr, n, chip, float(peak), ce, me, B, B, model, kb)
+
+
+def _prefill_scalar(model, chip, batch, prompt, n_chips, weight_bytes, kv_bytes, dtype, past,
+                    compute_efficiency, memory_efficiency, attention_flops, overlap):
+    """:func:`prefill_step` for scalar arguments that pass every check, else None (as
+    :func:`_decode_scalar`)."""
+    try:  # the callers checked the types against SCALAR_TYPES
+        B, P, past, n = float(batch), float(prompt), float(past), float(n_chips)
+        wb, kb = float(weight_bytes), float(kv_bytes)
+        ce, me = float(compute_efficiency), float(memory_efficiency)
+    except OverflowError:  # an int past 1e308
+        return None
+    peak = chip.flops.get(dtype)
+    k = _scalar_constants(model)
+    window = k[10]
+    tokens = B * P
+    end = past + P
+    if not (0.0 < B < _INF and 0.0 < P < _INF and 0.0 <= past and 0.0 < tokens < _INF
+            and end < _INF and (window is None or end <= window)
+            and 0.0 < n <= MAX_CHIPS and n.is_integer()
+            and 0.0 < wb <= MAX_BYTES_PER_ELEMENT and 0.0 < kb <= MAX_BYTES_PER_ELEMENT
+            and 0.0 < ce <= 1.0 and 0.0 < me <= 1.0
+            and peak is not None and overlap in OVERLAPS):
+        return None
+    mm = tokens * 2.0 * k[0]
+    attn = idx = 0.0
+    indexer = k[7]
+    if attention_flops:
+        attn = B * model._prefill_attention_flops(P, past)
+        if indexer:  # Model.prefill_indexer_flops, unchecked
+            idx = B * (k[3] * model._prefill_pairs(P, past, None) * k[8])
+    # Model.kv_cache_bytes at past + prompt and at past, unchecked, then kv_read_bytes at past
+    elements = k[2]
+    held_end = model._spans(end, False) * elements * kb
+    held_past = model._spans(past, False) * elements * kb
+    read_past = _read_spans(k, past) * elements * kb
+    if indexer:
+        held_end = held_end + k[3] * end * (k[9] or 0.0)
+        held_past = held_past + k[3] * past * (k[9] or 0.0)
+        read_past = read_past + k[3] * past * k[9]
+    kvbytes = B * ((held_end - held_past) + read_past)
+    return _finish_scalar("prefill", overlap, mm, attn, idx, _weights_read(model, k, tokens) * wb,
+                          kvbytes, n, chip, float(peak), ce, me, tokens, B, model, kb)
 
 
 def min_latency(model, chip, n_chips=1, weight_bytes=2, dtype="bf16"):
