@@ -297,7 +297,9 @@ def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes
         idx = batch * idx if model.has_indexer else 0.0
     wbytes = model.weight_params_read(batch) * weight_bytes
     kvbytes = batch * model._read_bytes(context, kv_bytes)  # kv_read_bytes, checked above
-    kvbytes = kvbytes * positive("kv_replicas", kv_replicas)
+    kv_replicas = positive("kv_replicas", kv_replicas)
+    if not (type(kv_replicas) is float and kv_replicas == 1.0):  # x 1.0 would copy a whole grid
+        kvbytes = kvbytes * kv_replicas
     return _finish("decode", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, peak,
                    compute_efficiency, memory_efficiency, batch, batch, model, kv_bytes)
 
