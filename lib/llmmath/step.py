@@ -43,6 +43,39 @@ def _bound(compute_time, memory_time):
     return np.take(_BOUND_NAMES, is_compute.view(np.uint8))
 
 
+class _Pending:
+    """The two time arrays a :class:`Step`'s ``bound`` is read from, until it is first read."""
+
+    __slots__ = ("compute_time", "memory_time")
+
+    def __init__(self, compute_time, memory_time):
+        self.compute_time, self.memory_time = compute_time, memory_time
+
+
+class _BoundField:
+    """``Step.bound``: over arrays, worked out from the step's times when first read.
+
+    Over a grid the names are a step's largest array (28 bytes a point, 8 for a time) and a
+    third of a sweep's time, and most sweeps (every figure) read only times. ``_finish`` stores
+    the two time arrays (:class:`_Pending`); the first read compares them, keeps the names and
+    returns them, so the value read is the one computed eagerly before. A data descriptor: the
+    dataclass ``__init__`` (``object.__setattr__``) stores through it; a frozen step still
+    refuses assignment; ``==``, ``repr`` and ``dataclasses.replace`` read it like any field.
+    """
+
+    def __get__(self, step, owner=None):
+        if step is None:  # no class-level default: bound stays a required field
+            raise AttributeError("bound")
+        value = step.__dict__["_bound"]
+        if type(value) is _Pending:
+            value = _bound(value.compute_time, value.memory_time)
+            step.__dict__["_bound"] = value
+        return value
+
+    def __set__(self, step, value):
+        step.__dict__["_bound"] = value
+
+
 @dataclass(frozen=True)
 class Step:
     """Lower bound on one forward step (decode or prefill), SI units.
@@ -73,7 +106,7 @@ class Step:
     kv_time: float | np.ndarray
     memory_time: float | np.ndarray
     time: float | np.ndarray
-    bound: str | np.ndarray
+    bound: str | np.ndarray = _BoundField()  # required: the descriptor has no class default
     flops: float | np.ndarray
     weight_bytes_read: float | np.ndarray
     kv_bytes_read: float | np.ndarray
@@ -144,7 +177,7 @@ def _finish_scalar(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbyt
     d["kv_time"] = kv_time
     d["memory_time"] = memory_time
     d["time"] = time
-    d["bound"] = "compute" if compute_time >= memory_time else "memory"
+    d["_bound"] = "compute" if compute_time >= memory_time else "memory"  # see _BoundField
     d["flops"] = flops
     d["weight_bytes_read"] = wbytes
     d["kv_bytes_read"] = kvbytes
@@ -230,7 +263,8 @@ def _finish(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_c
     return Step(
         compute_time=b(compute_time), weight_time=b(weight_time), kv_time=b(kv_time),
         memory_time=b(memory_time), time=b(time),
-        bound=_bound(np.broadcast_to(compute_time, shape), np.broadcast_to(memory_time, shape)),
+        bound=_Pending(np.broadcast_to(compute_time, shape), np.broadcast_to(memory_time, shape))
+        if shape else _bound(compute_time, memory_time),
         flops=b(flops), weight_bytes_read=b(wbytes), kv_bytes_read=b(kvbytes),
         tokens=b(tokens), batch=b(batch), n_chips=b(n_chips),
         kind=kind, overlap=overlap, model=model, chip=chip,
