@@ -18,11 +18,12 @@ from .models import Model
 from .step import (
     OVERLAPS,
     _attention_peak,
+    _attention_rate,
     _index_peak,
     _read_spans,
     _scalar_constants,
     _weights_read,
-    _weights_read_slope,
+    _weights_read_and_slope,
 )
 
 _INF = float("inf")
@@ -223,8 +224,9 @@ def _critical_batch_scalar(model, chip, weight_bytes, dtype, context, kv_bytes, 
     mm = 2.0 * k[0] / C
     attn = 0.0 * S
     if attention_flops:
-        attn = (spans * k[1] / _attention_peak(chip, C, kb)
-                + k[3] * S * k[8] / _index_peak(chip, C))
+        attn = spans * k[1] / _attention_rate(chip, C, kb)
+        if k[7]:  # the indexer's scoring (without one the term is + 0.0, which changes nothing)
+            attn = attn + k[3] * S * k[8] / _index_peak(chip, C)
     kv = spans * k[2] * kb
     if k[7]:  # has_indexer
         kv = kv + k[3] * S * k[9]
@@ -236,7 +238,7 @@ def _critical_batch_scalar(model, chip, weight_bytes, dtype, context, kv_bytes, 
         return None  # no critical batch: the checked path says why
     if not k[11] and k[15]:  # dense and tied: the weights read do not depend on the batch
         return _weights_read(model, k, 1e-9) * wb / denom
-    return _weight_balance(model, denom, wb)
+    return _weight_balance_scalar(model, k, denom, wb)
 
 
 def _weight_balance(model, denom, weight_bytes):
@@ -249,16 +251,8 @@ def _weight_balance(model, denom, weight_bytes):
     step no longer moves B. Python floats stay Python floats (no numpy on the scalar path).
     """
     B = model.total_params * weight_bytes / denom
-    if type(B) is float:  # the same iteration on floats, reading the model's numbers once
-        k = _scalar_constants(model)
-        for _ in range(100):
-            h = denom * B - weight_bytes * _weights_read(model, k, B)
-            slope = denom - weight_bytes * _weights_read_slope(model, k, B)
-            new = B - h / slope if h > 0 and slope > 0 else B
-            if not new < B:
-                return B
-            B = new
-        return B
+    if type(B) is float:
+        return _weight_balance_scalar(model, _scalar_constants(model), denom, weight_bytes)
     for _ in range(100):
         h = denom * B - weight_bytes * model._weight_params_read(B)
         slope = denom - weight_bytes * model._weight_params_read_slope(B)
@@ -271,6 +265,21 @@ def _weight_balance(model, denom, weight_bytes):
                 new = np.where((h > 0) & (slope > 0), B - h / slope, B)
             if not np.any(new < B):
                 return B
+        B = new
+    return B
+
+
+def _weight_balance_scalar(model, k, denom, weight_bytes):
+    """:func:`_weight_balance` on Python floats, reading the model's numbers once (``k``:
+    :func:`llmmath.step._scalar_constants`): the same iteration, the same result."""
+    B = k[21] * weight_bytes / denom
+    for _ in range(100):
+        read, read_slope = _weights_read_and_slope(model, k, B)
+        h = denom * B - weight_bytes * read
+        slope = denom - weight_bytes * read_slope
+        new = B - h / slope if h > 0 and slope > 0 else B
+        if not new < B:
+            return B
         B = new
     return B
 

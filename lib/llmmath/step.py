@@ -134,6 +134,19 @@ def _is_zero(flops) -> bool:
     return type(flops) is float and flops == 0.0
 
 
+def _attention_rate(chip, peak, kv_bytes):
+    """:func:`_attention_peak` for a Python float ``kv_bytes``: the same rate, no builtin call.
+
+    ``min(a, b)`` is written ``b if b < a else a``: the same result (the first on a tie).
+    """
+    rate = float(chip.flops.get("bf16", peak))
+    rate = rate if rate < peak else peak
+    if kv_bytes <= 1:
+        fp8 = float(chip.flops.get("fp8", rate))
+        rate = fp8 if fp8 < peak else peak
+    return rate
+
+
 def _finish_scalar(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_chips, chip,
                    peak, compute_efficiency, memory_efficiency, tokens, batch, model, kv_bytes):
     """:func:`_finish` for Python floats: the same arithmetic in the same order, no numpy call.
@@ -142,20 +155,14 @@ def _finish_scalar(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbyt
     each of its 18 fields through ``object.__setattr__``): its instance dictionary is filled
     directly, and the result equals ``Step(**fields)`` (every field is given).
     """
-    # min(a, b) is written ``b if b < a else a`` and max(a, b) ``b if b > a else a``: the same
-    # results (the first argument on a tie) without a builtin call
+    # max(a, b) is written ``b if b > a else a``: the same result (the first on a tie)
     memory_rate = n_chips * chip.hbm_bandwidth * memory_efficiency
     matmul_time = mm_flops / (n_chips * peak * compute_efficiency)
     attention_time = 0.0
     flops = mm_flops
     if attn_flops != 0.0:
-        # _attention_peak on floats: the KV cache's format, never above the step's own peak
-        rate = float(chip.flops.get("bf16", peak))
-        rate = rate if rate < peak else peak
-        if kv_bytes <= 1:
-            fp8 = float(chip.flops.get("fp8", rate))
-            rate = fp8 if fp8 < peak else peak
-        attention_time = attn_flops / (n_chips * rate * compute_efficiency)
+        attention_time = attn_flops / (n_chips * _attention_rate(chip, peak, kv_bytes)
+                                       * compute_efficiency)
         flops = flops + attn_flops
     if idx_flops != 0.0:
         attention_time = attention_time + idx_flops / (n_chips * _index_peak(chip, peak)
@@ -403,7 +410,11 @@ def _scalar_constants(model):
                  model._index_flops_per_pair, model.index_key_bytes, model.max_context,
                  model.is_moe, model._params_read_by_every_step, model.vocab_size, model.d_model,
                  model.tied_embeddings, model.n_experts, model.experts_per_token,
-                 model.n_moe_layers, model.expert_params)
+                 model.n_moe_layers, model.expert_params,
+                 # log P(an expert is missed by one token), as Model._weight_params_read takes it
+                 math.log1p(-model.experts_per_token / model.n_experts)
+                 if 0 < model.experts_per_token < model.n_experts else None,
+                 model.total_params)
         model.__dict__["_scalar_constants"] = found
     return found
 
@@ -420,29 +431,37 @@ def _read_spans(k, context):
 
 
 def _weights_read(model, k, tokens):
-    """``Model._weight_params_read(tokens)`` for a Python float: a dense model's from
-    :func:`_scalar_constants` (the same operations in the same order), an MoE model's (the
-    experts touched) from the model itself."""
+    """``Model._weight_params_read(tokens)`` for a Python float, from :func:`_scalar_constants`:
+    the same operations in the same order (an MoE model whose every token uses every expert
+    asks the model itself)."""
     vocab = k[13]
     rows = 0.0 if k[15] else (vocab if vocab < tokens else tokens) * k[14]
     if not k[11]:  # dense
         return k[12] + rows + 0.0
-    E, used = k[16], k[17]
-    if used >= E:  # every expert every token: the model's own rule (a numpy float)
+    log_miss = k[20]
+    if log_miss is None:  # every expert every token: the model's rule gives a numpy float
         return float(model._weight_params_read(tokens))
-    touched = E * -math.expm1(tokens * math.log1p(-used / E))
+    touched = k[16] * -math.expm1(tokens * log_miss)
     return k[12] + rows + k[18] * touched * k[19]
 
 
-def _weights_read_slope(model, k, tokens):
-    """``Model._weight_params_read_slope(tokens)`` for a Python float (as :func:`_weights_read`)."""
-    rows = 0.0 if k[15] else (k[14] if tokens < k[13] else 0.0)
-    E, used = k[16], k[17]
-    if not k[11] or used >= E:  # dense, or every expert every token
-        return rows
-    log_miss = math.log1p(-used / E)  # log P(an expert missed)
-    touched = -E * log_miss * math.exp(tokens * log_miss)
-    return rows + k[18] * touched * k[19]
+def _weights_read_and_slope(model, k, tokens):
+    """``(Model._weight_params_read(tokens), Model._weight_params_read_slope(tokens))`` for a
+    Python float, as :func:`_weights_read`: one call per step of a Newton iteration."""
+    vocab, width = k[13], k[14]
+    if k[15]:  # tied: no embedding rows read
+        rows = slope = 0.0
+    else:
+        rows = (vocab if vocab < tokens else tokens) * width
+        slope = width if tokens < vocab else 0.0
+    if not k[11]:  # dense
+        return k[12] + rows + 0.0, slope
+    log_miss = k[20]
+    if log_miss is None:  # every expert every token
+        return float(model._weight_params_read(tokens)), slope
+    E, x = k[16], tokens * log_miss
+    return (k[12] + rows + k[18] * (E * -math.expm1(x)) * k[19],
+            slope + k[18] * (-E * log_miss * math.exp(x)) * k[19])
 
 
 def _decode_scalar(model, chip, batch, context, n_chips, weight_bytes, kv_bytes, dtype, overlap,
@@ -515,9 +534,12 @@ def _prefill_scalar(model, chip, batch, prompt, n_chips, weight_bytes, kv_bytes,
         if indexer:  # Model.prefill_indexer_flops, unchecked
             idx = B * (k[3] * model._prefill_pairs(P, past, None) * k[8])
     # Model.kv_cache_bytes at past + prompt and at past, unchecked, then kv_read_bytes at past
-    elements = k[2]
-    held_end = model._spans(end, False) * elements * kb
-    held_past = model._spans(past, False) * elements * kb
+    # (Model._spans(c, read=False): every token held, sliding layers up to their window)
+    elements, n_global, n_sliding, window = k[2], k[3], k[4], k[5]
+    sliding_end = (window if window < end else end) if n_sliding else 0.0  # min(end, window)
+    sliding_past = (window if window < past else past) if n_sliding else 0.0
+    held_end = (n_global * end + n_sliding * sliding_end) * elements * kb
+    held_past = (n_global * past + n_sliding * sliding_past) * elements * kb
     read_past = _read_spans(k, past) * elements * kb
     if indexer:
         held_end = held_end + k[3] * end * (k[9] or 0.0)
