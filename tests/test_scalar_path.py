@@ -135,3 +135,27 @@ def test_bad_scalars_get_the_checked_paths_errors(bad, error, words):
     kw = dict(model=models.get("Llama-3-70B"), chip=chips.get("H100-SXM"), batch=8, context=1024)
     with pytest.raises(error, match=words):
         decode_step(**{**kw, **bad})
+
+
+def test_bound_over_arrays_is_worked_out_when_first_read():
+    """Step.bound over a grid is computed on first read: the same names as computing it at once."""
+    llama, h100 = models.get("Llama-3-70B"), chips.get("H100-SXM")
+    batch, context = np.array([1.0, 64.0, 4096.0]), np.array([[0.0], [8000.0]])
+    step = decode_step(llama, h100, batch, context)
+    expected = np.where(np.asarray(step.compute_time) >= np.asarray(step.memory_time),
+                        "compute", "memory")
+    # by hand: batch 1 reads 141 GB of weights for 141 GFLOP, memory-bound; batch 4096 at no
+    # context does 4096 x 141 GFLOP against one weight read, compute-bound (H100: 295 FLOP/B)
+    assert step.bound[0, 0] == "memory" and step.bound[0, 2] == "compute"
+    assert step.bound.dtype == expected.dtype and (step.bound == expected).all()
+    assert step.bound is step.bound  # kept once worked out
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        step.bound = "memory"
+    assert (dataclasses.replace(step, n_chips=2.0).bound == expected).all()
+    import pickle
+
+    assert (pickle.loads(pickle.dumps(decode_step(llama, h100, batch, 0))).bound
+            == np.array(["memory", "memory", "compute"])).all()
+    with pytest.raises(TypeError, match="bound"):  # still a required field
+        Step(1.0, 1.0, 1.0, 1.0, 1.0)
+    assert Step(1.0, 1.0, 1.0, 1.0, 1.0, "memory", 1.0, 1.0, 1.0, 1.0, 1.0, 1.0).bound == "memory"
