@@ -537,15 +537,19 @@ def _prefill_scalar(model, chip, batch, prompt, n_chips, weight_bytes, kv_bytes,
     # (Model._spans(c, read=False): every token held, sliding layers up to their window)
     elements, n_global, n_sliding, window = k[2], k[3], k[4], k[5]
     sliding_end = (window if window < end else end) if n_sliding else 0.0  # min(end, window)
-    sliding_past = (window if window < past else past) if n_sliding else 0.0
     held_end = (n_global * end + n_sliding * sliding_end) * elements * kb
-    held_past = (n_global * past + n_sliding * sliding_past) * elements * kb
-    read_past = _read_spans(k, past) * elements * kb
     if indexer:
         held_end = held_end + k[3] * end * (k[9] or 0.0)
-        held_past = held_past + k[3] * past * (k[9] or 0.0)
-        read_past = read_past + k[3] * past * k[9]
-    kvbytes = B * ((held_end - held_past) + read_past)
+    if past == 0.0:  # nothing cached: held and read at past are 0.0, and x - 0.0 + 0.0 is x
+        kvbytes = B * held_end
+    else:
+        sliding_past = (window if window < past else past) if n_sliding else 0.0
+        held_past = (n_global * past + n_sliding * sliding_past) * elements * kb
+        read_past = _read_spans(k, past) * elements * kb
+        if indexer:
+            held_past = held_past + k[3] * past * (k[9] or 0.0)
+            read_past = read_past + k[3] * past * k[9]
+        kvbytes = B * ((held_end - held_past) + read_past)
     return _finish_scalar("prefill", overlap, mm, attn, idx, _weights_read(model, k, tokens) * wb,
                           kvbytes, n, chip, float(peak), ce, me, tokens, B, model, kb)
 
