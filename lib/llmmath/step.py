@@ -63,6 +63,9 @@ class _BoundField:
     refuses assignment; ``==``, ``repr`` and ``dataclasses.replace`` read it like any field.
     """
 
+    def __init__(self, doc):
+        self.__doc__ = doc  # what the API reference shows for Step.bound
+
     def __get__(self, step, owner=None):
         if step is None:  # no class-level default: bound stays a required field
             raise AttributeError("bound")
@@ -106,7 +109,8 @@ class Step:
     kv_time: float | np.ndarray
     memory_time: float | np.ndarray
     time: float | np.ndarray
-    bound: str | np.ndarray = _BoundField()  # required: the descriptor has no class default
+    bound: str | np.ndarray = _BoundField(  # required: the descriptor has no class default
+        '``"compute"`` or ``"memory"``: the resource that binds (an array of them over arrays)')
     flops: float | np.ndarray
     weight_bytes_read: float | np.ndarray
     kv_bytes_read: float | np.ndarray
