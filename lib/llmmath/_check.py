@@ -34,6 +34,12 @@ LIMITS = {
 _SCALARS = (int, float)
 _INF = math.inf
 
+#: The scalar types a fast path takes as they are, tested with ``type(x) in SCALAR_TYPES`` (one
+#: hash lookup): Python and NumPy real numbers. ``bool`` and ``np.bool_`` are not in it, nor any
+#: subclass: everything else goes through the checks below, which say what is wrong.
+SCALAR_TYPES = frozenset({int, float, np.float64, np.float32, np.float16, np.int64, np.int32,
+                          np.int16, np.int8, np.uint64, np.uint32, np.uint16, np.uint8})
+
 
 def number(name: str, value, *, single: bool = False):
     """``value`` as a float (scalar) or a float array; TypeError for anything but real numbers.

@@ -10,9 +10,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._check import choice, positive
+from ._check import MAX_BYTES_PER_ELEMENT, choice, positive
+from ._check import SCALAR_TYPES as _SCALAR
 from ._check import scalar_or_array as _out
-from .step import OVERLAPS, _attention_peak, _index_peak
+from .chips import Chip
+from .models import Model
+from .step import (
+    OVERLAPS,
+    _attention_peak,
+    _attention_rate,
+    _index_peak,
+    _read_spans,
+    _scalar_constants,
+    _weights_read,
+    _weights_read_and_slope,
+)
+
+_INF = float("inf")
 
 __all__ = ["critical_batch", "critical_context", "decode_balance", "implied_kv_bytes_per_token"]
 
@@ -146,6 +160,13 @@ def critical_batch(model, chip, weight_bytes=2, dtype="bf16", context=0, kv_byte
     Raises ValueError (``overlap="step"``) when ``context >= critical_context(...)``: decode is
     then memory-bound at every batch.
     """
+    if (type(weight_bytes) in _SCALAR and type(context) in _SCALAR and type(kv_bytes) in _SCALAR
+            and type(model) is Model and type(chip) is Chip and type(dtype) is str
+            and type(overlap) is str):
+        found = _critical_batch_scalar(model, chip, weight_bytes, dtype, context, kv_bytes,
+                                       attention_flops, overlap)
+        if found is not None:
+            return found
     weight_bytes = positive("weight_bytes", weight_bytes)
     kv_bytes = positive("kv_bytes", kv_bytes)
     context = positive("context", context, allow_zero=True)
@@ -177,6 +198,49 @@ def critical_batch(model, chip, weight_bytes=2, dtype="bf16", context=0, kv_byte
     return _out(_weight_balance(model, denom, weight_bytes))
 
 
+def _critical_batch_scalar(model, chip, weight_bytes, dtype, context, kv_bytes, attention_flops,
+                           overlap):
+    """:func:`critical_batch` for scalar arguments that pass every check and have a critical
+    batch, else None: the caller then runs the checked path, which raises what is wrong.
+
+    The checks are the checked path's as comparisons on Python floats (NaN fails them all), and
+    the arithmetic is :func:`_per_sequence_decode`'s and :func:`_weight_balance`'s in the same
+    order, so the result is the same to the last bit (tests/test_scalar_path.py).
+    """
+    try:  # the caller checked the types against SCALAR_TYPES
+        wb, S, kb = float(weight_bytes), float(context), float(kv_bytes)
+    except OverflowError:  # an int past 1e308
+        return None
+    C = chip.flops.get(dtype)
+    k = _scalar_constants(model)
+    window = k[10]
+    if not (0.0 < wb <= MAX_BYTES_PER_ELEMENT and 0.0 < kb <= MAX_BYTES_PER_ELEMENT
+            and 0.0 <= S < _INF and (window is None or S <= window)
+            and C is not None and overlap in OVERLAPS):
+        return None
+    C, W = float(C), chip.hbm_bandwidth
+    # _per_sequence_decode on floats: Model._decode_flops and Model._read_bytes share one span
+    spans = _read_spans(k, S)
+    mm = 2.0 * k[0] / C
+    attn = 0.0 * S
+    if attention_flops:
+        attn = spans * k[1] / _attention_rate(chip, C, kb)
+        if k[7]:  # the indexer's scoring (without one the term is + 0.0, which changes nothing)
+            attn = attn + k[3] * S * k[8] / _index_peak(chip, C)
+    kv = spans * k[2] * kb
+    if k[7]:  # has_indexer
+        kv = kv + k[3] * S * k[9]
+    kv = kv / W
+    if overlap == "per-op":
+        attn, kv = 0.0 * attn, 0.0 * kv
+    denom = (mm + attn - kv) * W
+    if not denom > 0:
+        return None  # no critical batch: the checked path says why
+    if not k[11] and k[15]:  # dense and tied: the weights read do not depend on the batch
+        return _weights_read(model, k, 1e-9) * wb / denom
+    return _weight_balance_scalar(model, k, denom, wb)
+
+
 def _weight_balance(model, denom, weight_bytes):
     """The batch B where ``denom B = b_w N_read(B)``: Newton's method from above.
 
@@ -187,6 +251,8 @@ def _weight_balance(model, denom, weight_bytes):
     step no longer moves B. Python floats stay Python floats (no numpy on the scalar path).
     """
     B = model.total_params * weight_bytes / denom
+    if type(B) is float:
+        return _weight_balance_scalar(model, _scalar_constants(model), denom, weight_bytes)
     for _ in range(100):
         h = denom * B - weight_bytes * model._weight_params_read(B)
         slope = denom - weight_bytes * model._weight_params_read_slope(B)
@@ -199,6 +265,21 @@ def _weight_balance(model, denom, weight_bytes):
                 new = np.where((h > 0) & (slope > 0), B - h / slope, B)
             if not np.any(new < B):
                 return B
+        B = new
+    return B
+
+
+def _weight_balance_scalar(model, k, denom, weight_bytes):
+    """:func:`_weight_balance` on Python floats, reading the model's numbers once (``k``:
+    :func:`llmmath.step._scalar_constants`): the same iteration, the same result."""
+    B = k[21] * weight_bytes / denom
+    for _ in range(100):
+        read, read_slope = _weights_read_and_slope(model, k, B)
+        h = denom * B - weight_bytes * read
+        slope = denom - weight_bytes * read_slope
+        new = B - h / slope if h > 0 and slope > 0 else B
+        if not new < B:
+            return B
         B = new
     return B
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from ._check import positive
 from ._check import scalar_or_array as _out
+from ._solve import bisect
 from .roofline import Step, decode_step, fits_in_memory, prefill_step
 
 __all__ = [
@@ -198,14 +199,14 @@ def fast_mode(model, chip, batch, speedup, context, n_chips=1, weight_bytes=2, k
     if speedup > max_speedup * (1 + 1e-12) or speedup < 1:
         return FastMode(batch, speedup, float("nan"), float("nan"), max_speedup)
     target = t0 / speedup
-    lo, hi = 0.0, np.log(batch)
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        if decode_step(model, chip, np.exp(mid), context, **kw).time > target:
-            hi = mid
-        else:
-            lo = mid
-    bf = float(np.exp(lo))
+
+    def excess(logb):  # the step time at batch e^logb over the target: rises with the batch
+        return decode_step(model, chip, np.exp(logb), context, **kw).time - target
+
+    # t(1) - target: at most 0 but for the 1e-12 slack above, where the fast batch is 1
+    f_lo = t1 - target
+    bf = 1.0 if f_lo >= 0 else float(np.exp(bisect(excess, 0.0, float(np.log(batch)), f_lo=f_lo,
+                                                   f_hi=t0 - target, max_iter=100)))
     tf = decode_step(model, chip, bf, context, **kw).time
     return FastMode(batch, speedup, bf, (tf / bf) / (t0 / batch), max_speedup)
 

@@ -142,7 +142,7 @@ class Model:
             positive("index_key_bytes", self.index_key_bytes)
 
     # ----- kinds -------------------------------------------------------------------------
-    @property
+    @cached_property  # a frozen model: computed once (a scalar step reads it per call)
     def is_moe(self) -> bool:
         return self.n_experts > 0
 
@@ -164,7 +164,7 @@ class Model:
         return dataclasses.replace(self, **changes)
 
     # ----- parameters --------------------------------------------------------------------
-    @property
+    @cached_property  # a frozen model: computed once (a scalar step reads it per call)
     def n_moe_layers(self) -> int:
         return self.n_layers - self.n_dense_layers if self.is_moe else 0
 
@@ -355,7 +355,7 @@ class Model:
     def _n_global(self) -> int:
         return self.n_layers - self.n_sliding_layers
 
-    @property
+    @cached_property  # a frozen model: computed once (a scalar step reads it per call)
     def has_indexer(self) -> bool:
         """True for sparse attention whose indexer scores every cached token (DeepSeek-V3.2)."""
         return self.index_key_bytes is not None
@@ -459,7 +459,7 @@ class Model:
             return 2 * self.n_heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
         return 4 * self.n_heads * self.head_dim
 
-    @property
+    @cached_property  # a frozen model: computed once (a scalar step reads it per call)
     def _prefill_flops_per_pair(self) -> float:
         """Prefill FLOPs per (query, key) pair per layer (MLA un-absorbed: per-head K and V)."""
         if self.kv_lora_rank is not None:
@@ -467,7 +467,7 @@ class Model:
             return 2 * self.n_heads * (d_qk + self.v_head_dim)
         return 4 * self.n_heads * self.head_dim
 
-    @property
+    @cached_property  # a frozen model: computed once (a scalar step reads it per call)
     def _mla_expand_flops_per_token(self) -> float:
         """FLOPs per layer to expand one cached latent into per-head K (nope part) and V."""
         return 2.0 * self.kv_lora_rank * self.n_heads * (self.qk_nope_head_dim + self.v_head_dim)
@@ -530,6 +530,11 @@ class Model:
         prompt = positive("prompt", prompt)
         past = self._context(past, "past")
         self._context(prompt + past, "past + prompt")
+        return self._prefill_attention_flops(prompt, past)
+
+    def _prefill_attention_flops(self, prompt, past):
+        """:meth:`prefill_attention_flops` without the argument checks (checked floats or
+        arrays; the scalar fast path of ``step.prefill_step`` checks them once)."""
         lo = min if type(prompt) is float and type(past) is float else np.minimum
         pairs = self._prefill_pairs(prompt, past, self.sparse_attention_topk)
         flops = self._n_global * pairs * self._prefill_flops_per_pair

@@ -13,6 +13,7 @@ import numpy as np
 
 from ._check import positive
 from ._check import scalar_or_array as _out
+from ._solve import bisect
 from .step import Step, _check_step, _finish
 
 __all__ = ["speculative_tokens_per_step", "speculative_step", "speculative_critical_batch"]
@@ -96,13 +97,8 @@ def speculative_critical_batch(model, chip, draft_tokens, context=0, weight_byte
         return s.compute_time - s.memory_time
 
     lo, hi = np.log(1e-6), np.log(1e12)
-    if gap(hi) < 0:
+    g_hi = gap(hi)
+    if g_hi < 0:
         raise ValueError(f"context: {model.name} on {chip.name} stays memory-bound at every batch "
                          f"with {k:g} drafts at {float(context):g} tokens")
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if gap(mid) < 0:
-            lo = mid
-        else:
-            hi = mid
-    return float(np.exp(0.5 * (lo + hi)))
+    return float(np.exp(bisect(gap, lo, hi, f_hi=g_hi, max_iter=200)))

@@ -33,6 +33,7 @@ import numpy as np
 from ._check import choice, positive
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
+from ._solve import bisect
 
 __all__ = [
     "StoreOrRecompute",
@@ -137,19 +138,13 @@ def recompute_crossover(model, chip, batch=1, n_chips=1, weight_bytes=2, kv_byte
                 - decode_step(model, chip, batch, s, **kw).time)
 
     lo, hi = 0.0, float(model.max_context) - 1.0
-    if gap(lo) > 0:  # equal at S = 0 (the same one-token pass) unless compute-bound
+    g_lo = gap(lo)
+    if g_lo > 0:  # equal at S = 0 (the same one-token pass) unless compute-bound
         return 0.0
-    if gap(hi) < 0:
+    g_hi = gap(hi)
+    if g_hi < 0:
         return math.inf
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        if gap(mid) < 0:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-6 * max(1.0, hi):
-            break
-    return 0.5 * (lo + hi)
+    return bisect(gap, lo, hi, f_lo=g_lo, f_hi=g_hi, atol=1e-6, rtol=1e-6, max_iter=100)
 
 
 # ----- training: checkpointing and reversible layers ------------------------------------------
