@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import SHOTS, book_pages
+from test_accessibility import axe_problems
 from test_site import DESKTOP, PHONE, PageVisit
 
 pytestmark = pytest.mark.browser
@@ -186,6 +187,8 @@ def test_layout(browser, site_url, rel, label):
                 problems.append(f"search: {n_search} search boxes or buttons on the page, not one")
         problems = [p for p in problems if p.split()[0].rstrip(":") not in PENDING
                     and not (p[0].isdigit() and p.split()[1] in PENDING)]
+        if label == "desktop":  # last: it switches the page to the dark theme
+            problems += axe_problems(page, rel)
         assert not problems, f"{rel} at {WIDTHS[label]['width']} px:\n  " + "\n  ".join(problems)
     finally:
         visit.close()
