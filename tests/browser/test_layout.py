@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from conftest import SHOTS, book_pages
 from test_accessibility import axe_problems
-from test_site import DESKTOP, PHONE, PageVisit
+from test_site import DESKTOP, PHONE, PageVisit, check_page
 
 pytestmark = pytest.mark.browser
 
@@ -177,6 +177,8 @@ def test_layout(browser, site_url, rel, label):
             width = page.evaluate("() => document.scrollingElement.scrollWidth")
             assert width <= PHONE["width"] + 1, \
                 f"{rel} scrolls sideways at {PHONE['width']} px: {width} px wide"
+        if label == "desktop":
+            check_page(visit, rel)
         # Measure hidden code and solutions too: open every dropdown.
         page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
         page.wait_for_timeout(100)

@@ -4,7 +4,8 @@ Every page is loaded from a local server in headless Chromium with every request
 127.0.0.1 aborted and counted (the count must be 0), and checked for console errors, failed
 requests, typeset math, loaded images with alt text, resolved glue, drawn widgets, working
 kernel-free explorers; internal links resolve (read from the built files, no browser needed).
-test_layout.py measures the phone width and writes the screenshots.
+The page checks (`check_page`) run inside test_layout.py's desktop visit, which also measures the
+layout, writes the screenshots and runs axe.
 """
 
 from __future__ import annotations
@@ -103,94 +104,92 @@ def test_site_was_built():
     assert "book/intro.html" in PAGES
 
 
-@pytest.mark.parametrize("rel", PAGES)
-def test_page(browser, site_url, rel):
-    visit = PageVisit(browser, f"{site_url}/{rel}")
+def check_page(visit, rel):
+    """Everything a reader would notice on one loaded page (desktop width): nothing fetched from
+    outside, no errors, math typeset, images with alt text, widgets drawn, explorers that move.
+    test_layout.py calls it during its desktop visit, so each page is loaded once per width."""
     page = visit.page
-    try:
-        # What Chromium shows: a visible title and the page's text (test_content.py counts the
-        # same from the built HTML against each page's source; a blank page fails both).
-        root = page.locator("main") if page.locator("main").count() else page.locator("body")
-        shown = root.first.inner_text()
-        assert len(shown.split()) >= MIN_WORDS, f"{rel}: Chromium shows {len(shown.split())} words"
-        assert page.evaluate("""() => Array.from(document.querySelectorAll('h1')).some(
-            h => h.offsetParent !== null && h.innerText.trim().length > 0)"""), \
-            f"{rel}: no visible title"
-        assert visit.outside == [], f"requests left the site: {visit.outside}"
-        assert visit.failed == [], f"failed requests: {visit.failed}"
-        assert visit.console_errors == [], f"console errors: {visit.console_errors}"
+    # What Chromium shows: a visible title and the page's text (test_content.py counts the
+    # same from the built HTML against each page's source; a blank page fails both).
+    root = page.locator("main") if page.locator("main").count() else page.locator("body")
+    shown = root.first.inner_text()
+    assert len(shown.split()) >= MIN_WORDS, f"{rel}: Chromium shows {len(shown.split())} words"
+    assert page.evaluate("""() => Array.from(document.querySelectorAll('h1')).some(
+        h => h.offsetParent !== null && h.innerText.trim().length > 0)"""), \
+        f"{rel}: no visible title"
+    assert visit.outside == [], f"requests left the site: {visit.outside}"
+    assert visit.failed == [], f"failed requests: {visit.failed}"
+    assert visit.console_errors == [], f"console errors: {visit.console_errors}"
 
-        # Math: every math element typeset, no raw TeX left in the prose.
-        n_math = page.locator(".math").count()
-        if n_math:
-            assert page.locator("mjx-container").count() >= n_math, "some math was not typeset"
-        prose = page.evaluate("""() => {
-            const root = document.querySelector('main') || document.body;
-            const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-            let out = [];
-            while (walker.nextNode()) {
-              const n = walker.currentNode;
-              if (n.parentElement.closest(
-                    'pre, code, script, style, mjx-container, .cell_output, textarea')) continue;
-              out.push(n.textContent);
-            }
-            return out.join(' ');
-        }""")
-        raw = re.findall(r"\$\$|\\(?:frac|text|max|left|right|mathrm)\b|\{glue:?\}|\{glue_text\}",
-                         prose)
-        assert not raw, f"raw TeX or unresolved glue in the prose: {raw[:5]}"
+    # Math: every math element typeset, no raw TeX left in the prose.
+    n_math = page.locator(".math").count()
+    if n_math:
+        assert page.locator("mjx-container").count() >= n_math, "some math was not typeset"
+    prose = page.evaluate("""() => {
+        const root = document.querySelector('main') || document.body;
+        const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+        let out = [];
+        while (walker.nextNode()) {
+          const n = walker.currentNode;
+          if (n.parentElement.closest(
+                'pre, code, script, style, mjx-container, .cell_output, textarea')) continue;
+          out.push(n.textContent);
+        }
+        return out.join(' ');
+    }""")
+    raw = re.findall(r"\$\$|\\(?:frac|text|max|left|right|mathrm)\b|\{glue:?\}|\{glue_text\}",
+                     prose)
+    assert not raw, f"raw TeX or unresolved glue in the prose: {raw[:5]}"
 
-        # Images: loaded, and figures carry alt text. Explorer frames load lazily (when scrolled
-        # to): load them now, so a broken file URL fails here.
-        page.evaluate("""async () => {
-            for (const i of document.querySelectorAll('img[loading=lazy]')) {
-              i.loading = 'eager';
-              if (!i.complete) await new Promise(r => { i.onload = i.onerror = r; });
-            }}""")
-        images = page.evaluate("""() => Array.from(document.images).map(i => ({
-            src: i.currentSrc || i.src, w: i.naturalWidth, alt: i.getAttribute('alt') || '',
-            fig: !!i.closest('.cell_output, figure, .llm-frames')}))""")
-        for im in images:
-            assert im["w"] > 0, f"image did not load: {im['src']}"
-            if im["fig"]:
-                assert im["alt"].strip() and im["alt"] != "../_images/", (
-                    f"figure without alt text: {im['src']}")
+    # Images: loaded, and figures carry alt text. Explorer frames load lazily (when scrolled
+    # to): load them now, so a broken file URL fails here.
+    page.evaluate("""async () => {
+        for (const i of document.querySelectorAll('img[loading=lazy]')) {
+          i.loading = 'eager';
+          if (!i.complete) await new Promise(r => { i.onload = i.onerror = r; });
+        }}""")
+    images = page.evaluate("""() => Array.from(document.images).map(i => ({
+        src: i.currentSrc || i.src, w: i.naturalWidth, alt: i.getAttribute('alt') || '',
+        fig: !!i.closest('.cell_output, figure, .llm-frames')}))""")
+    for im in images:
+        assert im["w"] > 0, f"image did not load: {im['src']}"
+        if im["fig"]:
+            assert im["alt"].strip() and im["alt"] != "../_images/", (
+                f"figure without alt text: {im['src']}")
 
-        # Saved widgets: each view has been drawn by the widget manager.
-        views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
-        if views:
-            drawn = page.locator(".jupyter-widgets, .widget-box, .widget-inline-hbox").count()
-            assert drawn >= views, f"{views} saved widget views but {drawn} drawn"
+    # Saved widgets: each view has been drawn by the widget manager.
+    views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
+    if views:
+        drawn = page.locator(".jupyter-widgets, .widget-box, .widget-inline-hbox").count()
+        assert drawn >= views, f"{views} saved widget views but {drawn} drawn"
 
-        # Light pages (_ext/light_pages.py): the widget manager only where a widget is shown, no
-        # Font Awesome script (the icon font draws the icons), and little script before the text.
-        manager = [u for u in visit.requests
-                   if re.search(r"/(require|widgets-glue|embed-amd)\.js", u)]
-        if not views:
-            assert manager == [], f"no widget on the page, yet it loads {manager}"
-        assert not [u for u in visit.requests if "fontawesome.js" in u], "fontawesome.js loaded"
-        blocking = page.evaluate("""() => performance.getEntriesByType('resource')
-            .filter(e => e.initiatorType === 'script' && e.renderBlockingStatus === 'blocking')
-            .map(e => [e.name, e.decodedBodySize])""")
-        assert sum(n for _, n in blocking) <= BLOCKING_SCRIPT_BUDGET, \
-            f"render-blocking scripts over {BLOCKING_SCRIPT_BUDGET} bytes: {blocking}"
+    # Light pages (_ext/light_pages.py): the widget manager only where a widget is shown, no
+    # Font Awesome script (the icon font draws the icons), and little script before the text.
+    manager = [u for u in visit.requests
+               if re.search(r"/(require|widgets-glue|embed-amd)\.js", u)]
+    if not views:
+        assert manager == [], f"no widget on the page, yet it loads {manager}"
+    assert not [u for u in visit.requests if "fontawesome.js" in u], "fontawesome.js loaded"
+    blocking = page.evaluate("""() => performance.getEntriesByType('resource')
+        .filter(e => e.initiatorType === 'script' && e.renderBlockingStatus === 'blocking')
+        .map(e => [e.name, e.decodedBodySize])""")
+    assert sum(n for _, n in blocking) <= BLOCKING_SCRIPT_BUDGET, \
+        f"render-blocking scripts over {BLOCKING_SCRIPT_BUDGET} bytes: {blocking}"
 
-        # Kernel-free explorers: moving the slider changes the image.
-        for i in range(page.locator(".llm-frames").count()):
-            box = page.locator(".llm-frames").nth(i)
-            slider = box.locator('input[type="range"]')
-            img = box.locator("img")
-            before = img.get_attribute("src")
-            hi = slider.get_attribute("max")
-            lo = slider.get_attribute("min")
-            now = slider.input_value()
-            target = lo if now == hi else hi
-            slider.fill(target)
-            slider.dispatch_event("input")
-            after = img.get_attribute("src")
-            assert after != before, f"kernel-free explorer {i} on {rel} did not change its image"
-    finally:
-        visit.close()
+    # Kernel-free explorers: moving the slider changes the image.
+    for i in range(page.locator(".llm-frames").count()):
+        box = page.locator(".llm-frames").nth(i)
+        slider = box.locator('input[type="range"]')
+        img = box.locator("img")
+        before = img.get_attribute("src")
+        hi = slider.get_attribute("max")
+        lo = slider.get_attribute("min")
+        now = slider.input_value()
+        target = lo if now == hi else hi
+        slider.fill(target)
+        slider.dispatch_event("input")
+        after = img.get_attribute("src")
+        assert after != before, f"kernel-free explorer {i} on {rel} did not change its image"
 
 
 class _Links(HTMLParser):
