@@ -140,8 +140,9 @@ def calibration_scatter(p, overheads=None):
     """Every row of the calibration set: measured/bound (x) against measured/estimate (y).
 
     Dense rows as circles, MoE rows as triangles; the held-out half filled, the half that was
-    looked at while choosing coefficients hollow. The band is "within 30%" (|estimate -
-    measured| <= 0.3 x measured, i.e. measured/estimate between 1/1.3 and 1/0.7); the dotted
+    looked at while choosing coefficients hollow. The band is "within 30%" (the estimate
+    differs from the measurement by at most 0.3 of it: measured/estimate between 1/1.3 and
+    1/0.7); the dotted
     diagonal is "estimate = bound", where a row would sit if the estimate added nothing.
     ``overheads``: the coefficients (default the cited constants).
     """
