@@ -2,15 +2,15 @@
 
 Usage: ``PYTHONPATH=lib python scripts/calibration_report.py``
 
-For every row of ``data/calibration/measured_latency.csv`` it computes the per-operation lower
-bound and the estimate of :func:`llmmath.estimate.estimate_step` (summed over the steps the
-measurement spans), then prints, for dense and MoE rows and for the fit and held-out halves:
-the distribution (min, median, max) of measured/bound and measured/estimate, the share of rows
-whose estimate is within 30% of the measurement (|estimate - measured| <= 0.3 measured), and
-each term's median share of the bound, so one sees which term does the work. Last, the
-distribution of measured/estimate by engine and kind (both halves), which shows where the
-remaining gap lives.
+For every row of the calibration set (``lib/llmmath/data/measured_latency.csv``) it computes the
+per-operation lower bound and the estimate of :func:`llmmath.estimate.estimate_step` (summed over
+the steps the measurement spans), then prints, for dense and MoE rows and for the fit and held-out
+halves: the distribution (min, median, max) of measured/bound and measured/estimate, the share of
+rows whose estimate is within 30% of the measurement (|estimate - measured| <= 0.3 measured), and
+each term's median share of the bound, so one sees which term does the work. Last, the distribution
+of measured/estimate by engine and kind (both halves), which shows where the remaining gap lives.
 """
+
 
 from __future__ import annotations
 

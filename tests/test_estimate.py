@@ -3,7 +3,7 @@
 Unit tests use a toy chip and toy models with round numbers; every expected value is worked by
 hand in the comment beside it (parameter counts from the architecture, times from the formulas
 of the module docstring), never read off the code. The calibration tests read
-``data/calibration/measured_latency.csv`` (published measurements, each row with its source)
+``llmmath/data/measured_latency.csv`` (published measurements, each row with its source)
 and check the held-out half: the coefficients are the cited constants, not fitted to any row.
 """
 
@@ -340,10 +340,10 @@ def test_never_below_the_bound_over_the_catalogue(name):
 
 # ----- the calibration set -----------------------------------------------------------------------
 
-# The calibration set is a file of the repository, not of the installed library (make compat
-# tests an installed copy): read it from beside the tests.
+# The calibration set ships inside the package (llmmath/data, package data), so an installed
+# copy (make compat) reads the same rows.
 ROOT = Path(__file__).resolve().parents[1]
-ROWS = _calibration.load(ROOT / "data" / "calibration" / "measured_latency.csv")
+ROWS = _calibration.load()
 RESULTS = [(_row, _calibration.evaluate(_row)) for _row in ROWS]
 COLUMNS = {"split", "kind", "model", "catalogue_model", "chip", "n_chips", "tp", "ep", "pp",
            "precision", "weight_bytes", "kv_bytes", "dtype", "batch", "input_tokens",
@@ -436,3 +436,14 @@ def test_no_measurement_is_below_the_bound():
     # a measured time under a lower bound would be a bug in the bound (or in the row)
     for r, res in RESULTS:
         assert r["measured_s"] >= res["bound"], (r["model"], r["chip"], r["phase"])
+
+
+def test_public_calibration_rows_are_the_evaluated_rows():
+    # the reader's accessor (package data, no repository path) gives the same rows and numbers
+    from llmmath.estimate import calibration_rows
+    pub = calibration_rows()
+    assert len(pub) == len(RESULTS)
+    for p, (r, res) in zip(pub, RESULTS, strict=True):
+        assert p["measured_s"] == r["measured_s"] and p["split"] == r["split"]
+        assert p["bound_s"] == res["bound"] and p["estimate_s"] == res["estimate"]
+        assert sum(p["terms"].values()) == pytest.approx(p["estimate_s"], rel=1e-12)

@@ -53,7 +53,9 @@ SAMPLE = {"model": LLAMA70, "chip": H100, "model_list": [LLAMA70, DSV3], "tokens
           "kv_bytes_per_token": LLAMA70.kv_bytes_per_token(2),
           # chapter 12 (lifetime): a loss a 100B model reaches, the episode's tokens served, its
           # budget
-          "loss": 1.9, "inference_tokens": 259.2e12, "compute": 1.5552e26, "sequence_length": 8192}
+          "loss": 1.9, "inference_tokens": 259.2e12, "compute": 1.5552e26, "sequence_length": 8192,
+          # chapter 10 (estimate): a calibration row by index (NIM's Llama 3.3 70B decode row)
+          "row": 37}
 
 
 def _book():
@@ -135,6 +137,14 @@ def _book():
         "12 checkpoint_memory_vs_depth": lambda: p.checkpoint_memory_vs_depth(
             models.get("Llama-3.1-405B"), 8192, 8192, chip=H100),
         "12 hold_time_by_tier": lambda: p.hold_time_by_tier(LLAMA70, H100, n_chips=8),
+        "10 estimate_waterfall dense": lambda: p.estimate_waterfall(37),
+        "10 estimate_waterfall moe": lambda: p.estimate_waterfall(48),
+        "10 calibration_scatter": lambda: p.calibration_scatter(),
+        "10 estimate_vs_batch": lambda: p.estimate_vs_batch(LLAMA70, H100, context=4096,
+                                                            n_chips=8, mark_batch=64),
+        "10 estimate_vs_batch moe": lambda: p.estimate_vs_batch(
+            DSV3, H200, context=4096, n_chips=8, weight_bytes=1, kv_bytes=1, dtype="fp8",
+            expert_parallel=8, mark_batch=32),
     }
 
 

@@ -1,8 +1,10 @@
 """The calibration set of :mod:`llmmath.estimate`: published measured latencies, read from
-``data/calibration/measured_latency.csv``, and the estimate and bound for each row.
+``llmmath/data/measured_latency.csv`` (package data: it ships with the library; its README is
+``data/calibration/README.md`` in the repository), and the estimate and bound for each row.
 
 Not part of the reader's API (a leading underscore): the tests and
-``scripts/calibration_report.py`` use it. A row's ``phase`` says what was measured:
+``scripts/calibration_report.py`` use it; readers call
+:func:`llmmath.estimate.calibration_rows`. A row's ``phase`` says what was measured:
 
 - ``"decode"``: one decode step (an inter-token latency); context = input + output / 2, the
   mean over the generation;
@@ -16,7 +18,8 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-from pathlib import Path
+import io
+from importlib import resources
 
 import numpy as np
 
@@ -29,17 +32,23 @@ from .estimate import (
     estimate_step,
 )
 
-CSV_PATH = Path(__file__).resolve().parents[2] / "data" / "calibration" / "measured_latency.csv"
+#: The calibration set inside the package (``importlib.resources``: it works from a wheel too).
+CSV_RESOURCE = resources.files("llmmath").joinpath("data").joinpath("measured_latency.csv")
 TERMS = ("bound", "kernel efficiency", "grouped experts", "tensor-parallel all-reduce",
          "expert-parallel all-to-all", "per-layer kernel overhead", "per-step overhead")
 _INT = ("n_chips", "tp", "ep", "pp", "batch", "input_tokens", "output_tokens")
 _FLOAT = ("weight_bytes", "kv_bytes", "measured_s")
 
 
-def load(path=CSV_PATH) -> list[dict]:
-    """The calibration rows, numbers converted."""
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+def load(path=None) -> list[dict]:
+    """The calibration rows, numbers converted (``path``: another CSV of the same columns;
+    default the package's own)."""
+    if path is None:
+        text = CSV_RESOURCE.read_text(encoding="utf-8")
+    else:
+        with open(path, newline="", encoding="utf-8") as f:
+            text = f.read()
+    rows = list(csv.DictReader(io.StringIO(text, newline="")))
     for r in rows:
         for k in _INT:
             r[k] = int(r[k])
@@ -94,6 +103,8 @@ def evaluate(row, overheads=DEFAULT_OVERHEADS) -> dict:
     out["estimate"] = 0.0
     for e in parts:
         for name, value in e.terms.items():
-            out[name] += float(np.sum(value))
+            # a term that does not vary over the steps (a collective's time) is a scalar
+            # beside an array of steps: count it once per step
+            out[name] += float(np.sum(np.broadcast_to(value, np.shape(e.time))))
         out["estimate"] += float(np.sum(e.time))
     return out

@@ -40,17 +40,18 @@ Every coefficient is a named module-level constant with its source (keys of refe
 none is fitted to a hidden measurement. Change one by passing ``overheads=Overheads(...)`` (a
 small frozen dataclass, defaults below), for example
 ``dataclasses.replace(DEFAULT_OVERHEADS, kernel_overhead=0)`` to see what one term is worth.
-``data/calibration/measured_latency.csv`` holds the published measurements the estimate is
-checked against (``scripts/calibration_report.py`` prints how close it comes). On its held-out
-half (28 rows) the estimate is within 30% of the measurement for 18 rows, against 4 for the
-bound; measured/estimate has median 1.27 on the 19 dense rows (15 within 30%) and 2.23 on the
-9 MoE rows (3 within 30%). The MoE gap is where the engine is: vLLM's Mixtral rows (batch 8,
-CUDA graphs) land at 1.06 and 0.89, TensorRT-LLM 0.9's Mixtral rows at 0.91 to 3.4 (the worst
-are those with the most prefill: a 2,048-token prefill measures 88-90 ms on H100 and H200 alike,
-compute-bound, against an estimate of 26 ms whose arithmetic runs at DeepGEMM's rates; no
-microbenchmark cited here explains the rest), TensorRT-LLM's DeepSeek-R1 max-throughput rows at
-1.9 to 3.2 and SGLang 0.4.1's DeepSeek-V3 rows at 1.9 to 5.5 (the most at batch 1: the terms here
-explain about 6 of its 33 ms per token).
+:func:`calibration_rows` gives the published measurements the estimate is checked against
+(``llmmath/data/measured_latency.csv``, described in the repository's
+``data/calibration/README.md``; ``scripts/calibration_report.py`` prints how close it comes). On its
+held-out half (28 rows) the estimate is within 30% of the measurement for 18 rows, against 4 for the
+bound; measured/estimate has median 1.27 on the 19 dense rows (15 within 30%) and 2.23 on the 9 MoE
+rows (3 within 30%). The MoE gap is where the engine is: vLLM's Mixtral rows (batch 8, CUDA graphs)
+land at 1.06 and 0.89, TensorRT-LLM 0.9's Mixtral rows at 0.91 to 3.4 (the worst are those with the
+most prefill: a 2,048-token prefill measures 88-90 ms on H100 and H200 alike, compute-bound, against
+an estimate of 26 ms whose arithmetic runs at DeepGEMM's rates; no microbenchmark cited here
+explains the rest), TensorRT-LLM's DeepSeek-R1 max-throughput rows at 1.9 to 3.2 and SGLang 0.4.1's
+DeepSeek-V3 rows at 1.9 to 5.5 (the most at batch 1: the terms here explain about 6 of its 33 ms per
+token).
 
 Checked and not the gap: the expert-parallel all-to-all. DeepEP's intranode kernels move
 153-158 GB/s of the ~160 GB/s an H800's NVLink reaches [deepseek_deepep], above the
@@ -103,6 +104,7 @@ __all__ = [
     "Estimate",
     "padded_rows",
     "estimate_step",
+    "calibration_rows",
 ]
 
 #: Rows of one tensor-core tile: Hopper's warpgroup matmul instruction is ``m64nNk16``
@@ -503,3 +505,26 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
                     layer_overhead_time=_out(layer_overhead),
                     step_overhead_time=_out(step_overhead),
                     time=_out(time), phase=phase, overheads=o)
+
+
+def calibration_rows() -> list[dict]:
+    """The calibration set: published measured latencies, each with the bound and the estimate.
+
+    One dict per row, in file order: the CSV's columns (``model``, ``catalogue_model``, ``chip``,
+    ``n_chips``, ``tp``, ``ep``, ``batch``, ``input_tokens``, ``output_tokens``, ``phase``,
+    ``measured_s``, ``engine``, ``source`` (a references.bib key), ``split`` ("fit" or "test":
+    the held-out half) ...), plus ``"terms"`` (term name -> seconds, as
+    :attr:`Estimate.terms`, summed over the steps the measurement spans), ``"bound_s"`` and
+    ``"estimate_s"``. A row's ``phase`` is "decode" (one step), "prefill" (one step) or
+    "generate" (a whole static batch: one prefill, then ``output_tokens - 1`` decode steps).
+    Engine-specific coefficients (SGLang's host time per step, CUDA-graph replay, vLLM's kernel
+    count) are applied as the data README says.
+    """
+    from . import _calibration
+
+    out = []
+    for row in _calibration.load():
+        res = _calibration.evaluate(row)
+        terms = {name: res[name] for name in _calibration.TERMS}
+        out.append({**row, "terms": terms, "bound_s": res["bound"], "estimate_s": res["estimate"]})
+    return out

@@ -322,6 +322,12 @@ def summary_bounds() -> list[Bound]:
     add("09_partitioning", "all-reduce (bandwidth term)",
         r"2 \frac{n - 1}{n} \frac{Q}{W_\text{up}}",
         "1 GB over 8 H100s on NVLink", ar, fmt_time(ar))
+    from .estimate import estimate_step
+    e = estimate_step(l70, h100, 1, 4096, n_chips=8)
+    add("10_bound_to_estimate", "estimate over the bound",
+        r"t_\text{est} = t_\text{bound} + \Delta_\text{kernel} + \Delta_\text{MoE} "
+        r"+ \Delta_\text{comm} + L k_\ell t_\text{launch} + t_\text{host}",
+        "Llama 3 70B, 8 H100s, B = 1, S = 4,096", e.time, fmt_time(e.time))
     fl = training.training_flops(l405, 15.6e12)
     add("11_training_compute", "training compute", r"6 N_\text{act} D_\text{pre}",
         "Llama 3.1 405B, 15.6T tokens", fl, f"{fl:.2e} FLOP")

@@ -23,7 +23,8 @@ and says so in the title; a context beyond the model's window is capped by
 Layout: ``style`` (palette, roles, rcParams), ``labels`` (tick formatters, label placement),
 ``figure`` (``BookFigure``, the ``builder`` decorator, ``render_rgba``), and one module per
 figure family: ``hardware``, ``counting``, ``decode``, ``cost``, ``kv``, ``prefill``,
-``parallel``, ``moe``, ``pipeline``, ``partition``, ``training``, ``lifetime``, ``tradeoffs``.
+``parallel``, ``moe``, ``pipeline``, ``partition``, ``estimate``, ``training``, ``lifetime``,
+``tradeoffs``.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from .decode import (
                        regime_map,
                        speculative_gain_vs_batch,
 )
+from .estimate import calibration_scatter, estimate_vs_batch, estimate_waterfall
 from .figure import BookFigure, render_rgba
 from .hardware import (
                        capacity_vs_bandwidth,
@@ -145,6 +147,8 @@ __all__ = [
     # chapter 9: partitioning a model
     "collective_time_vs_bytes", "tp_step_vs_chips", "ffn_layouts_vs_tokens",
     "latency_cost_vs_chips",
+    # chapter 10: from bound to estimate
+    "estimate_waterfall", "calibration_scatter", "estimate_vs_batch",
     # chapter 12: over-training beyond compute-optimal
     "lifetime_cost_vs_params", "overtraining_vs_decode_efficiency", "overtraining_map",
     "loss_gap_vs_overtraining",

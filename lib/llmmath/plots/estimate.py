@@ -1,0 +1,266 @@
+"""Figures: from bound to estimate (chapter 10).
+
+Every number drawn comes from :func:`llmmath.estimate.estimate_step` or the calibration set
+(:func:`llmmath.estimate.calibration_rows`): the per-operation bound, each term the estimate adds,
+and the published measurements.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..estimate import DEFAULT_OVERHEADS, Overheads, estimate_step
+from ..units import fmt_count, fmt_time
+from .figure import builder, chip_of, grid, mask, model_of
+from .labels import chips_label, fmt_batch, fmt_t, loglim, set_log, with_notes
+from .style import PALETTE, ROLE, SMALL
+
+__all__ = ["estimate_waterfall", "calibration_scatter", "estimate_vs_batch", "TERM_COLOUR"]
+
+#: One colour per term of the estimate (the bound in the bound's colour).
+TERM_COLOUR = {
+    "bound": ROLE["bound"],
+    "kernel efficiency": PALETTE["sky"],
+    "grouped experts": PALETTE["green"],
+    "tensor-parallel all-reduce": PALETTE["purple"],
+    "expert-parallel all-to-all": PALETTE["vermillion"],
+    "per-layer kernel overhead": PALETTE["yellow"],
+    "per-step overhead": PALETTE["grey"],
+}
+#: Short names for a bar's row (a phone is narrow).
+_SHORT = {
+    "bound": "bound", "kernel efficiency": "+ kernel efficiency",
+    "grouped experts": "+ grouped experts", "tensor-parallel all-reduce": "+ TP all-reduce",
+    "expert-parallel all-to-all": "+ EP all-to-all",
+    "per-layer kernel overhead": "+ per-layer kernels",
+    "per-step overhead": "+ per-step overhead",
+}
+ESTIMATE_COLOUR, MEASURED_COLOUR = PALETTE["blue"], PALETTE["orange"]
+
+
+def _row(row, overheads):
+    """A calibration row (an index into :func:`calibration_rows` or one of its dicts), evaluated
+    with ``overheads`` (None: the defaults, with the row's engine-specific coefficients)."""
+    from .. import _calibration
+
+    if isinstance(row, (bool, np.bool_)) or not isinstance(row, (int, np.integer, dict)):
+        raise TypeError(f"row: got {row!r}; expected an index into "
+                        "llmmath.estimate.calibration_rows() or one of its rows (a dict)")
+    if not isinstance(row, dict):
+        rows = _calibration.load()
+        if not 0 <= int(row) < len(rows):
+            raise ValueError(f"row: got {row!r}; the calibration set has rows 0 to {len(rows) - 1}")
+        row = rows[int(row)]
+    if overheads is None:
+        overheads = DEFAULT_OVERHEADS
+    if not isinstance(overheads, Overheads):
+        raise TypeError(f"overheads: got {overheads!r}; expected an Overheads (llmmath.estimate)")
+    return row, _calibration.evaluate(row, overheads)
+
+
+def _row_title(row):
+    what = {"decode": "one decode step", "prefill": f"prefill of {row['input_tokens']:,} tokens",
+            "generate": (f"{row['input_tokens']:,} in, {row['output_tokens']:,} out, "
+                         "whole batch")}[row["phase"]]
+    engine = row["engine"].split(" (")[0]
+    return (f"{row['model']} on {row['n_chips']}x {row['chip']}, {engine}\n"
+            f"batch {row['batch']:,}, {what}")
+
+
+def _waterfall_height(args):
+    return (6.4, 4.6)
+
+
+@builder(figsize=_waterfall_height)
+def estimate_waterfall(p, row, overheads=None):
+    """From bound to estimate to measurement for one row of the calibration set: a waterfall.
+
+    ``row`` is an index into :func:`llmmath.estimate.calibration_rows` or one of its rows. Each
+    bar starts where the previous one ended: the per-operation bound, then each term of
+    :class:`llmmath.estimate.Estimate` summed over the steps the measurement spans, then the
+    estimate and the published measurement as whole bars. ``overheads``: the coefficients
+    (default the cited constants, with the row's engine-specific ones).
+    """
+    r, res = _row(row, overheads)
+    ax = p.ax
+    names = list(_SHORT)
+    vals = [res[n] for n in names]
+    measured, est, bound = r["measured_s"], res["estimate"], res["bound"]
+    labels = [_SHORT[n] for n in names] + ["= estimate", "measured"]
+    y = np.arange(len(labels))[::-1]
+    left, acc = [], 0.0
+    for v in vals:
+        left.append(acc)
+        acc += v
+    widths = vals + [est, measured]
+    lefts = left + [0.0, 0.0]
+    colours = [TERM_COLOUR[n] for n in names] + [ESTIMATE_COLOUR, MEASURED_COLOUR]
+    p.add(ax.barh(y, widths, left=lefts, color=colours, height=0.66, edgecolor="none"))
+    top = max(measured, est)
+    ax.set_xlim(0, top * 1.42)
+    ax.set_ylim(-0.6, len(labels) - 0.4)
+    ax.set_yticks(y, labels, fontsize=SMALL)
+    ax.grid(axis="y", visible=False)
+    ax.xaxis.set_major_formatter(lambda v, _: fmt_t(v) if v > 0 else "0")
+    for yi, lf, w, lab in zip(y, lefts, widths, labels, strict=True):
+        if lab == "measured":
+            text = f"{fmt_time(w, 3)}: {measured / est:.2f}x est."
+        elif lab == "= estimate":
+            text = f"{fmt_time(w, 3)} ({est / bound:.2f}x bound)"
+        elif lab == "bound":
+            text = fmt_time(w, 3)
+        else:
+            text = f"+{fmt_time(w, 2)}" if w > 0 else "0"
+        p.add(ax.annotate(text, (lf + w, yi), xytext=(4, 0), textcoords="offset points",
+                          ha="left", va="center", fontsize=SMALL, color=PALETTE["black"]))
+    ax.set_xlabel("time of what was measured")
+    ax.set_title(_row_title(r), fontsize=SMALL)
+    p.numbers = {"bound": bound, "estimate": est, "measured": measured,
+                 "measured_over_bound": measured / bound, "measured_over_estimate": measured / est,
+                 "terms": {n: res[n] for n in names}}
+    big = max(names[1:], key=lambda n: res[n])
+    return (f"Horizontal waterfall for {r['model']} on {r['n_chips']} {r['chip']} "
+            f"({r['engine']}, batch {r['batch']:,}): the per-operation bound of "
+            f"{fmt_time(bound, 3)}, then the terms the estimate adds, the largest {big} "
+            f"(+{fmt_time(res[big], 2)}), up to an estimate of {fmt_time(est, 3)}, "
+            f"{est / bound:.2f} times the bound; the published measurement is "
+            f"{fmt_time(measured, 3)}, {measured / bound:.2f} times the bound and "
+            f"{measured / est:.2f} times the estimate.")
+
+
+def _scatter_setup(p):
+    ax = p.ax
+    set_log(ax, x=lambda v: f"{v:g}x", y=lambda v: f"{v:g}x")
+    ax.set_xlabel("measured / bound")
+    ax.set_ylabel("measured / estimate")
+
+
+@builder(setup=_scatter_setup)
+def calibration_scatter(p, overheads=None):
+    """Every row of the calibration set: measured/bound (x) against measured/estimate (y).
+
+    Dense rows as circles, MoE rows as triangles; the held-out half filled, the half that was
+    looked at while choosing coefficients hollow. The band is "within 30%" (the estimate
+    differs from the measurement by at most 0.3 of it: measured/estimate between 1/1.3 and
+    1/0.7); the dotted
+    diagonal is "estimate = bound", where a row would sit if the estimate added nothing.
+    ``overheads``: the coefficients (default the cited constants).
+    """
+    from .. import _calibration
+
+    o = DEFAULT_OVERHEADS if overheads is None else overheads
+    if not isinstance(o, Overheads):
+        raise TypeError(f"overheads: got {overheads!r}; expected an Overheads (llmmath.estimate)")
+    rows = [(r, _calibration.evaluate(r, o)) for r in _calibration.load()]
+    ax = p.ax
+    xb = np.array([r["measured_s"] / e["bound"] for r, e in rows])
+    ye = np.array([r["measured_s"] / e["estimate"] for r, e in rows])
+    lo, hi = min(xb.min(), ye.min()) / 1.3, xb.max() * 1.5
+    band = p.add(ax.axhspan(1 / 1.3, 1 / 0.7, color=PALETTE["green"], alpha=0.13, lw=0, zorder=0,
+                            label="within 30% of the measurement"))
+    band._llm_legend = True
+    diag = np.geomspace(lo, hi, 16)
+    guide = p.add(ax.plot(diag, diag, ls=":", color=ROLE["reference"], lw=1.3,
+                          label="estimate = bound")[0])
+    guide._llm_guide = True
+    series = (("dense", "test", "o", PALETTE["blue"], True), ("dense", "fit", "o", PALETTE["blue"],
+              False), ("moe", "test", "^", PALETTE["vermillion"], True),
+              ("moe", "fit", "^", PALETTE["vermillion"], False))
+    for kind, split, marker, colour, filled in series:
+        sel = [i for i, (r, _) in enumerate(rows) if r["kind"] == kind and r["split"] == split]
+        name = ("dense" if kind == "dense" else "MoE") + (", held out" if split == "test"
+                                                          else ", fit half")
+        p.add(ax.scatter(xb[sel], ye[sel], s=46, marker=marker, linewidths=1.4, zorder=4,
+                         facecolors=colour if filled else "white", edgecolors=colour,
+                         label=f"{name} ({len(sel)})"))
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(min(ye.min(), 1 / 1.3) / 1.25, hi)
+    p.add(ax.legend(loc="upper left"))
+    test = np.array([r["split"] == "test" for r, _ in rows])
+    dense = np.array([r["kind"] == "dense" for r, _ in rows])
+    within = np.abs(1 / ye - 1) <= 0.3
+
+    def med(x, sel):
+        return float(np.median(x[sel]))
+
+    p.numbers = {
+        "rows": len(rows), "test_rows": int(test.sum()),
+        "test_within_estimate": int((within & test).sum()),
+        "test_within_bound": int(((np.abs(1 / xb - 1) <= 0.3) & test).sum()),
+        "median_over_bound": float(np.median(xb)), "median_over_estimate": float(np.median(ye)),
+        "dense_median_over_estimate": med(ye, dense), "moe_median_over_estimate": med(ye, ~dense),
+        "dense_median_over_bound": med(xb, dense), "moe_median_over_bound": med(xb, ~dense),
+        "max_over_bound": float(xb.max()), "max_over_estimate": float(ye.max()),
+        "min_over_estimate": float(ye.min()),
+    }
+    ax.set_title("Published latencies against the bound and the estimate")
+    n = p.numbers
+    return (f"Log-log scatter of {len(rows)} published latencies: measured over bound on the "
+            f"x axis (median {n['median_over_bound']:.2f}, up to {n['max_over_bound']:.0f}) "
+            f"against measured over estimate on the y axis (median "
+            f"{n['median_over_estimate']:.2f}); dense rows cluster near 1 (median "
+            f"{n['dense_median_over_estimate']:.2f}), MoE rows sit higher (median "
+            f"{n['moe_median_over_estimate']:.2f}); {n['test_within_estimate']} of the "
+            f"{n['test_rows']} held-out rows fall in the band within 30% of the measurement.")
+
+
+def _vs_batch_setup(p):
+    ax = p.ax
+    set_log(ax, x=fmt_batch, y=fmt_t)
+    ax.set_xlabel("batch B (sequences per step)")
+    ax.set_ylabel("time per step (s)")
+
+
+@builder(setup=_vs_batch_setup)
+def estimate_vs_batch(p, model, chip, context=4096, n_chips=1, phase="decode", weight_bytes=2,
+                      kv_bytes=2, dtype="bf16", expert_parallel=1, overheads=None, batches=None,
+                      mark_batch=None):
+    """The estimate of one step against batch, term by term, beside the per-operation bound.
+
+    Lines: the bound, the estimate (their sum with every term), and each term of
+    :class:`llmmath.estimate.Estimate` that is not zero somewhere on the sweep. ``batches``
+    default 1 .. 4,096; ``mark_batch`` marks one batch with its estimate over the bound.
+    ``phase="prefill"``: ``batch`` prompts of ``context`` tokens each.
+    """
+    m, c = model_of(model), chip_of(chip)
+    o = DEFAULT_OVERHEADS if overheads is None else overheads
+    dt, dnote = c.resolve_dtype(dtype)
+    ctx, cnote = m.cap_context(context)
+    B = grid(batches, 1, 4096, n=40)
+    kw = dict(n_chips=n_chips, phase=phase, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
+              dtype=dt, expert_parallel=expert_parallel, overheads=o)
+    e = estimate_step(m, c, B, ctx, **kw)
+    ax = p.ax
+    shown = [np.asarray(e.time) * np.ones_like(B)]
+    p.add(ax.plot(*mask(B, e.time * np.ones_like(B)), color=ESTIMATE_COLOUR, lw=2.8,
+                  label="estimate (bound + every term)")[0])
+    for name, value in e.terms.items():
+        v = np.asarray(value, dtype=float) * np.ones_like(B)
+        if not np.any(v > 0):
+            continue
+        label = "step bound" if name == "bound" else name
+        p.add(ax.plot(*mask(B, v), color=TERM_COLOUR[name], lw=2.8 if name == "bound" else 1.9,
+                      ls="-" if name == "bound" else "--", label=label)[0])
+        shown.append(v)
+    ax.set_xlim(B.min(), B.max())
+    ax.set_ylim(*loglim(np.concatenate(shown), pad=1.6, min_decades=2.0))
+    p.add(ax.legend(loc="upper left"))
+    ratio = np.asarray(e.time) / np.asarray(e.bound.time)
+    with p.marking():
+        if mark_batch is not None:
+            em = estimate_step(m, c, float(mark_batch), ctx, **kw)
+            r = float(em.time / em.bound.time)
+            p.point(float(mark_batch), float(em.time),
+                    f"B = {fmt_count(float(mark_batch), 3)}: {fmt_time(float(em.time), 2)},\n"
+                    f"{r:.2f}x the bound", color=ESTIMATE_COLOUR)
+            p.numbers = {"estimate": float(em.time), "bound": float(em.bound.time), "ratio": r,
+                         **{k: float(v) for k, v in em.terms.items()}}
+    what = "decode step" if phase == "decode" else f"prefill of {fmt_count(ctx, 3)}-token prompts"
+    ax.set_title(with_notes(f"{m.name} on {chips_label(n_chips, c)}, {what}"
+                            + (f", context {fmt_count(ctx, 3)}" if phase == "decode" else ""),
+                            dnote, cnote))
+    p.numbers.update(ratio_min=float(ratio.min()), ratio_max=float(ratio.max()))
+    return (f"Log-log plot of the estimated {what} time against batch for {m.name} on "
+            f"{chips_label(n_chips, c)}: the estimate lies {ratio.min():.2f} to "
+            f"{ratio.max():.2f} times above the per-operation bound, with each term it adds "
+            "drawn as its own dashed line.")
