@@ -3,7 +3,7 @@
 The physics is three lines, kept apart from the clocks so it can be checked by hand:
 
 - an (m x k) @ (k x n) matmul does ``matmul_flops(m, k, n) = 2 m k n`` FLOP (a multiply and an
-  add per term), and its arithmetic intensity is :func:`llmmath.intensity.arithmetic_intensity`;
+  add per term), and its arithmetic intensity is :func:`llmmath.roofline.arithmetic_intensity`;
 - copying ``nbytes`` moves ``copy_bytes(nbytes) = 2 nbytes``: each byte read once and written once
   (a cache that reads a line before overwriting it moves a third more; this counts what must
   move, like every bound in the book);
@@ -177,7 +177,7 @@ class RooflineRun:
                    dict(conditions or {}))
 
     def rows(self) -> list[dict]:
-        """One dict per measurement with the columns of :data:`COLUMNS`."""
+        """One dict per measurement with the columns of ``COLUMNS``."""
         return [{"kind": m.kind, "size": m.size, "flop": m.flop, "bytes": m.nbytes,
                  "seconds": m.seconds, "flops_per_second": m.flops_per_second,
                  "bytes_per_second": m.bytes_per_second, "intensity": m.intensity}
