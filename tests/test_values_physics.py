@@ -1,0 +1,171 @@
+"""Value tests for the physics modules' public functions (issue 20).
+
+Each expected number is worked by hand in the comment above it, from round toy figures or from
+published model sizes, never from the library's output:
+- Llama-3-8B (Meta model card): 32 layers, D 4096, 32 query / 8 KV heads of 128, SwiGLU 14336,
+  vocabulary 128,256, untied. Embedding = head = 128,256 x 4096 = 525,336,576; attention
+  32 x (2 x 4096^2 + 2 x 4096 x 1024) = 1,342,177,280; MLP 32 x 3 x 4096 x 14336
+  = 5,637,144,576; norm scales 65 x 4096 = 266,240. Total 8,030,261,248 (the card's 8.03e9);
+  matmul parameters (the head, not the gathered embedding) 7,504,658,432. KV in bf16:
+  32 x 2 x 8 x 128 x 2 = 131,072 B per token.
+- TOY: 1 PFLOP/s in bf16, 1 TB/s, 100 GB (so the ridge is 1000 FLOP/B).
+"""
+
+import numpy as np
+import pytest
+
+from llmmath import chips, models
+from llmmath.balance import decode_balance
+from llmmath.capacity import memory_held
+from llmmath.chips import Chip
+from llmmath.collectives import bandwidth_factor, collective_time, latency_bandwidth_crossover
+from llmmath.cost import price_per_chip_second
+from llmmath.intensity import elementwise_intensity
+from llmmath.models import kaplan_params
+from llmmath.moe import domain_memory, domain_of
+from llmmath.parallel import reduce_scatter_time, tensor_parallel_layer_comm_time
+from llmmath.step import decode_step, serial_step
+from llmmath.training import (
+    compute_optimal_model,
+    compute_optimal_tokens,
+    dp_compute_time,
+    inference_mfu,
+    training_memory,
+)
+
+L8 = models.get("Llama-3-8B")
+L70 = models.get("Llama-3-70B")
+H100 = chips.get("H100-SXM")
+TOY = Chip(name="toy", flops={"bf16": 1e15}, hbm_bandwidth=1e12, hbm_capacity=100e9)
+N_TOT, N_MM, KV = 8_030_261_248, 7_504_658_432, 131_072
+
+
+def test_serial_step_adds_compute_and_memory():
+    # Batch 128 at context 0 on the toy chip: compute 128 x 2 x 7,504,658,432 / 1e15
+    # = 1.921193 ms; memory (7,504,658,432 + 266,240 norms + 128 x 4096 embedding rows) x 2 B
+    # / 1e12 = 15.010898 ms. The bound is the larger, 15.010898 ms; with no overlap 16.932091 ms.
+    s = decode_step(L8, TOY, 128, 0)
+    assert s.time == pytest.approx(15.010898e-3, rel=1e-6)
+    assert serial_step(s).time == pytest.approx(16.932091e-3, rel=1e-6)
+    assert serial_step(s).tokens == 128
+
+
+def test_price_per_chip_second():
+    # $7.20 per chip-hour is $0.002 per chip-second; a chip with no price and no price given is
+    # an error naming the argument.
+    assert price_per_chip_second(TOY, 7.2) == pytest.approx(0.002, rel=1e-12)
+    assert price_per_chip_second(H100) == pytest.approx(H100.price_per_hour / 3600, rel=1e-12)
+    with pytest.raises(ValueError, match="price_per_chip_hour"):
+        price_per_chip_second(TOY)
+
+
+def test_tensor_parallel_layer_comm_time():
+    # Llama-3-70B (D 8192, sequential blocks: 2 all-reduces a layer), 64 tokens in bf16 on 8
+    # chips behind a 450 GB/s switch: each all-reduce moves 64 x 8192 x 2 = 1,048,576 B per chip,
+    # 2 x 7/8 x 1,048,576 / 450e9 = 4.0778 us; two of them 8.1556 us. With 1 us of hop
+    # latency a switch all-reduce pays 2 steps: + 2 x 2 x 1 us = 12.1556 us.
+    t = tensor_parallel_layer_comm_time(L70, 64, 8, 450e9)
+    assert t == pytest.approx(8.1556e-6, rel=1e-4)
+    t = tensor_parallel_layer_comm_time(L70, 64, 8, 450e9, hop_latency=1e-6)
+    assert t == pytest.approx(12.1556e-6, rel=1e-4)
+    # PaLM's parallel block does one all-reduce a layer (18432 wide, 64 tokens, 8 chips):
+    # 64 x 18432 x 2 = 2,359,296 B, 2 x 7/8 x 2,359,296 / 450e9 = 9.1750 us
+    t = tensor_parallel_layer_comm_time(models.get("PaLM-540B"), 64, 8, 450e9)
+    assert t == pytest.approx(9.1750e-6, rel=1e-4)
+
+
+def test_reduce_scatter_time():
+    # 1 GB per chip reduced and scattered over 8 chips at 100 GB/s: 1e9 / 100e9 x 7/8 = 8.75 ms;
+    # a switch takes one latency step, a ring of 8 seven.
+    assert reduce_scatter_time(1e9, 8, 100e9) == pytest.approx(8.75e-3, rel=1e-12)
+    assert reduce_scatter_time(1e9, 8, 100e9, hop_latency=1e-6) == pytest.approx(
+        8.75e-3 + 1e-6, rel=1e-12)
+    assert reduce_scatter_time(1e9, 8, 100e9, hop_latency=1e-6, topology="ring") == (
+        pytest.approx(8.75e-3 + 7e-6, rel=1e-12))
+    assert reduce_scatter_time(1e9, 1, 100e9, hop_latency=1e-6) == 0
+
+
+def test_bandwidth_factor_and_crossover():
+    # (n-1)/n = 7/8 for gather and scatter, twice for all-reduce. An all-to-all on a ring of 8
+    # sends each byte floor(8^2/4)/8 = 2 links on average; on a 4 x 4 torus 2 x floor(16/4)/4 = 2.
+    assert bandwidth_factor("all-gather", 8) == pytest.approx(0.875)
+    assert bandwidth_factor("reduce-scatter", 8) == pytest.approx(0.875)
+    assert bandwidth_factor("all-reduce", 8) == pytest.approx(1.75)
+    assert bandwidth_factor("all-to-all", 8, topology="ring") == pytest.approx(2.0)
+    assert bandwidth_factor("all-to-all", 16, topology="torus", dims=(4, 4)) == pytest.approx(2.0)
+    # Crossover D* = steps x alpha x bw / f: all-gather on a ring of 8, alpha 1 us, 100 GB/s:
+    # 7 x 1e-6 x 100e9 / 0.875 = 800,000 B; there both terms are 7 us.
+    d = latency_bandwidth_crossover("all-gather", 8, 100e9, 1e-6, topology="ring")
+    assert d == pytest.approx(800_000, rel=1e-12)
+    assert collective_time("all-gather", 800_000, 8, 100e9, hop_latency=1e-6,
+                           topology="ring") == pytest.approx(14e-6, rel=1e-12)
+
+
+def test_memory_held():
+    # bf16 weights 2 x 8,030,261,248 = 16,060,522,496 B plus 4 sequences of 8192 tokens at
+    # 131,072 B: 4,294,967,296 B; int8 KV halves the second term.
+    assert memory_held(L8, 4, 8192) == 20_355_489_792
+    assert memory_held(L8, 4, 8192, kv_bytes=1) == 16_060_522_496 + 2_147_483_648
+    assert memory_held(L8, 4, 8192, weight_bytes=1) == 8_030_261_248 + 4_294_967_296
+
+
+def test_decode_balance():
+    # One sequence at 8192 tokens on the toy chip: KV read 8192 x 131,072 / 1e12 = 1.07374 ms;
+    # its matmuls 2 x 7,504,658,432 / 1e15 = 15.0093 us, its attention 4 x 4096 x 8192 x 32
+    # / 1e15 = 4.2950 us. Ratio 71.538 without attention FLOPs, 55.620 with.
+    assert decode_balance(L8, TOY, 8192, attention_flops=False) == pytest.approx(71.538,
+                                                                                 rel=1e-4)
+    assert decode_balance(L8, TOY, 8192) == pytest.approx(55.620, rel=1e-4)
+    # int8 KV halves the read (attention still at the bf16 peak here): 35.769
+    assert decode_balance(L8, TOY, 8192, kv_bytes=1, attention_flops=False) == pytest.approx(
+        35.769, rel=1e-4)
+
+
+def test_elementwise_intensity():
+    # z = x + y in bf16: 1 FLOP per (2 + 1) x 2 B = 1/6; 2 FLOP over 3 inputs and 1 output
+    # of 4 B: 2/16.
+    assert elementwise_intensity() == pytest.approx(1 / 6)
+    assert elementwise_intensity(2, 3, 1, 4) == pytest.approx(0.125)
+
+
+def test_kaplan_params():
+    # 12 L D^2: 12 x 32 x 4096^2 = 6,442,450,944 (Kaplan et al. 2020, Sec. 2.1)
+    assert kaplan_params(L8) == 6_442_450_944
+
+
+def test_training_memory_and_chinchilla():
+    # Mixed-precision Adam holds 2 + 2 + 4 + 4 + 4 = 16 B per parameter (ZeRO, Rajbhandari et
+    # al. 2020): 16 x 8,030,261,248 = 128,484,179,968 B. SGD with momentum: 2 + 2 + 4 + 4 = 12.
+    assert training_memory(L8) == pytest.approx(128_484_179_968, rel=1e-12)
+    assert training_memory(L8, optimizer="sgd-momentum") == pytest.approx(12 * N_TOT, rel=1e-12)
+    # Chinchilla (Hoffmann et al. 2022): 20 tokens a parameter, 160,605,224,960 tokens for 8B.
+    assert compute_optimal_tokens(L8) == pytest.approx(160_605_224_960, rel=1e-12)
+    # 5.76e23 FLOP (Chinchilla's budget): N = sqrt(5.76e23 / 120) = 69.28e9, D = 1.3856e12,
+    # the paper's 70B parameters and 1.4T tokens.
+    n, d = compute_optimal_model(5.76e23)
+    assert n == pytest.approx(69.282e9, rel=1e-4)
+    assert d == pytest.approx(1.38564e12, rel=1e-4)
+
+
+def test_dp_compute_time_and_inference_mfu():
+    # 6 x 8,030,261,248 x 1e6 tokens / (989.4e12 x 0.5) = 97.401 s on one H100 at 50% MFU
+    assert dp_compute_time(L8, H100, 1e6, mfu=0.5) == pytest.approx(97.401, rel=1e-4)
+    # 1000 tokens a second on one H100: 2 x 8,030,261,248 x 1000 / 989.4e12 = 1.6232%
+    assert inference_mfu(L8, 1000, 1.0, H100) == pytest.approx(0.016232, rel=1e-4)
+    assert inference_mfu(L8, 8000, 1.0, H100, n_chips=8) == pytest.approx(0.016232, rel=1e-4)
+
+
+def test_scale_up_domain_memory():
+    # An HGX H100 board: 8 chips of 80 GB = 640 GB (NVIDIA datasheet); 72 of them 5.76 TB.
+    assert domain_memory(H100) == pytest.approx(8 * 80e9, rel=1e-12)
+    assert domain_memory(H100, 72) == pytest.approx(5.76e12, rel=1e-12)
+    d = domain_of(H100)
+    assert (d.scale_up_domain, d.hbm_capacity) == (8, 80e9)
+    assert domain_memory(d) == pytest.approx(640e9, rel=1e-12)
+
+
+def test_memory_held_broadcasts():
+    # two batches at once: 16,060,522,496 + B x 8192 x 131,072 for B = 1 and 2
+    got = memory_held(L8, np.array([1, 2]), 8192)
+    assert np.allclose(got, [16_060_522_496 + 1_073_741_824, 16_060_522_496 + 2_147_483_648],
+                       rtol=1e-12)
