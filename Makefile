@@ -22,7 +22,8 @@ help:
 	@echo "make student  the student edition (site and notebooks, no solutions or answers) into $(STUDENT), tested"
 	@echo "make bench    measure library, explorer, notebook and build speed"
 	@echo "make mutate   mutation testing of the physics modules by the unit tests (slow; not in make test)"
-	@echo "              into data/mutation/summary.md; MUTANTS='llmmath.roofline*' runs a subset"
+	@echo "              into data/mutation/summary.md; MODULES='intensity cost' mutates only those"
+	@echo "              (merged into the recorded summary), MUTANTS='llmmath.cost.x_f*' runs a subset"
 	@echo "make clean    remove build outputs (keeps .venv)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -118,17 +119,24 @@ bench: $(STAMP)
 # as $(MUTATE)/src/llmmath; a fresh stage each time, so the recorded time is a full run's.
 MUTATE := _build/mutate
 MUTANTS ?=
+MODULES ?=
 mutate:
 	@test -x $(BIN)/mutmut || { echo "no $(BIN)/mutmut: make unit (or pip install -r requirements.txt) first"; exit 1; }
 	rm -rf $(MUTATE) && mkdir -p $(MUTATE)/src $(MUTATE)/data
 	cp -r lib/llmmath $(MUTATE)/src/ && cp -r tests pyproject.toml references.bib $(MUTATE)/
 	cp -r data/calibration $(MUTATE)/data/
 	find $(MUTATE) -name __pycache__ -prune -exec rm -rf {} +
+ifneq ($(MODULES),)
+	$(BIN)/python -c "import re, sys; p = sys.argv[1]; s = open(p).read(); \
+	  mods = ', '.join('\"src/llmmath/%s.py\"' % m for m in sys.argv[2:]); \
+	  open(p, 'w').write(re.sub(r'only_mutate = \[.*?\]', 'only_mutate = [' + mods + ']', s, flags=re.S))" \
+	  $(MUTATE)/pyproject.toml $(MODULES)
+endif
 	@start=$$(date +%s); \
 	(cd $(MUTATE) && env -u PYTHONPATH nice -n 15 $(CURDIR)/$(BIN)/mutmut run --max-children 1 $(MUTANTS)) \
 	  > $(MUTATE)/run.log 2>&1; rc=$$?; tail -5 $(MUTATE)/run.log; \
 	echo $$(( $$(date +%s) - start )) > $(MUTATE)/seconds; test $$rc -eq 0
-	$(BIN)/python scripts/mutation_summary.py $(MUTATE) --out data/mutation
+	$(BIN)/python scripts/mutation_summary.py $(MUTATE) --out data/mutation $(if $(MODULES),--merge)
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis

@@ -11,7 +11,6 @@ An equivalent mutant counts as neither killed nor survived: the rate is killed /
 import argparse
 import json
 import pathlib
-import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -52,11 +51,21 @@ def classify(code):
 
 
 def diff_of(stage, name):
-    r = subprocess.run([str(ROOT / ".venv" / "bin" / "mutmut"), "show", name], cwd=stage,
-                       capture_output=True, text=True)
-    lines = [ln for ln in r.stdout.splitlines() if ln.startswith(("+", "-"))
-             and not ln.startswith(("+++", "---"))]
-    return " / ".join(ln.strip() for ln in lines)[:200]
+    """The lines a mutant changes, read from mutmut's mutated file and its .spans index (fast:
+    `mutmut show` starts a Python per mutant)."""
+    module, _, func = name.rpartition(".")
+    path = stage / "mutants" / "src" / pathlib.Path(*module.split(".")).with_suffix(".py")
+    spans = json.loads(path.with_name(path.name + ".spans").read_text())["spans"]
+    lines = path.read_text(encoding="utf-8").splitlines()
+
+    def body(key):  # spans are 0-based, inclusive; the mutant's own name made neutral
+        lo, hi = spans[key]
+        return [ln.strip().replace(key, "f") for ln in lines[lo:hi + 1]]
+
+    orig = body(func.partition("__mutmut_")[0] + "__mutmut_orig")
+    mut = body(func)
+    changed = [f"- {o} + {m}" for o, m in zip(orig, mut, strict=False) if o != m]
+    return " / ".join(changed)[:240]
 
 
 def main(argv=None):
@@ -64,6 +73,8 @@ def main(argv=None):
     ap.add_argument("stage", type=pathlib.Path)
     ap.add_argument("--out", type=pathlib.Path, default=ROOT / "data" / "mutation")
     ap.add_argument("--no-diff", action="store_true", help="list survivors without their diff")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the recorded results of modules this run did not mutate")
     a = ap.parse_args(argv)
     metas = sorted((a.stage / "mutants" / "src" / "llmmath").glob("*.py.meta"))
     if not metas:
@@ -90,6 +101,17 @@ def main(argv=None):
         modules[module] = counts
     seconds_file = a.stage / "seconds"
     seconds = int(seconds_file.read_text()) if seconds_file.exists() else None
+    for module in modules:
+        modules[module]["wall_seconds"] = seconds if len(modules) == 1 else None
+    old_file = a.out / "summary.json"
+    if a.merge and old_file.exists():  # a run over some modules: keep the others' record
+        old = json.loads(old_file.read_text())
+        for module, counts in old["modules"].items():
+            modules.setdefault(module, counts)
+        ran = {meta.name[: -len(".py.meta")] for meta in metas}
+        survivors += [s for s in old["survivors"] if s["mutant"].split(".")[1] not in ran]
+        seconds = None
+    modules = dict(sorted(modules.items()))
     tot = {k: sum(m[k] for m in modules.values()) for k in
            ("killed", "survived", "equivalent", "timeout", "no tests", "not checked",
             "suspicious", "total")}

@@ -20,7 +20,12 @@ from llmmath.capacity import memory_held
 from llmmath.chips import Chip
 from llmmath.collectives import bandwidth_factor, collective_time, latency_bandwidth_crossover
 from llmmath.cost import price_per_chip_second
-from llmmath.intensity import elementwise_intensity
+from llmmath.intensity import (
+    arithmetic_intensity,
+    attainable_flops,
+    elementwise_intensity,
+    matmul_ridge_batch,
+)
 from llmmath.models import kaplan_params
 from llmmath.moe import domain_memory, domain_of
 from llmmath.parallel import reduce_scatter_time, tensor_parallel_layer_comm_time
@@ -126,6 +131,12 @@ def test_elementwise_intensity():
     # of 4 B: 2/16.
     assert elementwise_intensity() == pytest.approx(1 / 6)
     assert elementwise_intensity(2, 3, 1, 4) == pytest.approx(0.125)
+    # a write alone (inputs 0) or a read alone (outputs 0) of 2 B: 1 FLOP per 2 B
+    assert elementwise_intensity(1, 0, 1) == pytest.approx(0.5)
+    assert elementwise_intensity(1, 1, 0) == pytest.approx(0.5)
+    assert np.allclose(elementwise_intensity(np.array([1.0, 3.0])), [1 / 6, 0.5])
+    with pytest.raises(ValueError, match="inputs, outputs"):
+        elementwise_intensity(1, 0, 0)
 
 
 def test_kaplan_params():
@@ -169,3 +180,55 @@ def test_memory_held_broadcasts():
     got = memory_held(L8, np.array([1, 2]), 8192)
     assert np.allclose(got, [16_060_522_496 + 1_073_741_824, 16_060_522_496 + 2_147_483_648],
                        rtol=1e-12)
+
+
+# ----- intensity: every byte width on its own, the ridge's edge cases ------------------------
+
+TOY8 = Chip(name="toy8", flops={"bf16": 1e15, "fp8": 2e15}, hbm_bandwidth=1e12,
+            hbm_capacity=100e9)
+
+
+def test_arithmetic_intensity_each_byte_width():
+    # (100 x 200) @ (200 x 300): 2 x 100 x 200 x 300 = 12e6 FLOP over 100 x 200 b_in
+    # + 200 x 300 b_w + 100 x 300 b_out bytes
+    assert arithmetic_intensity(100, 200, 300, bytes_per_element=1, weight_bytes=2,
+                                output_bytes=4) == pytest.approx(12e6 / 260_000)  # 46.15
+    assert arithmetic_intensity(100, 200, 300, bytes_per_element=1,
+                                weight_bytes=2) == pytest.approx(12e6 / 170_000)  # 70.59
+    assert arithmetic_intensity(100, 200, 300, bytes_per_element=1,
+                                output_bytes=4) == pytest.approx(12e6 / 200_000)  # 60
+
+
+def test_matmul_ridge_batch_each_byte_width_and_format():
+    # m = R k n b_w / (2 k n - R (k b_in + n b_out)) with R = 1000 on the toy chip:
+    # k 1e4, n 2e4, b_in 1, b_w 2, b_out 4: 1000 x 2e8 x 2 / (4e8 - 9e7) = 1290.32
+    assert matmul_ridge_batch(TOY8, 10_000, 20_000, bytes_per_element=1, weight_bytes=2,
+                              output_bytes=4) == pytest.approx(1290.3226, rel=1e-6)
+    # k = n = 1e4, b_in = b_out = 2, b_w = 1: 1000 x 1e8 / (2e8 - 4e7) = 625
+    assert matmul_ridge_batch(TOY8, 10_000, 10_000, weight_bytes=1) == pytest.approx(625)
+    # b_out = 1 alone: 1000 x 1e8 x 2 / (2e8 - 1000 x 3e4) = 1176.47
+    assert matmul_ridge_batch(TOY8, 10_000, 10_000, output_bytes=1) == pytest.approx(
+        1176.4706, rel=1e-6)
+    # fp8 doubles the ridge to 2000: 2000 x 1e8 x 2 / (2e8 - 2000 x 4e4) = 3333.33
+    assert matmul_ridge_batch(TOY8, 10_000, 10_000, dtype="fp8") == pytest.approx(
+        3333.3333, rel=1e-6)
+
+
+def test_matmul_ridge_batch_at_and_past_the_edge():
+    # 1-byte values, R = 1000: k = n = 1000 gives 2 k n = R (k + n) exactly: the activations
+    # alone carry the ridge's bytes, no batch reaches it (inf); k = 1e4, n = 1000:
+    # 1000 x 1e7 / (2e7 - 1000 x 11,000) = 1111.11.
+    got = matmul_ridge_batch(TOY8, np.array([1000.0, 10_000.0]), 1000, bytes_per_element=1)
+    assert np.isinf(got[0]) and got[1] == pytest.approx(1111.1111, rel=1e-6)
+    assert np.isinf(matmul_ridge_batch(TOY8, 500, 500, bytes_per_element=1))
+    # Just past the edge, k = n = 1000.00025: m = R k / (2 (k - R)) = 1000 x 1000.00025
+    # / 0.0005 = 2.0000005e9 (a denominator of 0.5, which must not be mistaken for none)
+    assert matmul_ridge_batch(TOY8, 1000.00025, 1000.00025, bytes_per_element=1) == (
+        pytest.approx(2.0000005e9, rel=1e-6))
+
+
+def test_attainable_flops_in_fp8():
+    # min(C, I W): fp8 peak 2e15; 500 FLOP/B x 1e12 B/s = 5e14 below it, 5000 above
+    assert attainable_flops(TOY8, 500, dtype="fp8") == pytest.approx(5e14)
+    assert attainable_flops(TOY8, 5000, dtype="fp8") == pytest.approx(2e15)
+    assert attainable_flops(TOY8, 5000) == pytest.approx(1e15)
