@@ -29,6 +29,12 @@ from llmmath.intensity import (
 from llmmath.models import kaplan_params
 from llmmath.moe import domain_memory, domain_of
 from llmmath.parallel import reduce_scatter_time, tensor_parallel_layer_comm_time
+from llmmath.prices import PriceSheet, kv_bytes_from_price_ratio
+from llmmath.speculative import (
+    speculative_critical_batch,
+    speculative_step,
+    speculative_tokens_per_step,
+)
 from llmmath.step import decode_step, serial_step
 from llmmath.training import (
     compute_optimal_model,
@@ -232,3 +238,70 @@ def test_attainable_flops_in_fp8():
     assert attainable_flops(TOY8, 500, dtype="fp8") == pytest.approx(5e14)
     assert attainable_flops(TOY8, 5000, dtype="fp8") == pytest.approx(2e15)
     assert attainable_flops(TOY8, 5000) == pytest.approx(1e15)
+
+
+# ----- prices ----------------------------------------------------------------------------------
+
+def test_kv_bytes_from_price_ratio_both_overlaps():
+    # 100e9 active parameters, a step at 200k tokens, R = 600 FLOP/B: the corner is at
+    # b_kv = 2 x 100e9 / (600 x 200e3) = 1666.67 B/token. A 1.5x price step: 1.5 x 1666.67
+    # = 2500 under whole-step overlap, (1.5 - 1) x 1666.67 = 833.33 under per-op.
+    assert kv_bytes_from_price_ratio(100e9, 200e3, 600, 1.5) == pytest.approx(2500, rel=1e-9)
+    assert kv_bytes_from_price_ratio(100e9, 200e3, 600, 1.5, overlap="per-op") == (
+        pytest.approx(833.3333, rel=1e-6))
+    got = kv_bytes_from_price_ratio(100e9, 200e3, 600, np.array([1.0, 2.0]))
+    assert np.allclose(got, [1666.6667, 3333.3333], rtol=1e-6)
+    got = kv_bytes_from_price_ratio(100e9, 200e3, 600, np.array([1.5, 3.0]), overlap="per-op")
+    assert np.allclose(got, [833.3333, 3333.3333], rtol=1e-6)
+    with pytest.raises(ValueError, match="price_ratio: got 0.9"):
+        kv_bytes_from_price_ratio(100e9, 200e3, 600, 0.9)
+    with pytest.raises(ValueError, match="price_ratio: got 1 under overlap='per-op'"):
+        kv_bytes_from_price_ratio(100e9, 200e3, 600, np.array([1.0, 2.0]), overlap="per-op")
+    with pytest.raises(ValueError, match="overlap"):
+        kv_bytes_from_price_ratio(100e9, 200e3, 600, 1.5, overlap="sum")
+
+
+def test_price_sheet_ratios():
+    # $2 in, $12 out, $0.20 cached: output 6x input, cached a tenth
+    sheet = PriceSheet("m", input=2.0, output=12.0, cached_input=0.2)
+    assert sheet.output_to_input == pytest.approx(6.0)
+    assert sheet.cached_to_input == pytest.approx(0.1)
+
+
+# ----- speculative decoding -------------------------------------------------------------------
+
+def test_speculative_tokens_per_step():
+    # (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023, eq. 1): k = 3, a = 0.8 gives
+    # (1 - 0.4096) / 0.2 = 2.952; a = 0 gives 1, a = 1 gives k + 1, k = 0 gives 1.
+    assert speculative_tokens_per_step(3, 0.8) == pytest.approx(2.952, rel=1e-12)
+    assert np.allclose(speculative_tokens_per_step(2, np.array([0.0, 0.5, 1.0])),
+                       [1.0, 1.75, 3.0], rtol=1e-12)
+    assert speculative_tokens_per_step(0, 0.7) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="acceptance: got 1.1"):
+        speculative_tokens_per_step(3, 1.1)
+
+
+def test_speculative_step_by_hand():
+    # Llama-3-8B, batch 4, 3 drafts, context 1000, toy chip: 16 scored tokens. Compute
+    # 16 x (2 x 7,504,658,432 + 4 x 4096 x 1000 x 32) / 1e15 = 0.248538 ms; memory: weights
+    # read once, (7,504,658,432 + 266,240 + 16 x 4096) x 2 B, plus 4 caches of 1000 x 131,072 B:
+    # 15,534,268,416 B / 1e12 = 15.534268 ms. Tokens: 4 x 2.952 = 11.808.
+    s = speculative_step(L8, TOY, 4, 1000, 3, 0.8)
+    assert s.compute_time == pytest.approx(0.248538e-3, rel=1e-5)
+    assert s.memory_time == pytest.approx(15.534268e-3, rel=1e-6)
+    assert s.time == pytest.approx(15.534268e-3, rel=1e-6)
+    assert s.tokens == pytest.approx(11.808, rel=1e-12)
+    assert s.bound == "memory"
+
+
+def test_speculative_critical_batch_by_hand():
+    # Context 0, 3 drafts: B x 4 x 2 x 7,504,658,432 / 1e15 = ((7,504,924,672 + 4B x 4096)
+    # x 2) / 1e12, so B = 15.009849e-3 / (60.037267e-6 - 32.768e-9) = 250.145.
+    assert speculative_critical_batch(L8, TOY, 3) == pytest.approx(250.145, rel=1e-5)
+    # Context 100 adds attention 4 x 4096 x 100 x 32 FLOP and 100 x 131,072 B a scored token
+    # and sequence: B = 15.009849e-3 / (60.246982e-6 - 13.139968e-6) = 318.633.
+    assert speculative_critical_batch(L8, TOY, 3, context=100) == pytest.approx(318.633,
+                                                                                rel=1e-5)
+    # At 1000 tokens the KV read (131 us a sequence) outgrows the compute (62 us): no batch
+    with pytest.raises(ValueError, match="memory-bound at every batch"):
+        speculative_critical_batch(L8, TOY, 3, context=1000)
