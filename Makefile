@@ -23,7 +23,8 @@ help:
 	@echo "make bench    measure library, explorer, notebook and build speed"
 	@echo "make mutate   mutation testing of the physics modules by the unit tests (slow; not in make test)"
 	@echo "              into data/mutation/summary.md; MODULES='intensity cost' mutates only those"
-	@echo "              (merged into the recorded summary), MUTANTS='llmmath.cost.x_f*' runs a subset"
+	@echo "              (merged into the recorded summary), MUTANTS='llmmath.cost.x_f*' runs a subset,"
+	@echo "              TESTS='tests/test_a.py ...' a subset of the unit tests (a lower bound, faster)"
 	@echo "make clean    remove build outputs (keeps .venv)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -120,6 +121,7 @@ bench: $(STAMP)
 MUTATE := _build/mutate
 MUTANTS ?=
 MODULES ?=
+TESTS ?=
 mutate:
 	@test -x $(BIN)/mutmut || { echo "no $(BIN)/mutmut: make unit (or pip install -r requirements.txt) first"; exit 1; }
 	rm -rf $(MUTATE) && mkdir -p $(MUTATE)/src $(MUTATE)/data
@@ -131,6 +133,12 @@ ifneq ($(MODULES),)
 	  mods = ', '.join('\"src/llmmath/%s.py\"' % m for m in sys.argv[2:]); \
 	  open(p, 'w').write(re.sub(r'only_mutate = \[.*?\]', 'only_mutate = [' + mods + ']', s, flags=re.S))" \
 	  $(MUTATE)/pyproject.toml $(MODULES)
+endif
+ifneq ($(TESTS),)
+	$(BIN)/python -c "import re, sys; p = sys.argv[1]; s = open(p).read(); \
+	  t = ', '.join('\"%s\"' % x for x in sys.argv[2:]); s = re.sub( \
+	  r'pytest_add_cli_args_test_selection = \[.*?\]', 'pytest_add_cli_args_test_selection = [' + t + ']', \
+	  s, flags=re.S); open(p, 'w').write(s)" $(MUTATE)/pyproject.toml $(TESTS)
 endif
 	@start=$$(date +%s); \
 	(cd $(MUTATE) && env -u PYTHONPATH nice -n 15 $(CURDIR)/$(BIN)/mutmut run --max-children 1 $(MUTANTS)) \

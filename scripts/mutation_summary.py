@@ -11,6 +11,7 @@ An equivalent mutant counts as neither killed nor survived: the rate is killed /
 import argparse
 import json
 import pathlib
+import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -101,8 +102,13 @@ def main(argv=None):
         modules[module] = counts
     seconds_file = a.stage / "seconds"
     seconds = int(seconds_file.read_text()) if seconds_file.exists() else None
+    staged = (a.stage / "pyproject.toml").read_text()  # the selection this run used
+    tests = re.findall(r'"([^"]+)"', re.search(
+        r"pytest_add_cli_args_test_selection = \[(.*?)\]", staged, re.S).group(1))
     for module in modules:
         modules[module]["wall_seconds"] = seconds if len(modules) == 1 else None
+        modules[module]["tests"] = "all unit tests of [tool.mutmut]" if len(tests) > 10 else \
+            " ".join(pathlib.Path(t).name for t in tests)
     old_file = a.out / "summary.json"
     if a.merge and old_file.exists():  # a run over some modules: keep the others' record
         old = json.loads(old_file.read_text())
@@ -133,11 +139,11 @@ def main(argv=None):
         md += [f"Wall time of the run: {seconds} s ({seconds / 60:.0f} min), one child, nice 15.",
                ""]
     md += ["| module | total | killed | survived | equivalent | timeout | no tests | "
-           "not checked | kill rate |", "|---|---|---|---|---|---|---|---|---|"]
+           "not checked | kill rate | tests run |", "|---|---|---|---|---|---|---|---|---|---|"]
     for module, c in list(modules.items()) + [("**all**", tot)]:
         md.append(f"| {module} | {c['total']} | {c['killed']} | {c['survived']} | "
                   f"{c['equivalent']} | {c['timeout']} | {c['no tests']} | {c['not checked']} | "
-                  f"{pct(c['kill_rate'])} |")
+                  f"{pct(c['kill_rate'])} | {c.get('tests', '')} |")
     md += ["", "## Equivalent mutants (reviewed, data/mutation/equivalent.txt)", ""]
     md += [f"- `{k}`: {v}" for k, v in sorted(equivalent.items())] or ["(none)"]
     md += ["", "## Survivors still to kill", ""]

@@ -16,7 +16,14 @@ import pytest
 
 from llmmath import chips, models
 from llmmath.balance import decode_balance
-from llmmath.capacity import memory_held
+from llmmath.capacity import (
+    drain_time,
+    fits_in_memory,
+    max_batch,
+    max_context,
+    memory_held,
+    min_chips,
+)
 from llmmath.chips import Chip
 from llmmath.collectives import bandwidth_factor, collective_time, latency_bandwidth_crossover
 from llmmath.cost import price_per_chip_second
@@ -305,3 +312,38 @@ def test_speculative_critical_batch_by_hand():
     # At 1000 tokens the KV read (131 us a sequence) outgrows the compute (62 us): no batch
     with pytest.raises(ValueError, match="memory-bound at every batch"):
         speculative_critical_batch(L8, TOY, 3, context=1000)
+
+
+# ----- capacity ---------------------------------------------------------------------------------
+
+def test_fits_max_batch_max_context_min_chips_by_hand():
+    # Llama-3-8B on the 100 GB toy chip: bf16 weights 16,060,522,496 B; one 8192-token
+    # sequence's KV 8192 x 131,072 = 1,073,741,824 B. 78 sequences: 99,812,384,768 B (fits),
+    # 79: 100,886,126,592 B (does not). At 90% of the chip, 68 fit (89.07 GB), 69 do not
+    # (90.15 GB); on 2 chips 171 fit (199.67 GB), 172 do not (200.74 GB).
+    assert fits_in_memory(L8, TOY, 78, 8192) and not fits_in_memory(L8, TOY, 79, 8192)
+    assert fits_in_memory(L8, TOY, 68, 8192, memory_fraction=0.9)
+    assert not fits_in_memory(L8, TOY, 69, 8192, memory_fraction=0.9)
+    assert fits_in_memory(L8, TOY, 171, 8192, n_chips=2)
+    assert not fits_in_memory(L8, TOY, 172, 8192, n_chips=2)
+    assert list(fits_in_memory(L8, TOY, np.array([78, 79]), 8192)) == [True, False]
+    # max_batch, 2 chips at 90%, int8 weights: (180e9 - 8,030,261,248) / 1,073,741,824
+    # = 160.16 -> 160
+    assert max_batch(L8, TOY, 8192, n_chips=2, weight_bytes=1, memory_fraction=0.9) == 160
+    # weights alone over a 10 GB chip: 16.06 GB need at least 2
+    small = Chip(name="small", flops={"bf16": 1e15}, hbm_bandwidth=1e12, hbm_capacity=10e9)
+    with pytest.raises(ValueError, match="at least 2 x small"):
+        max_batch(L8, small, 8192)
+    # max_context, batch 4: 83,939,477,504 / (4 x 131,072) = 160,101.8 -> 160,101 tokens;
+    # with 30% of HBM for KV (Pope et al. 2022's Table 1 rule) 30e9 / 524,288 = 57,220; two
+    # replicas of each KV byte halve it: 28,610.
+    assert max_context(L8, TOY, 4) == 160_101
+    assert max_context(L8, TOY, 4, kv_fraction=0.3) == 57_220
+    assert max_context(L8, TOY, 4, kv_fraction=0.3, kv_replicas=2) == 28_610
+    # min_chips: (16.06e9 + 100 x 1.0737e9) / 100e9 = 1.234 -> 2; at 50%, 2.469 -> 3; the
+    # weights alone -> 1
+    assert min_chips(L8, TOY, 100, 8192) == 2
+    assert min_chips(L8, TOY, 100, 8192, memory_fraction=0.5) == 3
+    assert min_chips(L8, TOY) == 1
+    # drain time: 100e9 B / 1e12 B/s = 0.1 s
+    assert drain_time(TOY) == pytest.approx(0.1)
