@@ -15,7 +15,12 @@ import numpy as np
 import pytest
 
 from llmmath import chips, models
-from llmmath.balance import decode_balance
+from llmmath.balance import (
+    critical_batch,
+    critical_context,
+    decode_balance,
+    implied_kv_bytes_per_token,
+)
 from llmmath.capacity import (
     drain_time,
     fits_in_memory,
@@ -347,3 +352,34 @@ def test_fits_max_batch_max_context_min_chips_by_hand():
     assert min_chips(L8, TOY) == 1
     # drain time: 100e9 B / 1e12 B/s = 0.1 s
     assert drain_time(TOY) == pytest.approx(0.1)
+
+
+# ----- balance points -----------------------------------------------------------------------
+
+def test_critical_batch_by_hand():
+    # Llama-3-8B on the toy chip, context 0: B x 2 x 7,504,658,432 / 1e15
+    # = (7,504,924,672 + 4096 B) x 2 / 1e12 (weights, norms and B embedding rows), so
+    # B* = 15.009849e-3 / (15.009317e-6 - 8.192e-9) = 1000.58; int8 weights halve the right
+    # side: 500.15.
+    assert critical_batch(L8, TOY) == pytest.approx(1000.58, rel=1e-5)
+    assert critical_batch(L8, TOY, weight_bytes=1) == pytest.approx(500.154, rel=1e-5)
+    # At 50 tokens each sequence adds 4 x 4096 x 50 x 32 FLOP and 50 x 131,072 B:
+    # B* = 15.009849e-3 / (15.035531e-6 - 6.561792e-6) = 1771.34
+    assert critical_batch(L8, TOY, context=50) == pytest.approx(1771.34, rel=1e-5)
+    # At 1000 tokens the KV read (131 us a sequence) outgrows the compute (15.5 us): none
+    with pytest.raises(ValueError):
+        critical_batch(L8, TOY, context=1000)
+
+
+def test_critical_context_and_its_inverse_by_hand():
+    # S* = 2 N_mm W / (C b_kv) = 2 x 7,504,658,432 x 1e12 / (1e15 x 131,072) = 114.512 tokens;
+    # counting attention's 4 x 4096 x 32 FLOP per cached token: 15.009317e-6
+    # / (131.072e-9 - 0.524288e-9) = 114.972; int8 KV doubles the first: 229.024.
+    assert critical_context(L8, TOY, attention_flops=False) == pytest.approx(114.512, rel=1e-6)
+    assert critical_context(L8, TOY) == pytest.approx(114.9719, rel=1e-6)
+    assert critical_context(L8, TOY, kv_bytes=1, attention_flops=False) == pytest.approx(
+        229.024, rel=1e-6)
+    with pytest.raises(ValueError, match="overlap"):
+        critical_context(L8, TOY, overlap="per-op")
+    # read backwards, 114.512 tokens on the toy chip means 131,072 B a token
+    assert implied_kv_bytes_per_token(N_MM, TOY, 114.512) == pytest.approx(131_072, rel=1e-6)
