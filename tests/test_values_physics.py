@@ -383,3 +383,127 @@ def test_critical_context_and_its_inverse_by_hand():
         critical_context(L8, TOY, overlap="per-op")
     # read backwards, 114.512 tokens on the toy chip means 131,072 B a token
     assert implied_kv_bytes_per_token(N_MM, TOY, 114.512) == pytest.approx(131_072, rel=1e-6)
+
+
+# ----- errors start with the argument's name; the edges the mutation run found --------------
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: arithmetic_intensity(0, 1, 1), "m"),
+    (lambda: arithmetic_intensity(1, 0, 1), "k"),
+    (lambda: arithmetic_intensity(1, 1, 0), "n"),
+    (lambda: arithmetic_intensity(1, 1, 1, bytes_per_element=0), "bytes_per_element"),
+    (lambda: arithmetic_intensity(1, 1, 1, weight_bytes=0), "weight_bytes"),
+    (lambda: arithmetic_intensity(1, 1, 1, output_bytes=0), "output_bytes"),
+    (lambda: attainable_flops(TOY, 0), "intensity"),
+    (lambda: elementwise_intensity(0), "flops_per_element"),
+    (lambda: elementwise_intensity(1, -1), "inputs"),
+    (lambda: elementwise_intensity(1, 1, -1), "outputs"),
+    (lambda: elementwise_intensity(1, 1, 1, 0), "bytes_per_element"),
+    (lambda: elementwise_intensity(1, 0, 0), "inputs, outputs"),
+    (lambda: matmul_ridge_batch(TOY, 0, 1), "k"),
+    (lambda: matmul_ridge_batch(TOY, 1, 0), "n"),
+    (lambda: matmul_ridge_batch(TOY, 1, 1, bytes_per_element=0), "bytes_per_element"),
+    (lambda: matmul_ridge_batch(TOY, 1, 1, weight_bytes=0), "weight_bytes"),
+    (lambda: matmul_ridge_batch(TOY, 1, 1, output_bytes=0), "output_bytes"),
+    (lambda: kv_bytes_from_price_ratio(0, 1, 1, 1.5), "active_params"),
+    (lambda: kv_bytes_from_price_ratio(1, 0, 1, 1.5), "context"),
+    (lambda: kv_bytes_from_price_ratio(1, 1, 0, 1.5), "ops_per_byte"),
+    (lambda: kv_bytes_from_price_ratio(1, 1, 1, 0), "price_ratio"),
+    (lambda: kv_bytes_from_price_ratio(1, 1, 1, 1.5, overlap="x"), "overlap"),
+    (lambda: speculative_tokens_per_step(-1, 0.5), "draft_tokens"),
+    (lambda: speculative_tokens_per_step(1, -0.5), "acceptance"),
+    (lambda: speculative_step(L8, TOY, 0, 10, 1), "batch"),
+    (lambda: speculative_step(L8, TOY, 1, -1, 1), "context"),
+    (lambda: speculative_step(L8, TOY, 1, 10, -1), "draft_tokens"),
+    (lambda: speculative_critical_batch(L8, TOY, -1), "draft_tokens"),
+    (lambda: speculative_critical_batch(L8, TOY, 1, context=-1), "context"),
+    (lambda: speculative_critical_batch(L8, TOY, 1, weight_bytes=0), "weight_bytes"),
+    (lambda: speculative_critical_batch(L8, TOY, 1, kv_bytes=0), "kv_bytes"),
+])
+def test_errors_start_with_the_arguments_name(call, name):
+    with pytest.raises(ValueError) as e:
+        call()
+    assert str(e.value).startswith(f"{name}: "), str(e.value)
+
+
+def test_error_messages_in_full():
+    with pytest.raises(ValueError, match=r"^inputs, outputs: at least one operand must be read "
+                                         r"or written$"):
+        elementwise_intensity(1, 0, 0)
+    with pytest.raises(ValueError, match=r"a price step is >= 1 \(the long-context price over "
+                                         r"the short-context one\)$"):
+        kv_bytes_from_price_ratio(1, 1, 1, 0.5)
+    with pytest.raises(ValueError, match=r"without a corner a flat price implies no KV bytes at "
+                                         r"all \(give a ratio > 1\)$"):
+        kv_bytes_from_price_ratio(1, 1, 1, 1.0, overlap="per-op")
+
+
+def test_intensity_and_price_edges():
+    # half-byte values: 1 FLOP over (2 + 1) x 0.5 B = 2/3 FLOP/B; a 0.5 B write alone, 2
+    assert elementwise_intensity(1, 2, 1, 0.5) == pytest.approx(2 / 3)
+    assert elementwise_intensity(1, 0, 1, 0.5) == pytest.approx(2.0)
+    # a 2x step under per-op: (2 - 1) x 1666.67 B
+    assert kv_bytes_from_price_ratio(100e9, 200e3, 600, 2.0, overlap="per-op") == (
+        pytest.approx(1666.6667, rel=1e-6))
+
+
+def test_speculative_edges_by_hand():
+    # whole draft counts only, zero allowed (then it is a decode step: 1 token a sequence)
+    for bad in (1.5, np.array([1, 2.5])):
+        with pytest.raises(ValueError, match="^draft_tokens: "):
+            speculative_tokens_per_step(bad, 0.5)
+        with pytest.raises(ValueError, match="^draft_tokens: "):
+            speculative_step(L8, TOY, 4, 100, bad)
+    with pytest.raises(ValueError, match="^draft_tokens: "):
+        speculative_critical_batch(L8, TOY, 1.5)
+    with pytest.raises(TypeError, match="^kv_bytes: "):
+        speculative_critical_batch(L8, TOY, 1, kv_bytes=np.array([1.0, 2.0]))
+    assert speculative_tokens_per_step(0, 0.0) == 1.0
+    # k = 0: critical_batch's 1000.58 (the decode step); draft_tokens 0 is decode_step, DeepSeek
+    # V3.2's indexer included
+    assert speculative_critical_batch(L8, TOY, 0) == pytest.approx(1000.58, rel=1e-5)
+    v32 = models.get("DeepSeek-V3.2")
+    a, b = speculative_step(v32, H100, 8, 50_000, 0), decode_step(v32, H100, 8, 50_000)
+    for f in ("compute_time", "memory_time", "time", "tokens"):
+        assert getattr(a, f) == pytest.approx(getattr(b, f), rel=1e-12), f
+    a, b = speculative_step(v32, H100, 8, 50_000, 2), decode_step(v32, H100, 24, 50_000)
+    assert a.compute_time == pytest.approx(b.compute_time, rel=1e-12)  # 3 scored per sequence
+    # acceptance defaults to 1: every draft accepted, k + 1 tokens a sequence
+    s = speculative_step(L8, TOY, 4, 1000, 3)
+    assert s.tokens == pytest.approx(16.0)
+    assert (s.kind, s.overlap, s.model.name) == ("decode", "step", "Llama-3-8B")
+    assert speculative_step(L8, TOY, 4, 1000, 3, overlap="per-op").overlap == "per-op"
+    # no attention FLOPs: exactly 16 x 2 x 7,504,658,432 FLOP = 240.1490698e9 at 1e15 FLOP/s
+    s = speculative_step(L8, TOY, 4, 1000, 3, attention_flops=False)
+    assert s.compute_time == pytest.approx(240.149069824e-6, rel=1e-13)
+    # An fp8 step with int8 KV: the KV read halves (4 x 1000 x 65,536 B) and attention runs in
+    # the cache's format at 2e15: 16 x 4 x 4096 x 1000 x 32 / 2e15 = 4.194304 us; with a bf16
+    # cache attention stays at the bf16 1e15: 8.388608 us.
+    s = speculative_step(L8, TOY8, 4, 1000, 3, kv_bytes=1, dtype="fp8")
+    assert s.kv_time == pytest.approx(262.144e-6, rel=1e-9)
+    assert s.attention_time == pytest.approx(4.194304e-6, rel=1e-9)
+    s = speculative_step(L8, TOY8, 4, 1000, 3, dtype="fp8")
+    assert s.attention_time == pytest.approx(8.388608e-6, rel=1e-9)
+
+
+def test_speculative_critical_batch_formats_and_small_batches():
+    # int8 weights: B = 7.504925e-3 / (60.037267e-6 - 16.384e-9) = 125.04
+    assert speculative_critical_batch(L8, TOY, 3, weight_bytes=1) == pytest.approx(125.04,
+                                                                                   rel=1e-4)
+    # int8 KV at 100 tokens: B = 15.009849e-3 / (60.246982e-6 - 6.586368e-6) = 279.72
+    assert speculative_critical_batch(L8, TOY, 3, context=100, kv_bytes=1) == pytest.approx(
+        279.72, rel=1e-4)
+    # fp8 compute doubles C: B = 15.009849e-3 / (30.018634e-6 - 32.768e-9) = 500.57
+    assert speculative_critical_batch(L8, TOY8, 3, dtype="fp8") == pytest.approx(500.564,
+                                                                                 rel=1e-4)
+    # a chip 10,000x slower than its memory: B* well below one sequence,
+    # 15.009849e-3 / (8 x 7,504,658,432 / 1e11 - 32.768e-9) = 0.025002
+    slow = Chip(name="slow", flops={"bf16": 1e11}, hbm_bandwidth=1e12, hbm_capacity=100e9)
+    assert speculative_critical_batch(L8, slow, 3) == pytest.approx(0.0250009, rel=1e-5)
+
+
+def test_speculative_tokens_per_step_warns_nothing():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert speculative_tokens_per_step(3, np.array([0.5, 1.0]))[1] == 4.0
