@@ -299,7 +299,8 @@ def test_speculative_step_by_hand():
     # read once, (7,504,658,432 + 266,240 + 16 x 4096) x 2 B, plus 4 caches of 1000 x 131,072 B:
     # 15,534,268,416 B / 1e12 = 15.534268 ms. Tokens: 4 x 2.952 = 11.808.
     s = speculative_step(L8, TOY, 4, 1000, 3, 0.8)
-    assert s.compute_time == pytest.approx(0.248538e-3, rel=1e-5)
+    # exactly (240,149,069,824 + 8,388,608,000) FLOP, nothing for an indexer this model lacks
+    assert s.compute_time == pytest.approx(248.537677824e-6, rel=1e-13)
     assert s.memory_time == pytest.approx(15.534268e-3, rel=1e-6)
     assert s.time == pytest.approx(15.534268e-3, rel=1e-6)
     assert s.tokens == pytest.approx(11.808, rel=1e-12)
@@ -476,6 +477,11 @@ def test_speculative_edges_by_hand():
     # no attention FLOPs: exactly 16 x 2 x 7,504,658,432 FLOP = 240.1490698e9 at 1e15 FLOP/s
     s = speculative_step(L8, TOY, 4, 1000, 3, attention_flops=False)
     assert s.compute_time == pytest.approx(240.149069824e-6, rel=1e-13)
+    assert s.attention_time == 0
+    # ... and the critical batch without them, at 100 tokens:
+    # 15.009849e-3 / (60.037267e-6 - (32.768e-9 + 13.1072e-6)) = 320.058
+    assert speculative_critical_batch(L8, TOY, 3, context=100, attention_flops=False) == (
+        pytest.approx(320.058, rel=1e-5))
     # An fp8 step with int8 KV: the KV read halves (4 x 1000 x 65,536 B) and attention runs in
     # the cache's format at 2e15: 16 x 4 x 4096 x 1000 x 32 / 2e15 = 4.194304 us; with a bf16
     # cache attention stays at the bf16 1e15: 8.388608 us.
