@@ -300,7 +300,7 @@ def test_speculative_step_by_hand():
     # 15,534,268,416 B / 1e12 = 15.534268 ms. Tokens: 4 x 2.952 = 11.808.
     s = speculative_step(L8, TOY, 4, 1000, 3, 0.8)
     # exactly (240,149,069,824 + 8,388,608,000) FLOP, nothing for an indexer this model lacks
-    assert s.compute_time == pytest.approx(248.537677824e-6, rel=1e-13)
+    assert s.compute_time == pytest.approx(248.537677824e-6, rel=1e-13, abs=0)
     assert s.memory_time == pytest.approx(15.534268e-3, rel=1e-6)
     assert s.time == pytest.approx(15.534268e-3, rel=1e-6)
     assert s.tokens == pytest.approx(11.808, rel=1e-12)
@@ -476,7 +476,7 @@ def test_speculative_edges_by_hand():
     assert speculative_step(L8, TOY, 4, 1000, 3, overlap="per-op").overlap == "per-op"
     # no attention FLOPs: exactly 16 x 2 x 7,504,658,432 FLOP = 240.1490698e9 at 1e15 FLOP/s
     s = speculative_step(L8, TOY, 4, 1000, 3, attention_flops=False)
-    assert s.compute_time == pytest.approx(240.149069824e-6, rel=1e-13)
+    assert s.compute_time == pytest.approx(240.149069824e-6, rel=1e-13, abs=0)
     assert s.attention_time == 0
     # ... and the critical batch without them, at 100 tokens:
     # 15.009849e-3 / (60.037267e-6 - (32.768e-9 + 13.1072e-6)) = 320.058
