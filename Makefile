@@ -11,7 +11,7 @@ STUDENT := _build/student
 SLIDES := _build/slides
 FIGURES := _build/figures
 
-.PHONY: book pdf test unit compat nbval build-check browser lab notebooks student psets psets-test slides figures execute bench clean help
+.PHONY: book pdf test unit compat nbval build-check browser lab notebooks student psets psets-test slides figures execute bench mutate clean help
 
 help:
 	@echo "make book     build the HTML site into $(HTML) (warnings are errors)"
@@ -26,6 +26,10 @@ help:
 	@echo "make slides   one reveal.js deck per chapter (offline) into $(SLIDES), tested"
 	@echo "make figures  every chapter figure as SVG and PNG, by label, into $(FIGURES), tested"
 	@echo "make bench    measure library, explorer, notebook and build speed"
+	@echo "make mutate   mutation testing of the physics modules by the unit tests (slow; not in make test)"
+	@echo "              into data/mutation/summary.md; MODULES='intensity cost' mutates only those"
+	@echo "              (merged into the recorded summary), MUTANTS='llmmath.cost.x_f*' runs a subset,"
+	@echo "              TESTS='tests/test_a.py ...' a subset of the unit tests (a lower bound, faster)"
 	@echo "make clean    remove build outputs (keeps .venv)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -152,6 +156,37 @@ lab: $(STAMP) notebooks
 
 bench: $(STAMP)
 	$(BIN)/python scripts/bench.py
+
+# Mutation testing (issue 20): mutmut over the physics modules ([tool.mutmut] in pyproject.toml),
+# unit tests only, one child under nice. mutmut 3 wants a src/ layout, so lib/llmmath is staged
+# as $(MUTATE)/src/llmmath; a fresh stage each time, so the recorded time is a full run's.
+MUTATE := _build/mutate
+MUTANTS ?=
+MODULES ?=
+TESTS ?=
+mutate:
+	@test -x $(BIN)/mutmut || { echo "no $(BIN)/mutmut: make unit (or pip install -r requirements.txt) first"; exit 1; }
+	rm -rf $(MUTATE) && mkdir -p $(MUTATE)/src $(MUTATE)/data
+	cp -r lib/llmmath $(MUTATE)/src/ && cp -r tests pyproject.toml references.bib $(MUTATE)/
+	cp -r data/calibration $(MUTATE)/data/
+	find $(MUTATE) -name __pycache__ -prune -exec rm -rf {} +
+ifneq ($(MODULES),)
+	$(BIN)/python -c "import re, sys; p = sys.argv[1]; s = open(p).read(); \
+	  mods = ', '.join('\"src/llmmath/%s.py\"' % m for m in sys.argv[2:]); \
+	  open(p, 'w').write(re.sub(r'only_mutate = \[.*?\]', 'only_mutate = [' + mods + ']', s, flags=re.S))" \
+	  $(MUTATE)/pyproject.toml $(MODULES)
+endif
+ifneq ($(TESTS),)
+	$(BIN)/python -c "import re, sys; p = sys.argv[1]; s = open(p).read(); \
+	  t = ', '.join('\"%s\"' % x for x in sys.argv[2:]); s = re.sub( \
+	  r'pytest_add_cli_args_test_selection = \[.*?\]', 'pytest_add_cli_args_test_selection = [' + t + ']', \
+	  s, flags=re.S); open(p, 'w').write(s)" $(MUTATE)/pyproject.toml $(TESTS)
+endif
+	@start=$$(date +%s); \
+	(cd $(MUTATE) && env -u PYTHONPATH nice -n 15 $(CURDIR)/$(BIN)/mutmut run --max-children 1 $(MUTANTS)) \
+	  > $(MUTATE)/run.log 2>&1; rc=$$?; tail -5 $(MUTATE)/run.log; \
+	echo $$(( $$(date +%s) - start )) > $(MUTATE)/seconds; test $$rc -eq 0
+	$(BIN)/python scripts/mutation_summary.py $(MUTATE) --out data/mutation $(if $(MODULES),--merge)
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis

@@ -29,6 +29,28 @@ def _full_width(m):
     return m.n_heads * m.head_dim == m.d_model
 
 
+def test_breakdown_by_hand_llama_3_8b_and_mixtral():
+    # Llama-3-8B (Meta model card: 32 layers, D 4096, 32 query and 8 KV heads of 128, SwiGLU
+    # 14336, vocabulary 128,256, untied): embedding = head = 128,256 x 4096 = 525,336,576;
+    # attention 32 x (2 x 4096^2 + 2 x 4096 x 1024) = 1,342,177,280; MLP 32 x 3 x 4096 x 14336
+    # = 5,637,144,576; RMSNorm scales (2 x 32 + 1) x 4096 = 266,240; total 8,030,261,248
+    # (the card's 8.03e9).
+    b = parameter_breakdown(models.get("Llama-3-8B"))
+    assert (b.embedding, b.lm_head, b.attention, b.dense_mlp, b.norms) == (
+        525_336_576, 525_336_576, 1_342_177_280, 5_637_144_576, 266_240)
+    assert b.total == 8_030_261_248
+    # Mixtral-8x7B (Mistral AI: same attention, 8 experts of SwiGLU 14336, 2 active, vocabulary
+    # 32,000): experts 32 x 8 x 176,160,768 = 45,097,156,608 (active: 2 of 8, 11,274,289,152);
+    # routers 32 x (4096 + 1) x 8 = 1,048,832 (a bias per expert, as documented); total
+    # 2 x 131,072,000 + 1,342,177,280 + 45,097,156,608 + 1,048,832 + 266,240 = 46,702,792,960
+    # (Mistral's 46.7e9).
+    b = parameter_breakdown(models.get("Mixtral-8x7B"))
+    assert (b.routed_experts, b.routed_experts_active, b.routers) == (
+        45_097_156_608, 11_274_289_152, 1_048_832)
+    assert b.total == 46_702_792_960
+    assert b.active == 46_702_792_960 - 45_097_156_608 + 11_274_289_152
+
+
 @pytest.mark.parametrize("m", ALL, ids=IDS)
 def test_breakdown_adds_up_to_the_counts(m):
     b = parameter_breakdown(m)
@@ -110,6 +132,12 @@ def test_attention_crossover_context(m):
         m_open = m.replace(max_context=None)
         attn = m_open.attention_flops_per_token(S) + m_open.indexer_flops_per_token(S)
         assert attn == pytest.approx(2 * m.matmul_params_active, rel=1e-9)
+
+
+def test_attention_crossover_by_hand_llama_3_8b():
+    # 2 N_mm / (4 n_q d_h L) = 2 x 7,504,658,432 / (4 x 4096 x 32) = 28,627.5 tokens (6.99 D)
+    assert attention_crossover_context(models.get("Llama-3-8B")) == pytest.approx(28_627.5,
+                                                                                  rel=1e-4)
 
 
 def test_sparse_attention_crossover_is_set_by_its_indexer():

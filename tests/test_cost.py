@@ -29,21 +29,39 @@ TOY_MOE = Model(name="toy-moe", n_layers=8, d_model=1024, d_ff=4096, n_heads=8, 
 NO_PRICE = Chip(name="unpriced", flops={"bf16": 1e15}, hbm_bandwidth=2e12, hbm_capacity=1e12)
 
 
+TOY = Chip(name="toy", flops={"bf16": 1e15}, hbm_bandwidth=1e12, hbm_capacity=100e9)
+
+
 def test_throughput_and_chip_seconds():
-    s = decode_step(LLAMA, H100, 128, 4096, n_chips=8)
-    assert tokens_per_second(s) == pytest.approx(128 / s.time)
-    assert tokens_per_second_per_chip(s) == pytest.approx(128 / s.time / 8)
-    assert chip_seconds_per_token(s) == pytest.approx(8 * s.time / 128)
-    p = prefill_step(LLAMA, H100, 2, 1000, n_chips=8)
-    assert tokens_per_second(p) == pytest.approx(2000 / p.time)
+    # By hand: Llama-3-8B has 32 x (4096 x 6144 + 4096^2 + 3 x 4096 x 14336) + 128,256 x 4096
+    # = 7,504,658,432 matmul parameters (Meta's model card: 8.03e9 with the embedding table,
+    # which is gathered, not read). Batch 128 at context 0 on 4 toy chips (1 PFLOP/s, 1 TB/s):
+    # memory 2 x 7.5047e9 B / 4e12 B/s = 3.7523 ms against compute 128 x 2 x 7.5047e9 / 4e15
+    # = 0.48 ms, so the step takes 3.7523 ms: 128 / 3.7523e-3 = 34,112 tokens/s, 8,528 per
+    # chip, 4 x 3.7523e-3 / 128 = 1.1726e-4 chip-seconds per token.
+    s = decode_step(models.get("Llama-3-8B"), TOY, 128, 0, n_chips=4)
+    assert tokens_per_second(s) == pytest.approx(34_112, rel=1e-3)
+    assert tokens_per_second_per_chip(s) == pytest.approx(8_528, rel=1e-3)
+    assert chip_seconds_per_token(s) == pytest.approx(1.1726e-4, rel=1e-3)
+    # Prefill of 2 x 1000 tokens on one toy chip is compute-bound: 2000 x 2 x 7.5047e9 / 1e15
+    # = 30.02 ms (+ causal attention 4 x 4096 x 500 x 32 = 0.26e9 FLOP a token, 1.7%): about
+    # 30.5 ms, 65,500 tokens/s.
+    p = prefill_step(models.get("Llama-3-8B"), TOY, 2, 1000)
+    assert tokens_per_second(p) == pytest.approx(2000 / 30.53e-3, rel=0.01)
 
 
 def test_cost_per_token_uses_chip_price_or_given_price():
-    s = decode_step(LLAMA, H100, 128, 4096, n_chips=8)
-    expected = 8 * s.time * H100.price_per_hour / 3600 / 128
-    assert cost_per_token(s) == pytest.approx(expected)
-    assert cost_per_token(s, price_per_chip_hour=2.0) == pytest.approx(8 * s.time * 2 / 3600 / 128)
-    assert cost_per_million_tokens(s) == pytest.approx(1e6 * expected)
+    # The step above at $2/chip-hour: 1.1726e-4 chip-s x 2 / 3600 = 6.514e-8 $/token,
+    # $0.06514 per million; the H100's catalogue price p gives 1.1726e-4 x p / 3600.
+    s = decode_step(models.get("Llama-3-8B"), TOY, 128, 0, n_chips=4)
+    assert cost_per_token(s, price_per_chip_hour=2.0) == pytest.approx(6.514e-8, rel=1e-3)
+    assert cost_per_million_tokens(s, price_per_chip_hour=2.0) == pytest.approx(0.06514, rel=1e-3)
+    h = decode_step(models.get("Llama-3-8B"), H100, 128, 0, n_chips=4)
+    # on H100s (3.35 TB/s each): 15.009e9 / 13.4e12 = 1.1201 ms a step, 4 x 1.1201e-3 / 128
+    # = 3.500e-5 chip-s per token
+    assert cost_per_token(h) == pytest.approx(3.500e-5 * H100.price_per_hour / 3600, rel=2e-3)
+    assert cost_per_million_tokens(h) == pytest.approx(35.0 * H100.price_per_hour / 3600,
+                                                        rel=2e-3)
 
 
 def test_cost_needs_a_price():

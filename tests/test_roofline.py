@@ -41,12 +41,17 @@ CHIP = Chip(name="unit chip", flops={"bf16": 1e15, "fp8": 2e15}, hbm_bandwidth=2
 def test_decode_step_matches_hand_formula():
     B, S, n = 64, 4096, 8
     s = decode_step(LLAMA, H100, batch=B, context=S, n_chips=n)
-    C, W = H100.flops["bf16"], H100.hbm_bandwidth
+    C, W = 989.4e12, 3.35e12  # H100 SXM datasheet, bf16 dense
+    # Llama-3-70B by hand (Meta model card: 80 layers, D 8192, 64 query / 8 KV heads of 128,
+    # SwiGLU 28672, vocabulary 128,256, untied): matmul parameters 80 x (8192 x 10240 + 8192^2
+    # + 3 x 8192 x 28672) + 128,256 x 8192 = 69,501,714,432; read per step: those, the
+    # (2 x 80 + 1) x 8192 = 1,318,912 norm scales and B gathered embedding rows of 8192.
+    N_mm, read = 69_501_714_432, 69_501_714_432 + 1_318_912 + B * 8192
     # QK^T and AV: 2 x 2 FLOP per multiply-add, 64 heads of 128, 80 layers, per cached token
     attn = B * 4 * 64 * 128 * 80 * S / (n * C)
-    compute = B * 2 * LLAMA.matmul_params_active / (n * C) + attn
-    weights = LLAMA.weight_params_read(B) * 2 / (n * W)
-    kv = B * LLAMA.kv_read_bytes(S, 2) / (n * W)
+    compute = B * 2 * N_mm / (n * C) + attn
+    weights = read * 2 / (n * W)
+    kv = B * S * 80 * 2 * 8 * 128 * 2 / (n * W)  # 327,680 B per cached token
     assert isinstance(s, Step)
     assert s.compute_time == pytest.approx(compute, rel=1e-12)
     assert s.weight_time == pytest.approx(weights, rel=1e-12)
@@ -55,9 +60,9 @@ def test_decode_step_matches_hand_formula():
     assert s.time == pytest.approx(max(compute, weights + kv), rel=1e-12)
     assert s.bound == "memory"
     assert s.attention_time == pytest.approx(attn, rel=1e-12)
-    assert s.flops == pytest.approx(B * (2 * LLAMA.matmul_params_active + 4 * 64 * 128 * 80 * S))
-    assert s.weight_bytes_read == pytest.approx(LLAMA.weight_params_read(B) * 2)
-    assert s.kv_bytes_read == pytest.approx(B * LLAMA.kv_read_bytes(S, 2))
+    assert s.flops == pytest.approx(B * (2 * N_mm + 4 * 64 * 128 * 80 * S))
+    assert s.weight_bytes_read == pytest.approx(read * 2)
+    assert s.kv_bytes_read == pytest.approx(B * S * 327_680)
     assert (s.tokens, s.batch, s.n_chips) == (64, 64, 8)
     assert isinstance(s.time, float) and isinstance(s.bound, str)
 
@@ -177,12 +182,16 @@ def test_decode_context_beyond_model_limit_raises():
 def test_prefill_matches_hand_formula():
     B, P, n = 2, 4096, 8
     s = prefill_step(LLAMA, H100, batch=B, prompt=P, n_chips=n)
-    C, W = H100.flops["bf16"], H100.hbm_bandwidth
-    flops = B * P * 2 * LLAMA.matmul_params_active + B * LLAMA.prefill_attention_flops(P)
+    C, W = 989.4e12, 3.35e12
+    # causal attention: query i attends to i tokens (itself included), 4 x 64 x 128 x 80 FLOP
+    # each, summed over i = 1..4096: 2,621,440 x 8,390,656 = 21,995,601,264,640 per sequence
+    flops = B * P * 2 * 69_501_714_432 + B * 2_621_440 * (P * (P + 1) // 2)
     assert s.flops == pytest.approx(flops)
     assert s.compute_time == pytest.approx(flops / (n * C))
-    assert s.weight_time == pytest.approx(LLAMA.weight_params_read(B * P) * 2 / (n * W))
-    assert s.kv_time == pytest.approx(B * LLAMA.kv_cache_bytes(P) / (n * W))
+    # weights: the matmuls, the norms and one embedding row per prompt token (8192 of them)
+    read = 69_501_714_432 + 1_318_912 + B * P * 8192
+    assert s.weight_time == pytest.approx(read * 2 / (n * W))
+    assert s.kv_time == pytest.approx(B * P * 327_680 / (n * W))  # the prompt's KV, written
     assert s.tokens == B * P and s.batch == B
     assert s.bound == "compute" and s.kind == "prefill"
 
@@ -388,7 +397,8 @@ def test_max_context_all_windowed_raises():
 def test_drain_time_and_min_latency():
     assert drain_time(H100) == pytest.approx(80e9 / 3.35e12)
     t = min_latency(LLAMA, H100, n_chips=8)
-    assert t == pytest.approx(LLAMA.weight_params_read(1) * 2 / (8 * H100.hbm_bandwidth))
+    # one token's weights (69,501,714,432 + 1,318,912 + 8192 parameters, bf16) over 8 x 3.35e12
+    assert t == pytest.approx((69_501_714_432 + 1_318_912 + 8192) * 2 / (8 * 3.35e12))
     assert min_latency(DSV3, H100, n_chips=8) < DSV3.total_params * 2 / (8 * H100.hbm_bandwidth) / 5
 
 
