@@ -29,7 +29,8 @@ help:
 	@echo "make mutate   mutation testing of the physics modules by the unit tests (slow; not in make test)"
 	@echo "              into data/mutation/summary.md; MODULES='intensity cost' mutates only those"
 	@echo "              (merged into the recorded summary), MUTANTS='llmmath.cost.x_f*' runs a subset,"
-	@echo "              TESTS='tests/test_a.py ...' a subset of the unit tests (a lower bound, faster)"
+	@echo "              TESTS='tests/test_a.py ...' a subset of the unit tests (a lower bound, faster),"
+	@echo "              CHILDREN=2 mutants at once (niced, so other work keeps priority)"
 	@echo "make clean    remove build outputs (keeps .venv)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -164,6 +165,7 @@ MUTATE := _build/mutate
 MUTANTS ?=
 MODULES ?=
 TESTS ?=
+CHILDREN ?= 1
 mutate:
 	@test -x $(BIN)/mutmut || { echo "no $(BIN)/mutmut: make unit (or pip install -r requirements.txt) first"; exit 1; }
 	rm -rf $(MUTATE) && mkdir -p $(MUTATE)/src $(MUTATE)/data
@@ -183,7 +185,7 @@ ifneq ($(TESTS),)
 	  s, flags=re.S); open(p, 'w').write(s)" $(MUTATE)/pyproject.toml $(TESTS)
 endif
 	@start=$$(date +%s); \
-	(cd $(MUTATE) && env -u PYTHONPATH nice -n 15 $(CURDIR)/$(BIN)/mutmut run --max-children 1 $(MUTANTS)) \
+	(cd $(MUTATE) && env -u PYTHONPATH nice -n 15 $(CURDIR)/$(BIN)/mutmut run --max-children $(CHILDREN) $(MUTANTS)) \
 	  > $(MUTATE)/run.log 2>&1; rc=$$?; tail -5 $(MUTATE)/run.log; \
 	echo $$(( $$(date +%s) - start )) > $(MUTATE)/seconds; test $$rc -eq 0
 	$(BIN)/python scripts/mutation_summary.py $(MUTATE) --out data/mutation $(if $(MODULES),--merge)

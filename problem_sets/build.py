@@ -32,13 +32,13 @@ from pathlib import Path
 import nbformat
 
 HERE = Path(__file__).resolve().parent
-PARTS = ("part1", "part2", "part3", "part4")
+from pset import PARTS, SETS, WEEKS  # noqa: E402,F401  (the sets: parts, then weeks)
 DEFAULT_SEED = 2026
 BUILD = HERE / "_build"
 SHARED = ("pset.py", "keys.py")
 
 _SEED_LINE = re.compile(r"^(SEED = )\d+", flags=re.MULTILINE)
-_GRADE_CALL = re.compile(r"(keys\.grade\(\"part\d\", \"q\d+\", )\d+")
+_GRADE_CALL = re.compile(r"(keys\.grade\(\"(?:part\d|week\d\d)\", \"q\d+\", )\d+")
 
 
 def issue(source: Path, seed: int) -> nbformat.NotebookNode:
@@ -53,15 +53,15 @@ def issue(source: Path, seed: int) -> nbformat.NotebookNode:
     return nb
 
 
-def build(out: Path = BUILD, seed: int = DEFAULT_SEED, parts=PARTS) -> dict[str, Path]:
+def build(out: Path = BUILD, seed: int = DEFAULT_SEED, parts=None) -> dict[str, Path]:
     """Run Otter Assign on each part's source notebook; return {part: its output folder}."""
     from otter.assign import main as assign
 
     out = Path(out).resolve()
     done = {}
-    for part in parts:
-        if part not in PARTS:
-            raise KeyError(f"part: got {part!r}; allowed values are {', '.join(PARTS)}")
+    for part in available() if parts is None else parts:
+        if part not in SETS:
+            raise KeyError(f"part: got {part!r}; allowed values are {', '.join(SETS)}")
         src = out / "_src" / part
         shutil.rmtree(src, ignore_errors=True)
         src.mkdir(parents=True)
@@ -80,6 +80,11 @@ def build(out: Path = BUILD, seed: int = DEFAULT_SEED, parts=PARTS) -> dict[str,
         shutil.copy(HERE / "keys.py", dest / "autograder" / "keys.py")
         done[part] = dest
     return done
+
+
+def available() -> tuple[str, ...]:
+    """The sets that have a source notebook (every part; the weeks written so far)."""
+    return tuple(s for s in SETS if (HERE / f"{s}.ipynb").exists())
 
 
 def _run_cells(notebook: Path, env: dict) -> list[str]:
@@ -140,7 +145,7 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["grade"]:
         ap = argparse.ArgumentParser(prog="build.py grade")
-        ap.add_argument("part", choices=PARTS)
+        ap.add_argument("part", choices=SETS)
         ap.add_argument("submission")
         ap.add_argument("--out", default=str(BUILD))
         a = ap.parse_args(argv[1:])
@@ -155,11 +160,11 @@ def main(argv=None):
         print(f"total: {r['score']:g} / {r['possible']:g}")
         return 0
     ap = argparse.ArgumentParser(prog="build.py")
-    ap.add_argument("parts", nargs="*", default=list(PARTS))
+    ap.add_argument("parts", nargs="*", default=None)
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
     ap.add_argument("--out", default=str(BUILD))
     a = ap.parse_args(argv)
-    for part, dest in build(Path(a.out), a.seed, a.parts).items():
+    for part, dest in build(Path(a.out), a.seed, a.parts or None).items():
         print(f"{part} (seed {a.seed}): {dest / 'student'} and {dest / 'autograder'}")
     return 0
 

@@ -81,12 +81,42 @@ def _part4(q, p):
 
 
 _PARTS = {"part1": _part1, "part2": _part2, "part3": _part3, "part4": _part4}
-QUESTIONS = ("q1", "q2", "q3", "q4")
+QUESTIONS = ("q1", "q2", "q3", "q4")  # a part's questions
+_WEEK_KEYS = {}  # week -> (its questions, key(q, p)), registered by @_week below
+
+
+def _week(name, questions=("q1", "q2", "q3")):
+    """Register a week's keys: ``key(q, p)`` answers question ``q`` of variant ``p``."""
+    def register(fn):
+        _WEEK_KEYS[name] = (tuple(questions), fn)
+        return fn
+    return register
+
+
+# ---- weeks 1-6 (chapters 1-6), registered with @_week("weekNN") ----
+
+
+# ---- weeks 7-12 (chapters 7-13) ----
+
+
+def questions(part: str) -> tuple[str, ...]:
+    """The question names of a set: q1-q4 for a part, a week's own list for a week."""
+    if part in _PARTS:
+        return QUESTIONS
+    if part in _WEEK_KEYS:
+        return _WEEK_KEYS[part][0]
+    raise KeyError(f"part: got {part!r}; allowed values are "
+                   f"{', '.join(tuple(_PARTS) + tuple(_WEEK_KEYS))}")
 
 
 def key(part: str, question: str, seed: int) -> float:
     """The expected answer to ``question`` of ``part``'s variant ``seed`` (SI units)."""
-    return float(_PARTS[part](question, problem(part, seed)))
+    if question not in questions(part):
+        raise KeyError(f"question: got {question!r}; {part} has {', '.join(questions(part))}")
+    p = problem(part, seed)
+    if part in _WEEK_KEYS:
+        return float(_WEEK_KEYS[part][1](question, p))
+    return float(_PARTS[part](question, p))
 
 
 def grade(part: str, question: str, seed: int, answer) -> None:

@@ -21,7 +21,21 @@ import numpy as np
 import llmmath as lm
 from llmmath.exercises import KNOWN_FACTORS
 
-PARTS = ("part1", "part2", "part3", "part4")
+PARTS = ("part1", "part2", "part3", "part4")  # one set per part of the book
+WEEKS = tuple(f"week{n:02d}" for n in range(1, 13))  # one set per week of the 12-week course
+SETS = PARTS + WEEKS
+_WEEK_DRAWS = {}  # week -> draw(rng, p), registered by @_week below
+
+
+def _week(name):
+    """Register a week's draw: ``draw(rng, p)`` sets the variant's parameters on ``p``."""
+    if name not in WEEKS:
+        raise KeyError(f"week: got {name!r}; allowed values are {', '.join(WEEKS)}")
+
+    def register(draw):
+        _WEEK_DRAWS[name] = draw
+        return draw
+    return register
 
 # Catalogue subsets each part draws from (names only; every figure comes from the catalogue).
 _LLAMAS = ("LLaMA-2-13B", "LLaMA-2-70B", "Llama-3-8B", "Llama-3-70B", "Llama-3.1-405B")
@@ -45,12 +59,18 @@ def _chips_to_hold(model, chip, share):
 
 def problem(part: str, seed: int) -> SimpleNamespace:
     """The parameters of one variant of ``part``'s problem set (deterministic in ``seed``)."""
-    if part not in PARTS:
-        raise KeyError(f"part: got {part!r}; allowed values are {', '.join(PARTS)}")
+    if part not in SETS:
+        raise KeyError(f"part: got {part!r}; allowed values are {', '.join(SETS)}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed: got {seed!r}; allowed values are whole numbers >= 0")
     rng = random.Random(f"{part}-{int(seed)}")
     p = SimpleNamespace(part=part, seed=int(seed))
+    if part in WEEKS:
+        if part not in _WEEK_DRAWS:
+            raise KeyError(f"part: {part!r} has no problems yet; drawn so far: "
+                           f"{', '.join(PARTS + tuple(_WEEK_DRAWS))}")
+        _WEEK_DRAWS[part](rng, p)
+        return p
     if part == "part1":
         p.chip = rng.choice(_bf16_chips())
         p.model = rng.choice(_LLAMAS_PART1)
@@ -87,6 +107,12 @@ def problem(part: str, seed: int) -> SimpleNamespace:
         p.tokens_per_second = rng.choice([1e6, 5e6, 20e6, 50e6])
         p.serve_days = rng.choice([90, 180, 365])
     return p
+
+
+# ---- weeks 1-6 (chapters 1-6): each week's draw, registered with @_week("weekNN") ----
+
+
+# ---- weeks 7-12 (chapters 7-13) ----
 
 
 def describe(p: SimpleNamespace) -> str:
