@@ -169,7 +169,7 @@ CHILDREN ?= 1
 mutate:
 	@test -x $(BIN)/mutmut || { echo "no $(BIN)/mutmut: make unit (or pip install -r requirements.txt) first"; exit 1; }
 	rm -rf $(MUTATE) && mkdir -p $(MUTATE)/src $(MUTATE)/data
-	cp -r lib/llmmath $(MUTATE)/src/ && cp -r tests pyproject.toml references.bib $(MUTATE)/
+	cp -r lib/llmmath $(MUTATE)/src/ && cp -r tests pyproject.toml references.bib _toc.yml $(MUTATE)/
 	cp -r data/calibration $(MUTATE)/data/
 	find $(MUTATE) -name __pycache__ -prune -exec rm -rf {} +
 ifneq ($(MODULES),)

@@ -33,6 +33,7 @@ import nbformat
 
 HERE = Path(__file__).resolve().parent
 from pset import PARTS, SETS, WEEKS  # noqa: E402,F401  (the sets: parts, then weeks)
+
 DEFAULT_SEED = 2026
 BUILD = HERE / "_build"
 SHARED = ("pset.py", "keys.py")
