@@ -275,11 +275,12 @@ def _week12(rng, p):
         lambda **kw: kw["prompt"] < lm.model(kw["model"]).max_context))
     p.n_chips = _chips_to_hold(lm.model(p.model), lm.chip(p.chip), 0.5)
     p.__dict__.update(_until(
-        rng, lambda r: {"dense_model": r.choice(_DENSE_GQA), "gpu": r.choice(_bf16_chips()),
+        rng, lambda r: {"dense_model": r.choice(_DENSE_GQA),
+                        "dense_chip": r.choice(_bf16_chips()),
                         "batch": r.choice([1, 4, 16, 64]),
                         "context": r.choice([1024, 2048, 4096])},
         lambda **kw: kw["context"] < lm.model(kw["dense_model"]).max_context))
-    p.dense_chips = _chips_to_hold(lm.model(p.dense_model), lm.chip(p.gpu), 0.5)
+    p.dense_chips = _chips_to_hold(lm.model(p.dense_model), lm.chip(p.dense_chip), 0.5)
 
 
 def describe(p: SimpleNamespace) -> str:
