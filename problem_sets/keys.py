@@ -99,7 +99,7 @@ def _week(name, questions=("q1", "q2", "q3")):
 # ---- weeks 7-12 (chapters 7-13) ----
 
 
-def _bisect(fn, lo, hi, iters=200):
+def _root_between(fn, lo, hi, iters=200):
     """The root of an increasing ``fn`` between ``lo`` and ``hi`` (fn(lo) < 0 < fn(hi))."""
     for _ in range(iters):
         mid = (lo + hi) / 2
@@ -160,8 +160,8 @@ def _week09(q, p):
         return one_chip / (2 * model.n_layers * fixed)
     if q == "q3":  # weight-gathered feed-forward layers at their best group size, all layers
         model = lm.model(p.ffn_model)
-        one = lm.parallel.ffn_comm_time("wg-opt", p.tokens, model.d_model, model.d_ff, p.n_chips,
-                                     lm.chip(p.tpu).scale_up_bandwidth)
+        one = lm.parallel.ffn_comm_time("wg-opt", p.tokens, model.d_model, model.d_ff,
+                                        p.n_chips, lm.chip(p.tpu).scale_up_bandwidth)
         return model.n_layers * one
     raise KeyError(q)
 
@@ -169,15 +169,19 @@ def _week09(q, p):
 @_week("week10")
 def _week10(q, p):
     if q == "q1":  # the estimate of a tensor-parallel decode step, default coefficients
-        return lm.estimate.estimate_step(lm.model(p.model), lm.chip(p.chip), p.batch, p.context,
-                                      n_chips=p.n_chips).time
+        model, chip = lm.model(p.model), lm.chip(p.chip)
+        return lm.estimate.estimate_step(model, chip, p.batch, p.context,
+                                         n_chips=p.n_chips).time
     if q == "q2":  # batch at which a layer touches touched_share of its routed experts
         model = lm.model(p.moe_model)
-        return _bisect(lambda b: lm.estimate._touched(model, b) / model.n_experts - p.touched_share,
-                       1e-9, 1e6)
+
+        def gap(b):  # expected share of experts touched at batch b, over the target
+            return lm.estimate._touched(model, b) / model.n_experts - p.touched_share
+        return _root_between(gap, 1e-9, 1e6)
     if q == "q3":  # the estimate's expert-parallel all-to-all term
-        return lm.estimate.estimate_step(lm.model(p.ep_model), lm.chip(p.ep_chip), p.ep_batch, 1024,
-                                      n_chips=p.ep_chips, expert_parallel=p.ep_chips).ep_comm_time
+        model, chip = lm.model(p.ep_model), lm.chip(p.ep_chip)
+        return lm.estimate.estimate_step(model, chip, p.ep_batch, 1024, n_chips=p.ep_chips,
+                                         expert_parallel=p.ep_chips).ep_comm_time
     raise KeyError(q)
 
 
@@ -185,8 +189,9 @@ def _week10(q, p):
 def _week11(q, p):
     model, chip = lm.model(p.model), lm.chip(p.chip)
     if q == "q1":  # sequence length at which attention takes attention_share of training FLOPs
-        return _bisect(lambda s: training.attention_training_share(model, s) - p.attention_share,
-                       1.0, float(model.max_context))
+        def gap(s):  # attention's share of the training FLOPs at length s, over the target
+            return training.attention_training_share(model, s) - p.attention_share
+        return _root_between(gap, 1.0, float(model.max_context))
     if q == "q2":  # tokens of selective-recompute activations beside the ZeRO-3 state
         left = chip.hbm_capacity - training.zero_memory_per_chip(model, p.dp_chips, zero_stage=3)
         return left / training.activation_memory(model, 1, 2048, recompute="selective")

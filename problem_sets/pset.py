@@ -115,10 +115,10 @@ def problem(part: str, seed: int) -> SimpleNamespace:
 # ---- weeks 7-12 (chapters 7-13) ----
 
 
-_DENSE_GQA = ("Llama-3-8B", "Llama-3-70B", "LLaMA-2-70B", "Llama-3.1-405B")
+_DENSE_GQA_LLAMAS = ("Llama-3-8B", "Llama-3-70B", "LLaMA-2-70B", "Llama-3.1-405B")
 
 
-def _gpus(priced=False, nvidia=False):
+def _network_gpus(priced=False, nvidia=False):
     """bf16 GPUs (NVIDIA, AMD) with scale-up and scale-out figures; priced or NVIDIA only."""
     return [c.name for c in lm.chips.all_chips()
             if "bf16" in c.flops and c.vendor in (("NVIDIA",) if nvidia else ("NVIDIA", "AMD"))
@@ -126,7 +126,7 @@ def _gpus(priced=False, nvidia=False):
             and (c.price_per_hour is not None or not priced)]
 
 
-def _until(rng, draw, ok):
+def _redraw_until(rng, draw, ok):
     """Redraw with ``draw(rng)`` (a dict) until ``ok(**it)``: only combinations that make sense."""
     while True:
         it = draw(rng)
@@ -137,7 +137,7 @@ def _until(rng, draw, ok):
 @_week("week07")
 def _week07(rng, p):
     p.model = rng.choice(_MOES)
-    p.chip = rng.choice(_gpus(priced=True))
+    p.chip = rng.choice(_network_gpus(priced=True))
     p.weight_bytes = rng.choice([1, 2])
     p.kv_fraction = rng.choice([0.2, 0.3, 0.4, 0.5])
     chip = lm.chip(p.chip)
@@ -147,7 +147,7 @@ def _week07(rng, p):
         active = cost_per_million_tokens / 1e6 * chip.flops["bf16"] * compute_efficiency / (
             2 * chip.price_per_hour / 3600)
         return total / active
-    p.__dict__.update(_until(
+    p.__dict__.update(_redraw_until(
         rng, lambda r: {"cost_per_million_tokens": r.choice([0.02, 0.05, 0.1, 0.2, 0.5]),
                         "compute_efficiency": r.choice([0.4, 0.5, 0.6])},
         lambda **kw: 2 <= sparsity(**kw) <= 100))
@@ -167,7 +167,7 @@ def _week08(rng, p):
         m, c = lm.model(model), lm.chip(chip)
         left = c.hbm_capacity - m.total_params * 2 / (8 * pp_stages)
         return left * 8 / (micro_batch * m.kv_bytes_per_token(2))
-    p.__dict__.update(_until(
+    p.__dict__.update(_redraw_until(
         rng, lambda r: {"model": r.choice(("Llama-3.1-405B", "Qwen3-235B-A22B", "DeepSeek-V3",
                                            "Mixtral-8x22B")),
                         "chip": r.choice(_bf16_chips()), "pp_stages": r.choice([2, 4, 8]),
@@ -177,8 +177,9 @@ def _week08(rng, p):
     def fits(dense_model, gpu, pp_racks, decode_micro_batch, context):
         m, c = lm.model(dense_model), lm.chip(gpu)
         return context < m.max_context and m.total_params * 2 < 0.6 * 8 * pp_racks * c.hbm_capacity
-    p.__dict__.update(_until(
-        rng, lambda r: {"dense_model": r.choice(_DENSE_GQA), "gpu": r.choice(_gpus()),
+    p.__dict__.update(_redraw_until(
+        rng, lambda r: {"dense_model": r.choice(_DENSE_GQA_LLAMAS),
+                        "gpu": r.choice(_network_gpus()),
                         "pp_racks": r.choice([2, 4, 8]),
                         "decode_micro_batch": r.choice([1, 4, 16]),
                         "context": r.choice([2048, 4096, 8192])},
@@ -192,13 +193,13 @@ def _week09(rng, p):
     p.torus = rng.choice([(4, 4, 4), (4, 4, 8), (4, 8, 8), (8, 8, 8)])
     p.buffer_bytes = rng.choice([1e6, 4e6, 16e6, 64e6])
     p.hop_latency = rng.choice([1e-6, 2e-6, 5e-6])
-    p.dense_model = rng.choice(_DENSE_GQA + ("GPT-3-175B",))
-    p.gpu = rng.choice(_gpus(nvidia=True))
+    p.dense_model = rng.choice(_DENSE_GQA_LLAMAS + ("GPT-3-175B",))
+    p.gpu = rng.choice(_network_gpus(nvidia=True))
     p.switch_latency = rng.choice([2e-6, 3e-6, 5e-6])
 
     def n_opt(ffn_model, tokens, n_chips):
         return math.sqrt(tokens * n_chips / lm.model(ffn_model).d_ff)
-    p.__dict__.update(_until(
+    p.__dict__.update(_redraw_until(
         rng, lambda r: {"ffn_model": r.choice(("GPT-3-175B", "PaLM-540B", "Llama-3-70B",
                                                "Llama-3.1-405B")),
                         "tokens": r.choice([2048, 16384, 131072, 1048576]),
@@ -213,8 +214,9 @@ def _week10(rng, p):
         return (context < m.max_context
                 and m.total_params * 2 + batch * m.kv_bytes_per_token(2) * context
                 < 0.9 * n_chips * c.hbm_capacity)
-    p.__dict__.update(_until(
-        rng, lambda r: {"model": r.choice(_DENSE_GQA), "chip": r.choice(_gpus(nvidia=True)),
+    p.__dict__.update(_redraw_until(
+        rng, lambda r: {"model": r.choice(_DENSE_GQA_LLAMAS),
+                        "chip": r.choice(_network_gpus(nvidia=True)),
                         "n_chips": r.choice([1, 2, 4, 8]), "batch": r.choice([1, 4, 8, 16, 32]),
                         "context": r.choice([1024, 2048, 4096])},
         fits))
@@ -233,13 +235,13 @@ def _week11(rng, p):
         m = lm.model(model)
         return attention_share / (1 - attention_share) * m.active_params / (
             m.n_layers * m.n_heads * m.head_dim)
-    p.__dict__.update(_until(
+    p.__dict__.update(_redraw_until(
         rng, lambda r: {"model": r.choice(("Llama-3-8B", "Llama-3-70B", "Llama-3.1-405B",
                                            "Mixtral-8x22B", "Qwen3-235B-A22B",
                                            "Qwen3-30B-A3B")),
                         "attention_share": r.choice([0.05, 0.1, 0.2, 0.3])},
         lambda **kw: 1024 <= length(**kw) <= 0.9 * lm.model(kw["model"]).max_context))
-    p.chip = rng.choice(_gpus())
+    p.chip = rng.choice(_network_gpus())
     model, chip = lm.model(p.model), lm.chip(p.chip)
     p.dp_chips = rng.choice([n for n in (8, 16, 64, 256, 1024)
                              if 16 * model.total_params / n < 0.7 * chip.hbm_capacity])
@@ -266,16 +268,16 @@ def _week12(rng, p):
     p.tokens_per_second = rng.choice([1e6, 5e6, 20e6, 50e6])
     p.serve_days = rng.choice([90, 180, 365])
     p.decode_efficiency = rng.choice([1 / 3, 1 / 4, 1 / 5])
-    p.__dict__.update(_until(
+    p.__dict__.update(_redraw_until(
         rng, lambda r: {"model": r.choice(("Llama-3-8B", "Llama-3-70B", "Llama-3.1-405B",
                                            "Qwen3-235B-A22B", "Qwen3-30B-A3B")),
-                        "chip": r.choice(_gpus(priced=True)),
+                        "chip": r.choice(_network_gpus(priced=True)),
                         "prompt": r.choice([2048, 4096, 8192]),
                         "tier": r.choice(["DRAM", "flash"])},
         lambda **kw: kw["prompt"] < lm.model(kw["model"]).max_context))
     p.n_chips = _chips_to_hold(lm.model(p.model), lm.chip(p.chip), 0.5)
-    p.__dict__.update(_until(
-        rng, lambda r: {"dense_model": r.choice(_DENSE_GQA),
+    p.__dict__.update(_redraw_until(
+        rng, lambda r: {"dense_model": r.choice(_DENSE_GQA_LLAMAS),
                         "dense_chip": r.choice(_bf16_chips()),
                         "batch": r.choice([1, 4, 16, 64]),
                         "context": r.choice([1024, 2048, 4096])},
