@@ -99,6 +99,135 @@ def _week(name, questions=("q1", "q2", "q3")):
 # ---- weeks 7-12 (chapters 7-13) ----
 
 
+def _root_between(fn, lo, hi, iters=200):
+    """The root of an increasing ``fn`` between ``lo`` and ``hi`` (fn(lo) < 0 < fn(hi))."""
+    for _ in range(iters):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if fn(mid) < 0 else (lo, mid)
+    return (lo + hi) / 2
+
+
+@_week("week07")
+def _week07(q, p):
+    chip, model = lm.chip(p.chip), lm.model(p.model)
+    if q == "q1":  # chips whose HBM holds every expert, kv_fraction kept for the cache
+        one = moe.max_total_params(chip, n_chips=1, weight_bytes=p.weight_bytes,
+                                   kv_fraction=p.kv_fraction)
+        return -(-model.total_params // one)  # rounded up
+    if q == "q2":  # the sparsity at which both of the episode's bounds bind on one node
+        total = moe.max_total_params(chip, n_chips=8, weight_bytes=p.weight_bytes,
+                                     kv_fraction=p.kv_fraction)
+        return total / moe.max_active_params(chip, p.cost_per_million_tokens,
+                                             compute_efficiency=p.compute_efficiency)
+    if q == "q3":  # fp8 weight bytes per chip with redundant experts
+        return moe.expert_placement(model, p.ep_chips, redundant_experts=p.redundant_experts,
+                                    weight_bytes=1).weight_bytes_per_chip
+    raise KeyError(q)
+
+
+@_week("week08")
+def _week08(q, p):
+    if q == "q1":  # interleaved 1F1B: the step is the work over its busy share
+        work = p.micro_batches * 3 * p.forward_time
+        return work / (1 - pipeline.bubble_fraction(p.stages, p.micro_batches, "interleaved",
+                                                    p.virtual_stages))
+    if q == "q2":  # longest context with P micro-batches in flight (memory is linear in it)
+        model, chip = lm.model(p.model), lm.chip(p.chip)
+        one = pipeline.pipeline_memory(model, p.micro_batch, 1, 8, p.pp_stages)
+        return (chip.hbm_capacity - one.weights) / one.kv
+    if q == "q3":  # pipelined time between tokens over the same chips' one-domain step
+        model, chip = lm.model(p.dense_model), lm.chip(p.gpu)
+        pipe = pipeline.pipeline_decode(model, chip, p.decode_micro_batch, p.context, 8,
+                                        p.pp_racks, hop_latency=p.hop_latency)
+        one = lm.decode_step(model, chip, p.decode_micro_batch, p.context,
+                             n_chips=8 * p.pp_racks)
+        return pipe.token_latency / one.time
+    raise KeyError(q)
+
+
+@_week("week09")
+def _week09(q, p):
+    if q == "q1":  # an all-to-all on a 3D torus
+        n = p.torus[0] * p.torus[1] * p.torus[2]
+        return collectives.collective_time("all-to-all", p.buffer_bytes, n,
+                                           lm.chip(p.tpu).scale_up_bandwidth, p.hop_latency,
+                                           topology="torus", dims=p.torus)
+    if q == "q2":  # degree where the all-reduces' fixed cost equals the weight read (batch 1)
+        model, chip = lm.model(p.dense_model), lm.chip(p.gpu)
+        one_chip = lm.decode_step(model, chip, 1, 1).weight_time
+        fixed = collectives.collective_time("all-reduce", 0.0, 2, chip.scale_up_bandwidth,
+                                            p.switch_latency, topology="switch")
+        return one_chip / (2 * model.n_layers * fixed)
+    if q == "q3":  # weight-gathered feed-forward layers at their best group size, all layers
+        model = lm.model(p.ffn_model)
+        one = lm.parallel.ffn_comm_time("wg-opt", p.tokens, model.d_model, model.d_ff,
+                                        p.n_chips, lm.chip(p.tpu).scale_up_bandwidth)
+        return model.n_layers * one
+    raise KeyError(q)
+
+
+@_week("week10")
+def _week10(q, p):
+    if q == "q1":  # the estimate of a tensor-parallel decode step, default coefficients
+        model, chip = lm.model(p.model), lm.chip(p.chip)
+        return lm.estimate.estimate_step(model, chip, p.batch, p.context,
+                                         n_chips=p.n_chips).time
+    if q == "q2":  # batch at which a layer touches touched_share of its routed experts
+        model = lm.model(p.moe_model)
+
+        def gap(b):  # expected share of experts touched at batch b, over the target
+            return lm.estimate._touched(model, b) / model.n_experts - p.touched_share
+        return _root_between(gap, 1e-9, 1e6)
+    if q == "q3":  # the estimate's expert-parallel all-to-all term
+        model, chip = lm.model(p.ep_model), lm.chip(p.ep_chip)
+        return lm.estimate.estimate_step(model, chip, p.ep_batch, 1024, n_chips=p.ep_chips,
+                                         expert_parallel=p.ep_chips).ep_comm_time
+    raise KeyError(q)
+
+
+@_week("week11", questions=("q1", "q2", "q3", "q4"))
+def _week11(q, p):
+    model, chip = lm.model(p.model), lm.chip(p.chip)
+    if q == "q1":  # sequence length at which attention takes attention_share of training FLOPs
+        def gap(s):  # attention's share of the training FLOPs at length s, over the target
+            return training.attention_training_share(model, s) - p.attention_share
+        return _root_between(gap, 1.0, float(model.max_context))
+    if q == "q2":  # tokens of selective-recompute activations beside the ZeRO-3 state
+        left = chip.hbm_capacity - training.zero_memory_per_chip(model, p.dp_chips, zero_stage=3)
+        return left / training.activation_memory(model, 1, 2048, recompute="selective")
+    if q == "q3":
+        return training.dp_gradient_sync_time(model, chip, p.dp_chips, zero_stage=p.zero_stage)
+    if q == "q4":  # the MFU a step reports when its traffic does not overlap compute
+        step = (training.dp_compute_time(model, chip, p.tokens_per_chip, mfu=p.busy_efficiency)
+                + training.dp_gradient_sync_time(model, chip, p.dp_chips,
+                                                 zero_stage=p.zero_stage))
+        return training.mfu(model, p.tokens_per_chip * p.dp_chips, step, chip,
+                            n_chips=p.dp_chips)
+    raise KeyError(q)
+
+
+@_week("week12", questions=("q1", "q2", "q3", "q4"))
+def _week12(q, p):
+    if q == "q1":  # tokens the small model needs for the big one's compute-optimal loss
+        big = lm.model(p.big_model).active_params
+        loss = lm.lifetime.scaling_loss(big, training.compute_optimal_tokens(big))
+        return lm.lifetime.tokens_for_loss(lm.model(p.small_model).active_params, loss)
+    if q == "q2":  # inference's share of lifetime compute (the model's size cancels)
+        served = lm.lifetime.served_tokens(p.tokens_per_second, p.serve_days * DAY)
+        life = lm.lifetime.lifetime_compute(1e9, p.pretrain_tokens, p.rl_tokens, served,
+                                            decode_efficiency=p.decode_efficiency)
+        return life.shares[2]
+    if q == "q3":  # seconds a prompt's cache can wait in the tier before recomputing is cheaper
+        return lm.tradeoffs.max_hold_time(lm.model(p.model), lm.chip(p.chip),
+                                          lm.memory.MEMORY_TIERS[p.tier], prompt=p.prompt,
+                                          n_chips=p.n_chips)
+    if q == "q4":  # a step that rebuilds the cache over one that reads it
+        model, chip = lm.model(p.dense_model), lm.chip(p.dense_chip)
+        return lm.tradeoffs.store_or_recompute(model, chip, p.batch, p.context,
+                                               n_chips=p.dense_chips).time_ratio
+    raise KeyError(q)
+
+
 def questions(part: str) -> tuple[str, ...]:
     """The question names of a set: q1-q4 for a part, a week's own list for a week."""
     if part in _PARTS:

@@ -115,6 +115,176 @@ def problem(part: str, seed: int) -> SimpleNamespace:
 # ---- weeks 7-12 (chapters 7-13) ----
 
 
+_DENSE_GQA_LLAMAS = ("Llama-3-8B", "Llama-3-70B", "LLaMA-2-70B", "Llama-3.1-405B")
+
+
+def _network_gpus(priced=False, nvidia=False):
+    """bf16 GPUs (NVIDIA, AMD) with scale-up and scale-out figures; priced or NVIDIA only."""
+    return [c.name for c in lm.chips.all_chips()
+            if "bf16" in c.flops and c.vendor in (("NVIDIA",) if nvidia else ("NVIDIA", "AMD"))
+            and c.scale_up_bandwidth and c.scale_out_bandwidth
+            and (c.price_per_hour is not None or not priced)]
+
+
+def _redraw_until(rng, draw, ok):
+    """Redraw with ``draw(rng)`` (a dict) until ``ok(**it)``: only combinations that make sense."""
+    while True:
+        it = draw(rng)
+        if ok(**it):
+            return it
+
+
+@_week("week07")
+def _week07(rng, p):
+    p.model = rng.choice(_MOES)
+    p.chip = rng.choice(_network_gpus(priced=True))
+    p.weight_bytes = rng.choice([1, 2])
+    p.kv_fraction = rng.choice([0.2, 0.3, 0.4, 0.5])
+    chip = lm.chip(p.chip)
+
+    def sparsity(cost_per_million_tokens, compute_efficiency):
+        total = 8 * chip.hbm_capacity * (1 - p.kv_fraction) / p.weight_bytes
+        active = cost_per_million_tokens / 1e6 * chip.flops["bf16"] * compute_efficiency / (
+            2 * chip.price_per_hour / 3600)
+        return total / active
+    p.__dict__.update(_redraw_until(
+        rng, lambda r: {"cost_per_million_tokens": r.choice([0.02, 0.05, 0.1, 0.2, 0.5]),
+                        "compute_efficiency": r.choice([0.4, 0.5, 0.6])},
+        lambda **kw: 2 <= sparsity(**kw) <= 100))
+    model = lm.model(p.model)
+    p.ep_chips = rng.choice([n for n in (4, 8, 16, 32, 64, 72) if n <= model.n_experts])
+    p.redundant_experts = rng.choice([r for r in (0, 8, 16, 32) if r < model.n_experts])
+
+
+@_week("week08")
+def _week08(rng, p):
+    p.stages = rng.choice([4, 8, 16])
+    p.micro_batches = rng.choice([8, 16, 32, 64])
+    p.virtual_stages = rng.choice([2, 3, 4])
+    p.forward_time = rng.choice([2e-3, 5e-3, 10e-3, 20e-3])
+
+    def room(model, chip, pp_stages, micro_batch):  # q2's longest context, tokens
+        m, c = lm.model(model), lm.chip(chip)
+        left = c.hbm_capacity - m.total_params * 2 / (8 * pp_stages)
+        return left * 8 / (micro_batch * m.kv_bytes_per_token(2))
+    p.__dict__.update(_redraw_until(
+        rng, lambda r: {"model": r.choice(("Llama-3.1-405B", "Qwen3-235B-A22B", "DeepSeek-V3",
+                                           "Mixtral-8x22B")),
+                        "chip": r.choice(_bf16_chips()), "pp_stages": r.choice([2, 4, 8]),
+                        "micro_batch": r.choice([1, 2, 4, 8, 16])},
+        lambda **kw: 2048 <= room(**kw) <= lm.model(kw["model"]).max_context))
+
+    def fits(dense_model, gpu, pp_racks, decode_micro_batch, context):
+        m, c = lm.model(dense_model), lm.chip(gpu)
+        return context < m.max_context and m.total_params * 2 < 0.6 * 8 * pp_racks * c.hbm_capacity
+    p.__dict__.update(_redraw_until(
+        rng, lambda r: {"dense_model": r.choice(_DENSE_GQA_LLAMAS),
+                        "gpu": r.choice(_network_gpus()),
+                        "pp_racks": r.choice([2, 4, 8]),
+                        "decode_micro_batch": r.choice([1, 4, 16]),
+                        "context": r.choice([2048, 4096, 8192])},
+        fits))
+    p.hop_latency = rng.choice([10e-6, 50e-6, 200e-6, 1e-3])
+
+
+@_week("week09")
+def _week09(rng, p):
+    p.tpu = rng.choice(["TPU v4", "TPU v5p", "TPU v7"])
+    p.torus = rng.choice([(4, 4, 4), (4, 4, 8), (4, 8, 8), (8, 8, 8)])
+    p.buffer_bytes = rng.choice([1e6, 4e6, 16e6, 64e6])
+    p.hop_latency = rng.choice([1e-6, 2e-6, 5e-6])
+    p.dense_model = rng.choice(_DENSE_GQA_LLAMAS + ("GPT-3-175B",))
+    p.gpu = rng.choice(_network_gpus(nvidia=True))
+    p.switch_latency = rng.choice([2e-6, 3e-6, 5e-6])
+
+    def n_opt(ffn_model, tokens, n_chips):
+        return math.sqrt(tokens * n_chips / lm.model(ffn_model).d_ff)
+    p.__dict__.update(_redraw_until(
+        rng, lambda r: {"ffn_model": r.choice(("GPT-3-175B", "PaLM-540B", "Llama-3-70B",
+                                               "Llama-3.1-405B")),
+                        "tokens": r.choice([2048, 16384, 131072, 1048576]),
+                        "n_chips": r.choice([64, 128, 256, 512])},
+        lambda **kw: 1 <= n_opt(**kw) <= kw["n_chips"]))
+
+
+@_week("week10")
+def _week10(rng, p):
+    def fits(model, chip, n_chips, batch, context):
+        m, c = lm.model(model), lm.chip(chip)
+        return (context < m.max_context
+                and m.total_params * 2 + batch * m.kv_bytes_per_token(2) * context
+                < 0.9 * n_chips * c.hbm_capacity)
+    p.__dict__.update(_redraw_until(
+        rng, lambda r: {"model": r.choice(_DENSE_GQA_LLAMAS),
+                        "chip": r.choice(_network_gpus(nvidia=True)),
+                        "n_chips": r.choice([1, 2, 4, 8]), "batch": r.choice([1, 4, 8, 16, 32]),
+                        "context": r.choice([1024, 2048, 4096])},
+        fits))
+    p.moe_model = rng.choice(_MOES)
+    p.touched_share = rng.choice([0.5, 0.75, 0.9, 0.99])
+    p.ep_model = rng.choice(_MOES)
+    p.ep_chip = rng.choice(["H100-SXM", "H200", "B200", "GB200", "B300"])
+    domain = lm.chip(p.ep_chip).scale_up_domain
+    p.ep_chips = rng.choice([n for n in (8, 16, 32, 64, 72) if n <= domain])
+    p.ep_batch = rng.choice([16, 64, 256])
+
+
+@_week("week11")
+def _week11(rng, p):
+    def length(model, attention_share):  # q1's sequence length, roughly (6 L n_q d_h S)
+        m = lm.model(model)
+        return attention_share / (1 - attention_share) * m.active_params / (
+            m.n_layers * m.n_heads * m.head_dim)
+    p.__dict__.update(_redraw_until(
+        rng, lambda r: {"model": r.choice(("Llama-3-8B", "Llama-3-70B", "Llama-3.1-405B",
+                                           "Mixtral-8x22B", "Qwen3-235B-A22B",
+                                           "Qwen3-30B-A3B")),
+                        "attention_share": r.choice([0.05, 0.1, 0.2, 0.3])},
+        lambda **kw: 1024 <= length(**kw) <= 0.9 * lm.model(kw["model"]).max_context))
+    p.chip = rng.choice(_network_gpus())
+    model, chip = lm.model(p.model), lm.chip(p.chip)
+    p.dp_chips = rng.choice([n for n in (8, 16, 64, 256, 1024)
+                             if 16 * model.total_params / n < 0.7 * chip.hbm_capacity])
+    p.zero_stage = rng.choice([0, 1, 2, 3])
+    p.tokens_per_chip = rng.choice([4096, 16384, 65536])
+    p.busy_efficiency = rng.choice([0.4, 0.5, 0.6])
+
+
+@_week("week12")
+def _week12(rng, p):
+    big = rng.choice(("Llama-3-70B", "Llama-3.1-405B", "Mixtral-8x22B", "LLaMA-2-70B"))
+    p.big_model = big
+    f = lm.lifetime.SCALING_FITS["hoffmann"]
+
+    def gap(small):  # loss left above the small model's infinite-data floor (> 0: reachable)
+        nb, ns = lm.model(big).active_params, lm.model(small).active_params
+        return f.A / nb ** f.alpha + f.B / (20 * nb) ** f.beta - f.A / ns ** f.alpha
+    p.small_model = rng.choice([m for m in ("Llama-3-8B", "LLaMA-2-13B", "Mixtral-8x7B",
+                                            "Qwen3-235B-A22B", "Llama-3-70B")
+                                if lm.model(m).active_params < 0.7 * lm.model(big).active_params
+                                and gap(m) > 0.02])
+    p.pretrain_tokens = rng.choice([15e12, 20e12, 36e12])
+    p.rl_tokens = rng.choice([1e12, 5e12, 20e12])
+    p.tokens_per_second = rng.choice([1e6, 5e6, 20e6, 50e6])
+    p.serve_days = rng.choice([90, 180, 365])
+    p.decode_efficiency = rng.choice([1 / 3, 1 / 4, 1 / 5])
+    p.__dict__.update(_redraw_until(
+        rng, lambda r: {"model": r.choice(("Llama-3-8B", "Llama-3-70B", "Llama-3.1-405B",
+                                           "Qwen3-235B-A22B", "Qwen3-30B-A3B")),
+                        "chip": r.choice(_network_gpus(priced=True)),
+                        "prompt": r.choice([2048, 4096, 8192]),
+                        "tier": r.choice(["DRAM", "flash"])},
+        lambda **kw: kw["prompt"] < lm.model(kw["model"]).max_context))
+    p.n_chips = _chips_to_hold(lm.model(p.model), lm.chip(p.chip), 0.5)
+    p.__dict__.update(_redraw_until(
+        rng, lambda r: {"dense_model": r.choice(_DENSE_GQA_LLAMAS),
+                        "dense_chip": r.choice(_bf16_chips()),
+                        "batch": r.choice([1, 4, 16, 64]),
+                        "context": r.choice([1024, 2048, 4096])},
+        lambda **kw: kw["context"] < lm.model(kw["dense_model"]).max_context))
+    p.dense_chips = _chips_to_hold(lm.model(p.dense_model), lm.chip(p.dense_chip), 0.5)
+
+
 def describe(p: SimpleNamespace) -> str:
     """The variant's parameters as the student reads them (numbers in the units of the text)."""
     lines = [f"Problem set {p.part}, seed {p.seed}:"]
