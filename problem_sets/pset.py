@@ -295,7 +295,8 @@ def describe(p: SimpleNamespace) -> str:
             v = f"{v / 1e9:g} GB/s"
         elif isinstance(v, float) and k.endswith("latency"):
             v = f"{v * 1e6:g} us"
-        elif isinstance(v, float) and k in ("tokens", "compute", "tokens_per_second"):
+        elif isinstance(v, float) and (k in ("tokens", "compute", "tokens_per_second")
+                                       or abs(v) >= 1e6):
             v = f"{v:.3g}"
         lines.append(f"  {k:>20} = {v}")
     return "\n".join(lines)
@@ -321,10 +322,16 @@ def feedback(answer, low: float, high: float, unit: str) -> None:
     if low <= a <= high:
         return
     too = "too high" if a > high else "too low"
-    for factor, hint in KNOWN_FACTORS:
-        back = a / factor if a > high else a * factor
-        if low <= back <= high:
-            raise AssertionError(f"{a:.4g} {unit} is {too} to be plausible here "
-                                 f"(off by a factor of ~{factor:g}?): {hint}")
+    # Every slip that would bring the answer back into range. Name the one that lands it
+    # nearest the middle of the range (in log), so a 1000x slip is not called a factor of 16;
+    # slips that land within 1.5x of that (1000 and 1024) go by check's order.
+    mid = math.log(low * high) / 2 if low > 0 else math.log(high)
+    fixes = [(abs(math.log(back) - mid), i) for i, (factor, _) in enumerate(KNOWN_FACTORS)
+             for back in [a / factor if a > high else a * factor] if low <= back <= high]
+    if fixes:
+        nearest = min(d for d, _ in fixes)
+        factor, hint = KNOWN_FACTORS[min(i for d, i in fixes if d <= nearest + math.log(1.5))]
+        raise AssertionError(f"{a:.4g} {unit} is {too} to be plausible here "
+                             f"(off by a factor of ~{factor:g}?): {hint}")
     raise AssertionError(f"{a:.4g} {unit} is {too} to be plausible here (expected "
                          f"{low:g} to {high:g} {unit}): check the units and the formula")

@@ -183,6 +183,10 @@ def test_a_wrong_answer_gets_a_slip_hint(built):
     assert any("unit prefix slip of 1000" in m for m in q1["messages"])
     with pytest.raises(AssertionError, match="factor of ~1000.*unit prefix slip of 1000"):
         pset.feedback(1000 * 0.1, 1e-3, 0.3, "s")  # ms given as s
+    # in a wide range several slips fit (50,000 / 8, / 16 and / 1000 all land in 1 to 1e4):
+    # the hint names the one that lands nearest the middle (100), the prefix slip
+    with pytest.raises(AssertionError, match="factor of ~1000"):
+        pset.feedback(50_000.0, 1.0, 1e4, "s")
     with pytest.raises(AssertionError, match="too low.*1e\\+09"):
         pset.feedback(0.1 / 1e9, 1e-3, 0.3, "s")
     assert pset.feedback(0.1, 1e-3, 0.3, "s") is None
