@@ -130,9 +130,12 @@ def _week02(q, p):
     if q == "q1":  # attention's share of one layer's weights
         attn = model.attention_params_per_layer
         return attn / (attn + model.dense_mlp_params)
-    if q == "q2":  # one sequence's bf16 cache with sliding-window layers
-        hybrid = model.replace(sliding_window=p.window, n_sliding_layers=p.n_sliding)
-        return hybrid.kv_cache_bytes(p.context)
+    if q == "q2":  # most full-attention layers (the rest windowed) within the cache budget
+        for full in range(model.n_layers, -1, -1):
+            hybrid = model.replace(sliding_window=p.window,
+                                   n_sliding_layers=model.n_layers - full)
+            if hybrid.kv_cache_bytes(p.context) <= p.kv_budget:
+                return full
     if q == "q3":  # forward FLOPs of one MoE token at a context
         return moe_model.flops_per_token(p.moe_context)
     raise KeyError(q)
@@ -199,9 +202,10 @@ def _week06(q, p):
         corner = lm.prices.kv_bytes_from_price_step(long.active_params, p.long_context,
                                                     chip.ops_per_byte("bf16"))
         return 1 + long.kv_bytes_per_token(p.kv_bytes) / corner
-    if q == "q2":  # shipping the prompt's cache over its prefill time
-        ship = lm.memory.kv_transfer_time(model, p.prompt, p.n_chips * p.link_bandwidth)
-        return ship / lm.prefill_step(model, chip, 1, p.prompt, n_chips=p.n_chips).time
+    if q == "q2":  # per-chip link bandwidth that ships the prompt's cache in its prefill time
+        nbytes = lm.memory.kv_transfer_time(model, p.prompt, 1.0)  # seconds at 1 byte/s
+        prefill = lm.prefill_step(model, chip, 1, p.prompt, n_chips=p.n_chips).time
+        return nbytes / prefill / p.n_chips
     if q == "q3":  # output over input price on one replica
         return lm.cost.input_output_cost(model, chip, p.prompt, p.batch, p.context,
                                          n_chips=p.n_chips).output_to_input

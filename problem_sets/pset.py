@@ -135,8 +135,9 @@ def _draw_week02(rng, p):
     p.model = rng.choice(_DENSE)
     m = lm.model(p.model)
     p.context = rng.choice([c for c in (4096, 8192, 32768, 131072) if c <= m.max_context])
-    p.window = rng.choice([w for w in (512, 1024, 2048) if w < p.context])
-    p.n_sliding = m.n_layers * rng.choice([1, 3]) // 4
+    share = rng.choice([1 / 8, 1 / 4, 1 / 2])  # of the cache full attention would hold
+    p.window = rng.choice([w for w in (256, 512, 1024, 2048) if w <= share * p.context / 2])
+    p.kv_budget = round(share * m.kv_cache_bytes(p.context))  # bytes, bf16
     p.moe = rng.choice(_MOE_GQA)
     p.moe_context = rng.choice([1024, 4096, 16384])
 
@@ -198,7 +199,6 @@ def _draw_week06(rng, p):
     model, chip = lm.model(p.model), lm.chip(p.chip)
     p.n_chips = _chips_to_hold(model, chip, 0.5)
     p.prompt = rng.choice([p_ for p_ in (1024, 2048, 4096, 8192) if p_ <= model.max_context])
-    p.link_bandwidth = rng.choice([25e9, 50e9, 100e9])
     p.batch = rng.choice([16, 32, 64, 128])
     p.context = rng.choice([c for c in (1024, 2048, 4096) if c < model.max_context])
 
