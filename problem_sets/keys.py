@@ -11,8 +11,6 @@ passes is a second, independent computation of each key.
 
 from __future__ import annotations
 
-import math
-
 from pset import problem
 
 import llmmath as lm
@@ -164,7 +162,7 @@ def _week04(q, p):
     if q == "q1":  # price at the largest whole batch that keeps the promise and fits
         target = 1 / p.user_speed
         a, b, c = _linear_in_batch(model, chip, p.context, n)
-        on_time = math.floor(min((target - a) / b, target / c))
+        on_time = int(min((target - a) / b, target / c))  # whole sequences, rounded down
         batch = min(on_time, lm.max_batch(model, chip, p.context, n_chips=n))
         return lm.cost.cost_per_million_tokens(lm.decode_step(model, chip, batch, p.context,
                                                               n_chips=n))
