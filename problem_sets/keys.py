@@ -104,7 +104,7 @@ def _linear_in_batch(model, chip, context, n_chips, **kw):
     return one.memory_time - b, b, one.compute_time
 
 
-@_week("week01")
+@_week("week01", questions=("q1", "q2", "q3", "q4"))
 def _week01(q, p):
     chip, model = lm.chip(p.chip), lm.model(p.model)
     if q == "q1":  # FLOP per element that bring an element-wise kernel to the bf16 ridge
@@ -119,6 +119,11 @@ def _week01(q, p):
             chip, lm.intensity.arithmetic_intensity(B, D, F))
         act = lm.intensity.elementwise_intensity(4, inputs=2, outputs=1)
         return (4 * B * F / lm.intensity.attainable_flops(chip, act)) / (2 * proj)
+    if q == "q4":  # the largest square bf16 matmul whose three matrices fill the HBM
+        n = (chip.hbm_capacity / 6) ** 0.5
+        flops = 2 * n**3
+        return flops / lm.intensity.attainable_flops(chip,
+                                                     lm.intensity.arithmetic_intensity(n, n, n))
     raise KeyError(q)
 
 
