@@ -96,6 +96,125 @@ def _week(name, questions=("q1", "q2", "q3")):
 # ---- weeks 1-6 (chapters 1-6), registered with @_week("weekNN") ----
 
 
+def _linear_in_batch(model, chip, context, n_chips, **kw):
+    """(memory a + b B, compute c B) of a dense model's decode step, from two library steps."""
+    one = lm.decode_step(model, chip, 1, context, n_chips=n_chips, **kw)
+    two = lm.decode_step(model, chip, 2, context, n_chips=n_chips, **kw)
+    b = two.memory_time - one.memory_time
+    return one.memory_time - b, b, one.compute_time
+
+
+@_week("week01", questions=("q1", "q2", "q3", "q4"))
+def _week01(q, p):
+    chip, model = lm.chip(p.chip), lm.model(p.model)
+    if q == "q1":  # FLOP per element that bring an element-wise kernel to the bf16 ridge
+        return chip.ops_per_byte("bf16") / lm.intensity.elementwise_intensity(
+            1, inputs=p.inputs, outputs=1)
+    if q == "q2":  # weight-only 1-byte quantisation: the up-projection's ridge batch
+        return lm.intensity.matmul_ridge_batch(chip, model.d_model, model.d_ff, weight_bytes=1)
+    if q == "q3":  # an unfused SiLU-and-multiply kernel over the two projections' time
+        B, D, F = p.batch, model.d_model, model.d_ff
+        proj_flops = 2 * B * D * F
+        proj = proj_flops / lm.intensity.attainable_flops(
+            chip, lm.intensity.arithmetic_intensity(B, D, F))
+        act = lm.intensity.elementwise_intensity(4, inputs=2, outputs=1)
+        return (4 * B * F / lm.intensity.attainable_flops(chip, act)) / (2 * proj)
+    if q == "q4":  # the largest square bf16 matmul whose three matrices fill the HBM
+        n = (chip.hbm_capacity / 6) ** 0.5
+        flops = 2 * n**3
+        return flops / lm.intensity.attainable_flops(chip,
+                                                     lm.intensity.arithmetic_intensity(n, n, n))
+    raise KeyError(q)
+
+
+@_week("week02")
+def _week02(q, p):
+    model, moe_model = lm.model(p.model), lm.model(p.moe)
+    if q == "q1":  # attention's share of one layer's weights
+        attn = model.attention_params_per_layer
+        return attn / (attn + model.dense_mlp_params)
+    if q == "q2":  # most full-attention layers (the rest windowed) within the cache budget
+        for full in range(model.n_layers, -1, -1):
+            hybrid = model.replace(sliding_window=p.window,
+                                   n_sliding_layers=model.n_layers - full)
+            if hybrid.kv_cache_bytes(p.context) <= p.kv_budget:
+                return full
+    if q == "q3":  # forward FLOPs of one MoE token at a context
+        return moe_model.flops_per_token(p.moe_context)
+    raise KeyError(q)
+
+
+@_week("week03")
+def _week03(q, p):
+    model, chip = lm.model(p.model), lm.chip(p.chip)
+    if q == "q1":
+        return lm.critical_batch(model, chip, context=p.short_context)
+    if q == "q2":  # chips (unrounded) for the step bound to meet the target: both terms go as 1/n
+        return lm.decode_step(model, chip, p.batch, p.context).time / p.step_target
+    if q == "q3":  # fp8 weights and arithmetic (bf16 cache) against bf16
+        fp8 = lm.chip(p.fp8_chip)
+        kw = dict(n_chips=p.n_chips)
+        bf16 = lm.decode_step(model, fp8, p.batch, p.context, **kw)
+        quant = lm.decode_step(model, fp8, p.batch, p.context, weight_bytes=1, dtype="fp8", **kw)
+        return bf16.time / quant.time
+    raise KeyError(q)
+
+
+@_week("week04")
+def _week04(q, p):
+    model, chip = lm.model(p.model), lm.chip(p.chip)
+    n = p.n_chips
+    if q == "q1":  # price at the largest whole batch that keeps the promise and fits
+        target = 1 / p.user_speed
+        a, b, c = _linear_in_batch(model, chip, p.context, n)
+        on_time = int(min((target - a) / b, target / c))  # whole sequences, rounded down
+        batch = min(on_time, lm.max_batch(model, chip, p.context, n_chips=n))
+        return lm.cost.cost_per_million_tokens(lm.decode_step(model, chip, batch, p.context,
+                                                              n_chips=n))
+    if q == "q2":  # per-user speed-up of speculative decoding at this batch
+        spec = lm.speculative.speculative_step(model, chip, p.batch, p.context, p.draft_tokens,
+                                               p.acceptance, n_chips=n)
+        plain = lm.decode_step(model, chip, p.batch, p.context, n_chips=n)
+        per_seq = lm.speculative.speculative_tokens_per_step(p.draft_tokens, p.acceptance)
+        return per_seq * plain.time / spec.time
+    if q == "q3":  # per-user speed with the HBM full of caches
+        batch = lm.max_batch(model, chip, p.full_context, n_chips=n)
+        return 1 / lm.decode_step(model, chip, batch, p.full_context, n_chips=n).time
+    raise KeyError(q)
+
+
+@_week("week05")
+def _week05(q, p):
+    model, chip = lm.model(p.model), lm.chip(p.chip)
+    if q == "q1":  # chips (unrounded) whose HBM holds the weights and the caches
+        return lm.capacity.memory_held(model, p.batch, p.context) / chip.hbm_capacity
+    if q == "q2":  # fp8 weights and cache against bf16: how many more sequences fit
+        fp8 = lm.max_batch(model, chip, p.fp8_context, n_chips=p.n_chips, weight_bytes=1,
+                           kv_bytes=1)
+        return fp8 / lm.max_batch(model, chip, p.fp8_context, n_chips=p.n_chips)
+    if q == "q3":  # the longest context at which the critical batch still fits
+        return lm.max_context(model, chip, lm.critical_batch(model, chip), n_chips=p.n_chips)
+    raise KeyError(q)
+
+
+@_week("week06")
+def _week06(q, p):
+    model, chip = lm.model(p.model), lm.chip(p.chip)
+    if q == "q1":  # long-context price multiple, per-operation reading, attention FLOPs left out
+        long = lm.model(p.long_model)
+        corner = lm.prices.kv_bytes_from_price_step(long.active_params, p.long_context,
+                                                    chip.ops_per_byte("bf16"))
+        return 1 + long.kv_bytes_per_token(p.kv_bytes) / corner
+    if q == "q2":  # per-chip link bandwidth that ships the prompt's cache in its prefill time
+        nbytes = lm.memory.kv_transfer_time(model, p.prompt, 1.0)  # seconds at 1 byte/s
+        prefill = lm.prefill_step(model, chip, 1, p.prompt, n_chips=p.n_chips).time
+        return nbytes / prefill / p.n_chips
+    if q == "q3":  # output over input price on one replica
+        return lm.cost.input_output_cost(model, chip, p.prompt, p.batch, p.context,
+                                         n_chips=p.n_chips).output_to_input
+    raise KeyError(q)
+
+
 # ---- weeks 7-12 (chapters 7-13) ----
 
 

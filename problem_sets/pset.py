@@ -112,6 +112,97 @@ def problem(part: str, seed: int) -> SimpleNamespace:
 # ---- weeks 1-6 (chapters 1-6): each week's draw, registered with @_week("weekNN") ----
 
 
+# Dense Llama-family decoders (GQA or MHA, gated MLP, untied embeddings) and MoEs with plain
+# grouped-query attention (no MLA, no sliding layers, no biases): the hand solutions hold for them.
+_DENSE = ("LLaMA-2-7B",) + _LLAMAS
+_MOE_GQA = ("Mixtral-8x7B", "Mixtral-8x22B", "Qwen3-30B-A3B")
+
+
+def _fp8_chips(priced=False):
+    return [n for n in _bf16_chips(priced) if "fp8" in lm.chip(n).flops]
+
+
+@_week("week01")
+def _draw_week01(rng, p):
+    p.chip = rng.choice(_bf16_chips())
+    p.model = rng.choice(_DENSE)
+    p.inputs = rng.choice([1, 2, 3])
+    p.batch = rng.choice([2048, 4096, 8192])
+
+
+@_week("week02")
+def _draw_week02(rng, p):
+    p.model = rng.choice(_DENSE)
+    m = lm.model(p.model)
+    p.context = rng.choice([c for c in (4096, 8192, 32768, 131072) if c <= m.max_context])
+    share = rng.choice([1 / 8, 1 / 4, 1 / 2])  # of the cache full attention would hold
+    p.window = rng.choice([w for w in (256, 512, 1024, 2048) if w <= share * p.context / 2])
+    p.kv_budget = round(share * m.kv_cache_bytes(p.context))  # bytes, bf16
+    p.moe = rng.choice(_MOE_GQA)
+    p.moe_context = rng.choice([1024, 4096, 16384])
+
+
+@_week("week03")
+def _draw_week03(rng, p):
+    while True:  # a context below half the critical context: the knee still exists there
+        p.model, p.chip = rng.choice(_DENSE), rng.choice(_bf16_chips())
+        s_star = lm.critical_context(lm.model(p.model), lm.chip(p.chip))
+        short = [c for c in (64, 128, 256, 512, 1024) if c < s_star / 2]
+        if short:
+            p.short_context = rng.choice(short)
+            break
+    p.batch = rng.choice([1, 8, 32, 128])
+    p.context = rng.choice([c for c in (1024, 2048, 4096, 8192)
+                            if c <= lm.model(p.model).max_context])
+    weights = 2 * lm.model(p.model).total_params / lm.chip(p.chip).hbm_bandwidth  # one chip
+    p.step_target = rng.choice([t for t in (0.002, 0.005, 0.01, 0.02, 0.05) if t < weights])
+    p.fp8_chip = rng.choice(_fp8_chips())
+    p.n_chips = _chips_to_hold(lm.model(p.model), lm.chip(p.fp8_chip), 0.5)
+
+
+@_week("week04")
+def _draw_week04(rng, p):
+    p.model, p.chip = rng.choice(_DENSE), rng.choice(_bf16_chips(priced=True))
+    model, chip = lm.model(p.model), lm.chip(p.chip)
+    p.n_chips = 2 * _chips_to_hold(model, chip, 0.5)
+    p.context = rng.choice([c for c in (1024, 2048, 4096) if c < model.max_context])
+    floor = 2 * model.total_params / (p.n_chips * chip.hbm_bandwidth)  # the weight read alone
+    p.user_speed = rng.choice([s for s in (10, 20, 30, 50, 100) if 1 / s > 1.5 * floor])
+    p.batch = rng.choice([1, 4, 16, 64, 256])
+    p.draft_tokens = rng.choice([2, 3, 4])
+    p.acceptance = rng.choice([0.6, 0.7, 0.8, 0.9])
+    p.full_context = rng.choice([c for c in (2048, 4096, 8192, 32768) if c <= model.max_context])
+
+
+@_week("week05")
+def _draw_week05(rng, p):
+    p.model, p.chip = rng.choice(_DENSE), rng.choice(_bf16_chips())
+    model, chip = lm.model(p.model), lm.chip(p.chip)
+    p.n_chips = 2 * _chips_to_hold(model, chip, 0.5)
+    p.batch = rng.choice([16, 32, 64, 128])
+    p.context = rng.choice([c for c in (2048, 4096, 8192, 32768) if c <= model.max_context])
+    p.fp8_context = rng.choice([c for c in (2048, 4096, 8192) if c <= model.max_context])
+
+
+_LONG_GQA = ("Llama-3.1-405B", "Mixtral-8x7B", "Mixtral-8x22B", "Qwen3-235B-A22B",
+             "Qwen3-30B-A3B")  # long windows, plain grouped-query attention
+
+
+@_week("week06")
+def _draw_week06(rng, p):
+    p.long_model = rng.choice(_LONG_GQA)
+    p.chip = rng.choice(_bf16_chips(priced=True))
+    p.kv_bytes = rng.choice([1, 2])
+    p.long_context = rng.choice([c for c in (32768, 65536, 131072)
+                                 if c <= lm.model(p.long_model).max_context])
+    p.model = rng.choice(_DENSE)
+    model, chip = lm.model(p.model), lm.chip(p.chip)
+    p.n_chips = _chips_to_hold(model, chip, 0.5)
+    p.prompt = rng.choice([p_ for p_ in (1024, 2048, 4096, 8192) if p_ <= model.max_context])
+    p.batch = rng.choice([16, 32, 64, 128])
+    p.context = rng.choice([c for c in (1024, 2048, 4096) if c < model.max_context])
+
+
 # ---- weeks 7-12 (chapters 7-13) ----
 
 
