@@ -295,7 +295,7 @@ def _week10(q, p):
         model = lm.model(p.moe_model)
 
         def gap(b):  # expected share of experts touched at batch b, over the target
-            return lm.estimate._touched(model, b) / model.n_experts - p.touched_share
+            return model.experts_touched(b) / model.n_experts - p.touched_share
         return _root_between(gap, 1e-9, 1e6)
     if q == "q3":  # the estimate's expert-parallel all-to-all term
         model, chip = lm.model(p.ep_model), lm.chip(p.ep_chip)

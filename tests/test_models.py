@@ -502,3 +502,18 @@ def test_context_for_read_span_dense_by_hand_and_unreachable():
     capped = m.replace(name="windowed", sliding_window=1024, n_sliding_layers=80)
     s, ok = capped.context_for_read_span(80 * 2048)  # every read capped at 1024 tokens
     assert not bool(ok) and float(s) == 0.0
+
+
+def test_experts_touched_by_hand():
+    # Mixtral-8x7B routes 2 of 8: one token touches 2 experts; two tokens miss a given expert
+    # with probability (6/8)^2 = 0.5625, so touch 8 x 0.4375 = 3.5; a huge batch touches all 8.
+    m = models.get("Mixtral-8x7B")
+    assert m.experts_touched(1) == pytest.approx(2.0, rel=1e-12)
+    assert m.experts_touched(2) == pytest.approx(3.5, rel=1e-12)
+    assert np.allclose(m.experts_touched(np.array([1.0, 2.0, 1e6])), [2.0, 3.5, 8.0], rtol=1e-12)
+    # DeepSeek-V3, 8 of 256: 100 tokens touch 256 (1 - (248/256)^100) = 245.32
+    assert models.get("DeepSeek-V3").experts_touched(100) == pytest.approx(
+        256 * (1 - (248 / 256) ** 100), rel=1e-12)
+    assert models.get("Llama-3-8B").experts_touched(64) == 0.0  # dense: no routed experts
+    with pytest.raises(ValueError, match="tokens"):
+        m.experts_touched(-1)

@@ -203,3 +203,12 @@ def test_bad_seeds_and_parts_are_refused_by_name():
             build.issue(PSETS / "part1.ipynb", bad)
     with pytest.raises(KeyError, match="part"):
         pset.problem("part9", 1)
+
+
+def test_every_part_and_every_week_of_the_course_has_its_set():
+    # one set per part and one per week of the 12-week plan (issue 15), all in the course guide
+    assert build.available() == pset.SETS
+    assert len(pset.WEEKS) == 12
+    guide = (ROOT / "book" / "course_guide.md").read_text(encoding="utf-8")
+    for name in pset.SETS:
+        assert f"| `{name}`" in guide, name

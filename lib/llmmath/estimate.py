@@ -379,14 +379,6 @@ def padded_rows(tokens, tile_m=TILE_M):
     return _out(np.ceil(np.asarray(t) / m) * m)
 
 
-def _touched(model, tokens):
-    """Expected distinct routed experts ``T`` tokens touch in one MoE layer: E (1 - (1-k/E)^T)."""
-    E, k = model.n_experts, model.experts_per_token
-    if k >= E:
-        return E * np.ones_like(np.asarray(tokens, dtype=float))
-    return E * -np.expm1(np.asarray(tokens, dtype=float) * np.log1p(-k / E))
-
-
 def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight_bytes=2,
                   kv_bytes=2, dtype="bf16", expert_parallel=1, activation_bytes=2,
                   overheads=DEFAULT_OVERHEADS) -> Estimate:
@@ -445,7 +437,7 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     if model.is_moe:
         expert_flop_share = (model.n_moe_layers * model.experts_per_token * model.expert_params
                              / model.matmul_params_active)
-        touched = _touched(model, tokens)
+        touched = model.experts_touched(tokens)
         expert_bytes = model.n_moe_layers * touched * model.expert_params * np.asarray(weight_bytes)
         expert_w_share = expert_bytes / np.asarray(step.weight_bytes_read)
     else:

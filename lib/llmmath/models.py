@@ -276,17 +276,30 @@ class Model:
 
     def _weight_params_read(self, tokens):
         """:meth:`weight_params_read` without the argument check."""
-        xp, lo = (math, min) if type(tokens) is float else (np, np.minimum)  # scalar: no numpy
+        lo = min if type(tokens) is float else np.minimum  # scalar: no numpy
         always = self._params_read_by_every_step
         rows = lo(tokens, self.vocab_size) * self.d_model if not self.tied_embeddings else 0.0
-        if self.is_moe:
-            E, k = self.n_experts, self.experts_per_token
-            touched = E * -xp.expm1(tokens * xp.log1p(-k / E)) if k < E else (
-                E * np.ones_like(tokens))
-            routed_read = self.n_moe_layers * touched * self.expert_params
-        else:
-            routed_read = 0.0
+        routed_read = (self.n_moe_layers * self._experts_touched(tokens) * self.expert_params
+                       if self.is_moe else 0.0)
         return always + rows + routed_read
+
+    def experts_touched(self, tokens=1):
+        """Expected distinct routed experts that ``tokens`` tokens touch in one MoE layer.
+
+        Routed ``k`` at a time among ``E`` (uniform routing): ``E (1 - (1 - k/E)^T)``; ``k`` at one
+        token, tending to ``E`` at a large batch. 0 for a dense model.
+        """
+        tokens = positive("tokens", tokens)
+        if not self.is_moe:
+            return 0.0 * tokens
+        return self._experts_touched(tokens)
+
+    def _experts_touched(self, tokens):
+        xp = math if type(tokens) is float else np  # scalar: no numpy
+        E, k = self.n_experts, self.experts_per_token
+        if k >= E:
+            return E * np.ones_like(tokens) if xp is np else float(E)
+        return E * -xp.expm1(tokens * xp.log1p(-k / E))
 
     def _weight_params_read_slope(self, tokens):
         """d N_read / d tokens (unchecked): one embedding row per token below the vocabulary
