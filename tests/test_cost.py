@@ -136,3 +136,98 @@ def test_price_step_context_by_hand():
     assert abs(s - 199_960.0) < 1.0
     assert abs(kv_to_compute_ratio(199_960.0, 100e9, 1667, 600) - 1.0) < 1e-6  # 199,960 is rounded
     assert abs(kv_to_compute_ratio(2 * s, 100e9, 1667, 600) - 2.0) < 1e-12
+
+
+# ----- by hand, to the last digit the arithmetic allows (the mutation run, issue 20) ----------
+# Llama-3-8B on the toy chip (1 PFLOP/s, 1 TB/s): per token 2 x 7,504,658,432 matmul FLOP plus
+# 4 x 4096 x S x 32 attention FLOP; a step reads 2 x (7,504,924,672 + 4096 B) bytes of weights
+# (matmul weights, 65 norm scales of 4096, B embedding rows) and B x S x 131,072 of KV.
+L8 = models.get("Llama-3-8B")
+
+
+def _toy_l8_step(batch, context):
+    """(compute s, memory s) of the step above, worked from the model card's figures."""
+    compute = batch * (2 * 7_504_658_432 + 4 * 4096 * context * 32) / 1e15
+    memory = (2 * (7_504_924_672 + 4096 * batch) + batch * context * 131_072) / 1e12
+    return compute, memory
+
+
+def test_chunked_prefill_tokens_by_hand():
+    # batch 8 at 128 tokens: compute 120.611 us, memory 15.1441 ms; the idle FLOPs hold
+    # (15.1441e-3 / 120.611e-6 - 1) x 8 = 996.49 prompt tokens
+    c, m = _toy_l8_step(8, 128)
+    got = cost_chunked(L8, TOY, 8, 128)
+    assert got == pytest.approx((m / c - 1) * 8, rel=1e-9)
+    assert got == pytest.approx(996.4909, rel=1e-6)
+    # compute-bound (batch 4000 at context 0: 60.04 ms of compute, 15.04 ms of reads): none
+    assert cost_chunked(L8, TOY, 4000, 0) == 0.0
+    # int8 KV halves the KV read: (15.0099e-3 + 8 x 128 x 65,536e-12) / c - 1, x 8
+    m8 = (2 * (7_504_924_672 + 4096 * 8) + 8 * 128 * 65_536) / 1e12
+    assert cost_chunked(L8, TOY, 8, 128, kv_bytes=1) == pytest.approx((m8 / c - 1) * 8, rel=1e-9)
+    # two chips halve both times: the ratio, and so the tokens, stay
+    assert cost_chunked(L8, TOY, 8, 128, n_chips=2) == pytest.approx(996.4909, rel=1e-6)
+
+
+def cost_chunked(*args, **kw):
+    from llmmath.cost import chunked_prefill_tokens
+    return chunked_prefill_tokens(*args, **kw)
+
+
+def test_cost_per_million_tokens_is_exactly_a_million_tokens():
+    # batch 64 at context 0 on one toy chip at $3.6/chip-hour (a millionth of a dollar per
+    # chip-second): memory-bound, 2 x (7,504,924,672 + 262,144) / 1e12 = 15.010373632 ms a step;
+    # 15.010373632e-3 / 64 chip-s a token = $2.3453709e-10; a million tokens $2.3453709e-4
+    s = decode_step(L8, TOY, 64, 0)
+    per_token = 15.010373632e-3 / 64 * 3.6 / 3600
+    assert cost_per_token(s, price_per_chip_hour=3.6) == pytest.approx(per_token, rel=1e-12)
+    assert cost_per_million_tokens(s, price_per_chip_hour=3.6) == pytest.approx(
+        1e6 * per_token, rel=1e-12)
+
+
+def test_chip_hour_price_rules():
+    from llmmath.cost import ASSUMED_PRICE_PER_CHIP_HOUR, chip_hour_price
+
+    assert chip_hour_price(TOY, 2.5) == (2.5, "")  # the caller's price first
+    assert chip_hour_price(H100, 2.5) == (2.5, "")
+    assert chip_hour_price(H100) == (H100.price_per_hour, "")  # then the catalogue's
+    assert isinstance(chip_hour_price(H100)[0], float)
+    price, note = chip_hour_price(TOY)  # then the assumption, said so
+    assert price == ASSUMED_PRICE_PER_CHIP_HOUR
+    assert note == f"assumed ${ASSUMED_PRICE_PER_CHIP_HOUR:g}/chip-h"
+    for bad in (0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="^price_per_chip_hour"):
+            chip_hour_price(H100, bad)
+
+
+def test_fast_mode_by_hand():
+    from llmmath.cost import fast_mode
+
+    # Context 50: compute 15.035531264 us a sequence; memory 15.009849344 ms + 6.561792 us a
+    # sequence. Batch 4000 is compute-bound: t0 = 60.142125056 ms; batch 1 is memory-bound:
+    # t1 = 15.016411136 ms; max speed-up t0 / t1 = 4.00510.
+    c0, m0 = _toy_l8_step(4000, 50)
+    t0 = max(c0, m0)
+    t1 = max(_toy_l8_step(1, 50))
+    assert t0 == pytest.approx(60.142125056e-3, rel=1e-12)
+    f = fast_mode(L8, TOY, 4000, 3.0, 50)
+    assert (f.batch, f.speedup) == (4000, 3.0)
+    assert f.max_speedup == pytest.approx(t0 / t1, rel=1e-12)
+    # 3x faster: t = 20.047375 ms, which the memory line reaches at
+    # B = (20.047375e-3 - 15.009849344e-3) / 6.561792e-6 = 767.71 (compute there: 11.5 ms)
+    bf = (t0 / 3 - 15.009849344e-3) / 6.561792e-6
+    assert f.fast_batch == pytest.approx(bf, rel=1e-9)
+    assert f.fast_batch == pytest.approx(767.706, rel=1e-5)
+    # cost per token (t / B) at the fast batch over at 4000: (4000 / 767.71) / 3 = 1.7368
+    assert f.price_ratio == pytest.approx((4000 / bf) / 3, rel=1e-9)
+    # 2x faster stays compute-bound (B = 2000 > the critical 1771): the same price
+    g = fast_mode(L8, TOY, 4000, 2.0, 50)
+    assert g.fast_batch == pytest.approx(2000, rel=1e-9) and g.price_ratio == pytest.approx(1.0)
+    # exactly the largest speed-up is batch 1; past it, or below 1x, there is no fast batch
+    top = fast_mode(L8, TOY, 4000, t0 / t1, 50)
+    assert top.fast_batch == pytest.approx(1.0, rel=1e-9)
+    for s in (t0 / t1 * 1.001, 0.999):
+        none = fast_mode(L8, TOY, 4000, s, 50)
+        assert np.isnan(none.fast_batch) and np.isnan(none.price_ratio)
+        assert none.batch == 4000 and none.speedup == s
+        assert none.max_speedup == pytest.approx(t0 / t1, rel=1e-12)
+    assert fast_mode(L8, TOY, 4000, 1.0, 50).fast_batch == pytest.approx(4000, rel=1e-9)

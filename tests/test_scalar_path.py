@@ -80,9 +80,9 @@ def test_prefill_fast_path_matches_the_checked_and_vectorised_paths(model):
 
 @pytest.mark.parametrize("model", MODELS + EXTRA, ids=lambda m: m.name)
 def test_critical_batch_fast_path_matches_the_checked_and_vectorised_paths(model):
-    for chip, context, kv_bytes, weight_bytes, overlap in itertools.product(
-            CHIPS, (0, 100, 3000), (2, 1), (2, 0.5), ("step", "per-op")):
-        kw = dict(context=context, kv_bytes=kv_bytes, overlap=overlap)
+    for chip, context, kv_bytes, weight_bytes, overlap, attention in itertools.product(
+            CHIPS, (0, 100, 3000), (2, 1), (2, 0.5), ("step", "per-op"), (True, False)):
+        kw = dict(context=context, kv_bytes=kv_bytes, overlap=overlap, attention_flops=attention)
         try:
             fast = critical_batch(model, chip, weight_bytes, **kw)
         except ValueError:  # no critical batch here: the checked path must say so too
@@ -159,3 +159,44 @@ def test_bound_over_arrays_is_worked_out_when_first_read():
     with pytest.raises(TypeError, match="bound"):  # still a required field
         Step(1.0, 1.0, 1.0, 1.0, 1.0)
     assert Step(1.0, 1.0, 1.0, 1.0, 1.0, "memory", 1.0, 1.0, 1.0, 1.0, 1.0, 1.0).bound == "memory"
+
+
+@pytest.mark.parametrize("model", MODELS + EXTRA, ids=lambda m: m.name)
+def test_every_valid_scalar_call_takes_the_fast_path(model, monkeypatch):
+    """A fast path that declines a valid call still gives the right number (the checked path
+    answers), only slower: so refuse the checked path and call at the edges of every range
+    (byte widths 0.5 to the largest, context 0 to the model's window, one and many chips)."""
+    top = model.max_context or 131072
+    big = _check.MAX_BYTES_PER_ELEMENT
+    cases = []
+    for chip, S, (wb, kb), attention in itertools.product(
+            CHIPS[:2], (0, 1, top), ((big, big), (1, 1), (0.5, 2)), (True, False)):
+        cases.append(("decode", chip, dict(batch=3, context=S, weight_bytes=wb, kv_bytes=kb,
+                                           attention_flops=attention, n_chips=8,
+                                           compute_efficiency=1.0, memory_efficiency=1.0)))
+        cases.append(("prefill", chip, dict(batch=1, prompt=max(S, 1) - (S == top),
+                                            past=int(S == top), weight_bytes=wb, kv_bytes=kb,
+                                            attention_flops=attention, n_chips=1)))
+        kw = dict(weight_bytes=wb, kv_bytes=kb, context=S, attention_flops=attention)
+        try:
+            critical_batch(model, chip, **kw)
+        except ValueError:  # memory-bound at every batch here: no fast path to take
+            continue
+        cases.append(("critical", chip, kw))
+    expected = [_call(model, chip, kind, kw) for kind, chip, kw in cases]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the checked path ran")
+
+    for module in ("llmmath.step", "llmmath.balance"):
+        monkeypatch.setattr(f"{module}.positive", refuse)
+    for (kind, chip, kw), want in zip(cases, expected, strict=True):
+        assert _call(model, chip, kind, kw) == want, (kind, chip.name, kw)
+
+
+def _call(model, chip, kind, kw):
+    if kind == "decode":
+        return decode_step(model, chip, **kw).time
+    if kind == "prefill":
+        return prefill_step(model, chip, **kw).time
+    return critical_batch(model, chip, **kw)
