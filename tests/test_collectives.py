@@ -112,3 +112,66 @@ def test_bad_input_is_named():
 def test_model_is_not_a_collective_argument():
     with pytest.raises(TypeError):
         collective_time("all-gather", models.get("PaLM-540B"), 8, BW)
+
+
+# ----- the edges and the wiring (issue 20: what the mutation run found untested) ---------------
+
+def test_defaults_are_a_switch_and_no_latency():
+    # an all-gather of 1 MB a chip over 8 chips at 1 GB/s: 7/8 x 1e6 / 1e9 = 875 us, no latency
+    assert collective_time("all-gather", 1e6, 8, 1e9) == pytest.approx(875e-6, rel=1e-12)
+    assert collective_steps("all-reduce", 8) == 2.0
+    assert latency_bandwidth_crossover("all-gather", 8, 1e9, 1e-6) == pytest.approx(
+        1 * 1e-6 * 1e9 / (7 / 8), rel=1e-12)
+    # nothing to send: only the steps' latency, 2 x 5 us for an all-reduce
+    assert collective_time("all-reduce", 0, 8, 1e9, hop_latency=5e-6) == pytest.approx(10e-6)
+
+
+def test_given_torus_sides_are_used():
+    # 16 chips as an 8 x 2 torus: an all-to-all crosses floor(64/4)/8 + floor(4/4)/2 = 2.5
+    # links' worth; as the default 4 x 2 x 2 torus, 4/4 + 1/2 + 1/2 = 2; steps 7 + 1 = 8 vs 5
+    assert bandwidth_factor("all-to-all", 16, "torus", dims=(8, 2)) == 2.5
+    assert bandwidth_factor("all-to-all", 16, "torus") == 2.0
+    assert collective_steps("all-gather", 16, "torus", dims=(8, 2)) == 8.0
+    assert collective_steps("all-gather", 16, "torus") == 5.0
+    # 1 MB a chip at 1 GB/s and 1 us a step: 8 us + 2.5 ms
+    assert collective_time("all-to-all", 1e6, 16, 1e9, 1e-6, "torus", dims=(8, 2)) == \
+        pytest.approx(8e-6 + 2.5e-3, rel=1e-12)
+    # crossover: 8 steps x 1 us x 1 GB/s / 2.5 = 3,200 B a chip
+    assert latency_bandwidth_crossover("all-to-all", 16, 1e9, 1e-6, "torus", dims=(8, 2)) == \
+        pytest.approx(3200.0, rel=1e-12)
+
+
+def test_one_chip_has_no_crossover():
+    assert latency_bandwidth_crossover("all-gather", 1, 1e9, 1e-6) == 0.0
+    assert list(latency_bandwidth_crossover("all-gather", np.array([1, 2]), 1e9, 1e-6)) == [
+        0.0, pytest.approx(2e3)]
+
+
+def test_torus_dims_edges():
+    assert torus_dims(64, 6) == (2, 2, 2, 2, 2, 2)  # six sides is the most allowed
+    assert torus_dims(12, 1) == (12,)
+    for bad in (7, 2.5, 0):
+        with pytest.raises(ValueError, match="^k"):
+            torus_dims(64, bad)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: collective_steps("all-reduce", 16, "torus", dims=(2.5, 2)), ValueError, r"^dims\[0\]"),
+    (lambda: collective_steps("all-reduce", 16, "torus", dims=(8, 3)), ValueError,
+     r"^dims: got \(8, 3\), whose product is 24; it must equal n_chips=16$"),
+    (lambda: collective_steps("all-gather", np.array([4, 8]), "ring"), TypeError,
+     r"^n_chips: got an array .*; ring and torus step counts take one chip count \(loop over "
+     r"counts, or use topology='switch'\)$"),
+    (lambda: collective_steps("broadcast", 8), ValueError, "^kind"),
+    (lambda: collective_steps("all-gather", 8, "mesh"), ValueError, "^topology"),
+    (lambda: bandwidth_factor("broadcast", 8), ValueError, "^kind"),
+    (lambda: bandwidth_factor("all-gather", 8, "mesh"), ValueError, "^topology"),
+    (lambda: collective_time("all-gather", -1, 8, 1e9), ValueError, "^bytes_per_chip"),
+    (lambda: collective_time("all-gather", 1, 8, 0), ValueError, "^bandwidth"),
+    (lambda: collective_time("all-gather", 1, 8, 1e9, -1), ValueError, "^hop_latency"),
+    (lambda: latency_bandwidth_crossover("all-gather", 8, 0, 1e-6), ValueError, "^bandwidth"),
+    (lambda: latency_bandwidth_crossover("all-gather", 8, 1e9, 0), ValueError, "^hop_latency"),
+])
+def test_bad_input_names_its_argument(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

@@ -231,3 +231,81 @@ def test_fast_mode_by_hand():
         assert none.batch == 4000 and none.speedup == s
         assert none.max_speedup == pytest.approx(t0 / t1, rel=1e-12)
     assert fast_mode(L8, TOY, 4000, 1.0, 50).fast_batch == pytest.approx(4000, rel=1e-9)
+
+
+# ----- every argument reaches the step it describes (a dropped keyword changes some number) ----
+
+def _same_step(a, b):
+    for name in ("matmul_time", "attention_time", "compute_time", "weight_time", "kv_time",
+                 "memory_time", "time", "tokens", "n_chips"):
+        assert np.array_equal(np.asarray(getattr(a, name)), np.asarray(getattr(b, name))), name
+
+
+def test_input_output_cost_passes_every_argument_on():
+    kw = dict(n_chips=2, weight_bytes=1, kv_bytes=1, dtype="fp8", compute_efficiency=0.5,
+              memory_efficiency=0.8)
+    r = input_output_cost(LLAMA, H100, 2048, 64, 4096, price_per_chip_hour=3.6, prefill_batch=3,
+                          **kw)
+    pre, dec = prefill_step(LLAMA, H100, 3, 2048, **kw), decode_step(LLAMA, H100, 64, 4096, **kw)
+    _same_step(r.prefill, pre)
+    _same_step(r.decode, dec)
+    # $3.6 a chip-hour is $1e-3 a chip-second: a million tokens cost 1e6 x 2 x t / T x 1e-3
+    assert r.input_per_million == pytest.approx(1e3 * 2 * pre.time / (3 * 2048), rel=1e-12)
+    assert r.output_per_million == pytest.approx(1e3 * 2 * dec.time / 64, rel=1e-12)
+    assert r.output_to_input == pytest.approx(r.output_per_million / r.input_per_million,
+                                              rel=1e-12)
+    # the defaults: one chip, bf16 weights and cache, one prompt, the chip's own price
+    d = input_output_cost(LLAMA, H100, 2048, 64, 4096)
+    _same_step(d.prefill, prefill_step(LLAMA, H100, 1, 2048))
+    _same_step(d.decode, decode_step(LLAMA, H100, 64, 4096))
+    assert d.input_per_million == pytest.approx(
+        1e6 * d.prefill.time / 2048 * H100.price_per_hour / 3600, rel=1e-12)
+    with pytest.raises(ValueError, match="^prefill_batch"):
+        input_output_cost(LLAMA, H100, 2048, 64, 4096, prefill_batch=0)
+
+
+def test_latency_cost_frontier_passes_every_argument_on():
+    kw = dict(n_chips=8, weight_bytes=1, kv_bytes=1, dtype="fp8", overlap="per-op",
+              compute_efficiency=0.5, memory_efficiency=0.8)
+    batches = np.array([1.0, 64.0, 512.0])
+    f = latency_cost_frontier(LLAMA, H100, batches, 4096, price_per_chip_hour=3.6,
+                              memory_fraction=0.9, **kw)
+    s = decode_step(LLAMA, H100, batches, 4096, **kw)
+    assert np.array_equal(f.step_time, s.time)
+    assert np.allclose(f.cost_per_million_tokens, 1e3 * 8 * s.time / batches, rtol=1e-12)
+    # fits: 70.55e9 weights at 1 B and 512 caches of 4096 x 327,680 B / 2 (fp8) = 414.2 GB
+    # against 8 x 80 x 0.9 = 576 GB: all fit; in bf16 (141.1 + 687.2 GB) the 512 do not
+    assert list(f.fits) == [True, True, True]
+    g = latency_cost_frontier(LLAMA, H100, batches, 4096, n_chips=8, memory_fraction=0.9)
+    assert list(g.fits) == [True, True, False]
+    # the defaults and a context of 0 (an empty cache) are allowed
+    d = latency_cost_frontier(LLAMA, H100, [64], 0, n_chips=8)
+    assert d.step_time[0] == decode_step(LLAMA, H100, 64, 0, n_chips=8).time
+    for bad, name in (([0], "batches"), (-1, "context")):
+        with pytest.raises(ValueError, match=f"^{name}"):
+            latency_cost_frontier(LLAMA, H100, *((bad, 4096) if name == "batches" else ([1], bad)))
+
+
+def test_price_per_chip_second_messages():
+    from types import SimpleNamespace
+
+    from llmmath.cost import price_per_chip_second
+    msg = ("^price_per_chip_hour: got None and chip {!r} has no price_per_hour; pass a price in "
+           "USD per chip-hour$")
+    with pytest.raises(ValueError, match=msg.format("unpriced")):
+        price_per_chip_second(NO_PRICE)
+    with pytest.raises(ValueError, match=msg.format("?").replace("?", r"\?")):
+        price_per_chip_second(None)
+    with pytest.raises(ValueError, match=msg.format("bare")):
+        price_per_chip_second(SimpleNamespace(name="bare"))  # no price_per_hour attribute
+    with pytest.raises(ValueError, match="^price_per_chip_hour"):
+        price_per_chip_second(H100, 0)
+    assert price_per_chip_second(None, 7.2) == 0.002
+
+
+def test_kv_to_compute_ratio_of_whole_numbers_does_not_overflow():
+    from llmmath.cost import kv_to_compute_ratio
+
+    # 1e13 tokens x 1e6 B x 1e3 FLOP/B / (2 x 1e9) = 5e12: the product (1e22) is past int64
+    assert kv_to_compute_ratio(np.array([10**13]), 10**9, 10**6, 10**3)[0] == pytest.approx(
+        5e12, rel=1e-12)

@@ -237,3 +237,68 @@ def test_price_sheets_catalogue():
         assert p.source and p.date
         assert 3 <= p.output_to_input <= 6
         assert p.cached_to_input == pytest.approx(0.1)
+
+
+# ----- the edges and the wiring (issue 20: what the mutation run found untested) ---------------
+
+def test_tier_from_chip_fills_every_field():
+    hbm = MemoryTier.from_chip(H100)
+    assert (hbm.name, hbm.device) == ("HBM", "H100-SXM HBM (whole GPU rented)")
+    assert (hbm.date, hbm.source, hbm.price_source) == (
+        H100.price_date, H100.source, H100.price_source)
+    bare = Chip(name="bare", flops={"bf16": 1e15}, hbm_bandwidth=1e12, hbm_capacity=1e10)
+    assert MemoryTier.from_chip(bare, price_per_hour=1.0).date == ""  # no price date: empty
+    with pytest.raises(ValueError, match="^price_per_hour: chip 'bare' has no price; pass one "
+                                         "in USD per hour$"):
+        MemoryTier.from_chip(bare)
+
+
+def test_amortised_price_default_lifetime_is_five_years():
+    # five Julian years are 5 x 8766 = 43,830 hours: $43,830 is a dollar an hour
+    assert amortised_price_per_hour(43_830.0) == pytest.approx(1.0, rel=1e-12)
+
+
+def test_zero_bytes_or_zero_seconds_cost_nothing():
+    dram = MEMORY_TIERS["DRAM"]
+    assert cache_cost(0, 10.0, dram) == 0.0
+    assert cache_cost(1e9, 0, dram) == pytest.approx(1e9 * dram.read_price, rel=1e-12)
+    assert cache_hold_cost(0, 10.0, dram) == 0.0 and cache_hold_cost(1e9, 0, dram) == 0.0
+    assert cache_fetch_time(0, dram) == 0.0
+
+
+def test_cheapest_tier_of_one_lifetime_is_a_name():
+    assert type(cheapest_tier(1.0)) is str
+    assert cheapest_tier(1.0) == cheapest_tier(np.array([1.0]))[0]
+
+
+def test_tier_crossover_at_equal_prices():
+    a = MEMORY_TIERS["DRAM"]
+    same = MemoryTier(name="copy", capacity=a.capacity, bandwidth=a.bandwidth,
+                      price_per_hour=a.price_per_hour)
+    assert tier_crossover(a, same) == float("inf")  # no cheaper to hold: never wins
+    # half the hold price at the same read price: cheaper on both counts from the start
+    half = MemoryTier(name="half", capacity=2 * a.capacity, bandwidth=a.bandwidth,
+                      price_per_hour=a.price_per_hour)
+    assert half.read_price == a.read_price and half.hold_price == a.hold_price / 2
+    assert tier_crossover(a, half) == 0.0
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: amortised_price_per_hour(0), "purchase_price"),
+    (lambda: amortised_price_per_hour(100, 0), "lifetime_years"),
+    (lambda: cache_cost(-1, 1, MEMORY_TIERS["DRAM"]), "nbytes"),
+    (lambda: cache_cost(1, -1, MEMORY_TIERS["DRAM"]), "seconds"),
+    (lambda: cache_hold_cost(-1, 1, MEMORY_TIERS["DRAM"]), "nbytes"),
+    (lambda: cache_hold_cost(1, -1, MEMORY_TIERS["DRAM"]), "seconds"),
+    (lambda: cache_fetch_time(-1, MEMORY_TIERS["DRAM"]), "nbytes"),
+    (lambda: cheapest_tier(0), "seconds"),
+    (lambda: kv_transfer_time(models.get("Llama-3-8B"), 0, 1e9), "prompt"),
+    (lambda: kv_transfer_time(models.get("Llama-3-8B"), 10**7, 1e9), "prompt"),
+    (lambda: kv_transfer_time(models.get("Llama-3-8B"), 100, 0), "bandwidth"),
+    (lambda: MemoryTier(name="x", capacity=0, bandwidth=1, price_per_hour=1), "capacity"),
+    (lambda: MemoryTier(name="x", capacity=1, bandwidth=0, price_per_hour=1), "bandwidth"),
+    (lambda: MemoryTier(name="x", capacity=1, bandwidth=1, price_per_hour=0), "price_per_hour"),
+])
+def test_bad_input_names_its_argument(call, name):
+    with pytest.raises(ValueError, match=f"^{name}"):
+        call()
