@@ -213,30 +213,30 @@ def _critical_batch_scalar(model, chip, weight_bytes, dtype, context, kv_bytes, 
         return None
     C = chip.flops.get(dtype)
     k = _scalar_constants(model)
-    window = k[10]
+    top = k.max_context
     if not (0.0 < wb <= MAX_BYTES_PER_ELEMENT and 0.0 < kb <= MAX_BYTES_PER_ELEMENT
-            and 0.0 <= S < _INF and (window is None or S <= window)
+            and 0.0 <= S < _INF and (top is None or S <= top)
             and C is not None and overlap in OVERLAPS):
         return None
     C, W = float(C), chip.hbm_bandwidth
     # _per_sequence_decode on floats: Model._decode_flops and Model._read_bytes share one span
     spans = _read_spans(k, S)
-    mm = 2.0 * k[0] / C
+    mm = 2.0 * k.n_mm / C
     attn = 0.0 * S
     if attention_flops:
-        attn = spans * k[1] / _attention_rate(chip, C, kb)
-        if k[7]:  # the indexer's scoring (without one the term is + 0.0, which changes nothing)
-            attn = attn + k[3] * S * k[8] / _index_peak(chip, C)
-    kv = spans * k[2] * kb
-    if k[7]:  # has_indexer
-        kv = kv + k[3] * S * k[9]
+        attn = spans * k.attn_per_pair / _attention_rate(chip, C, kb)
+        if k.has_indexer:  # the indexer's scoring
+            attn = attn + k.n_global * S * k.index_flops_per_pair / _index_peak(chip, C)
+    kv = spans * k.kv_elements * kb
+    if k.has_indexer:
+        kv = kv + k.n_global * S * k.index_key_bytes
     kv = kv / W
     if overlap == "per-op":
         attn, kv = 0.0 * attn, 0.0 * kv
     denom = (mm + attn - kv) * W
     if not denom > 0:
         return None  # no critical batch: the checked path says why
-    if not k[11] and k[15]:  # dense and tied: the weights read do not depend on the batch
+    if not k.is_moe and k.tied:  # dense and tied: the weights read do not depend on the batch
         return _weights_read(model, k, 1e-9) * wb / denom
     return _weight_balance_scalar(model, k, denom, wb)
 
@@ -272,7 +272,7 @@ def _weight_balance(model, denom, weight_bytes):
 def _weight_balance_scalar(model, k, denom, weight_bytes):
     """:func:`_weight_balance` on Python floats, reading the model's numbers once (``k``:
     :func:`llmmath.step._scalar_constants`): the same iteration, the same result."""
-    B = k[21] * weight_bytes / denom
+    B = k.total_params * weight_bytes / denom
     for _ in range(100):
         read, read_slope = _weights_read_and_slope(model, k, B)
         h = denom * B - weight_bytes * read

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -398,8 +399,35 @@ def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes
                    compute_efficiency, memory_efficiency, tokens, batch, model, kv_bytes)
 
 
+class _ModelNumbers(NamedTuple):
+    """The numbers of a model the scalar fast paths read (see :func:`_scalar_constants`)."""
+
+    n_mm: float  # matmul_params_active
+    attn_per_pair: float  # _attention_flops_per_context_token
+    kv_elements: float  # kv_elements_per_token_per_layer
+    n_global: int
+    n_sliding: int
+    window: int | None  # sliding_window
+    topk: int | None  # sparse_attention_topk
+    has_indexer: bool
+    index_flops_per_pair: float
+    index_key_bytes: float | None
+    max_context: int | None
+    is_moe: bool
+    params_every_step: float  # _params_read_by_every_step
+    vocab: int
+    d_model: int
+    tied: bool  # tied_embeddings
+    n_experts: int
+    experts_per_token: int
+    n_moe_layers: int
+    expert_params: float
+    log_miss: float | None  # log P(an expert is missed by one token), None if k >= E (or dense)
+    total_params: float
+
+
 def _scalar_constants(model):
-    """The numbers of ``model`` the scalar fast paths read, as one tuple kept on the model.
+    """The numbers of ``model`` the scalar fast paths read, as one named tuple kept on the model.
 
     Read from the model's own attributes (no formula of its own here), computed once per model
     and stored in the instance dictionary as ``functools.cached_property`` does (a model is
@@ -408,17 +436,18 @@ def _scalar_constants(model):
     """
     found = model.__dict__.get("_scalar_constants")
     if found is None:
-        found = (model.matmul_params_active, model._attention_flops_per_context_token,
-                 model.kv_elements_per_token_per_layer, model._n_global, model.n_sliding_layers,
-                 model.sliding_window, model.sparse_attention_topk, model.has_indexer,
-                 model._index_flops_per_pair, model.index_key_bytes, model.max_context,
-                 model.is_moe, model._params_read_by_every_step, model.vocab_size, model.d_model,
-                 model.tied_embeddings, model.n_experts, model.experts_per_token,
-                 model.n_moe_layers, model.expert_params,
-                 # log P(an expert is missed by one token), as Model._weight_params_read takes it
-                 math.log1p(-model.experts_per_token / model.n_experts)
-                 if 0 < model.experts_per_token < model.n_experts else None,
-                 model.total_params)
+        found = _ModelNumbers(
+            model.matmul_params_active, model._attention_flops_per_context_token,
+            model.kv_elements_per_token_per_layer, model._n_global, model.n_sliding_layers,
+            model.sliding_window, model.sparse_attention_topk, model.has_indexer,
+            model._index_flops_per_pair, model.index_key_bytes, model.max_context,
+            model.is_moe, model._params_read_by_every_step, model.vocab_size, model.d_model,
+            model.tied_embeddings, model.n_experts, model.experts_per_token,
+            model.n_moe_layers, model.expert_params,
+            # as Model._experts_touched takes it
+            math.log1p(-model.experts_per_token / model.n_experts)
+            if 0 < model.experts_per_token < model.n_experts else None,
+            model.total_params)
         model.__dict__["_scalar_constants"] = found
     return found
 
@@ -426,7 +455,7 @@ def _scalar_constants(model):
 def _read_spans(k, context):
     """``Model._spans(context, read=True)`` for a Python float, from :func:`_scalar_constants`:
     the same operations in the same order (tests/test_scalar_path.py checks them equal)."""
-    n_global, n_sliding, window, topk = k[3], k[4], k[5], k[6]
+    n_global, n_sliding, window, topk = k.n_global, k.n_sliding, k.window, k.topk
     held_global = context
     if topk is not None:
         held_global = topk if topk < context else context  # min(context, topk)
@@ -438,34 +467,34 @@ def _weights_read(model, k, tokens):
     """``Model._weight_params_read(tokens)`` for a Python float, from :func:`_scalar_constants`:
     the same operations in the same order (an MoE model whose every token uses every expert
     asks the model itself)."""
-    vocab = k[13]
-    rows = 0.0 if k[15] else (vocab if vocab < tokens else tokens) * k[14]
-    if not k[11]:  # dense
-        return k[12] + rows + 0.0
-    log_miss = k[20]
+    vocab = k.vocab
+    rows = 0.0 if k.tied else (vocab if vocab < tokens else tokens) * k.d_model
+    if not k.is_moe:  # dense
+        return k.params_every_step + rows + 0.0
+    log_miss = k.log_miss
     if log_miss is None:  # every expert every token: the model's rule gives a numpy float
         return float(model._weight_params_read(tokens))
-    touched = k[16] * -math.expm1(tokens * log_miss)
-    return k[12] + rows + k[18] * touched * k[19]
+    touched = k.n_experts * -math.expm1(tokens * log_miss)
+    return k.params_every_step + rows + k.n_moe_layers * touched * k.expert_params
 
 
 def _weights_read_and_slope(model, k, tokens):
     """``(Model._weight_params_read(tokens), Model._weight_params_read_slope(tokens))`` for a
     Python float, as :func:`_weights_read`: one call per step of a Newton iteration."""
-    vocab, width = k[13], k[14]
-    if k[15]:  # tied: no embedding rows read
+    vocab, width = k.vocab, k.d_model
+    if k.tied:  # tied: no embedding rows read
         rows = slope = 0.0
     else:
         rows = (vocab if vocab < tokens else tokens) * width
         slope = width if tokens < vocab else 0.0
-    if not k[11]:  # dense
-        return k[12] + rows + 0.0, slope
-    log_miss = k[20]
+    if not k.is_moe:  # dense
+        return k.params_every_step + rows + 0.0, slope
+    log_miss = k.log_miss
     if log_miss is None:  # every expert every token
         return float(model._weight_params_read(tokens)), slope
-    E, x = k[16], tokens * log_miss
-    return (k[12] + rows + k[18] * (E * -math.expm1(x)) * k[19],
-            slope + k[18] * (-E * log_miss * math.exp(x)) * k[19])
+    E, x = k.n_experts, tokens * log_miss
+    return (k.params_every_step + rows + k.n_moe_layers * (E * -math.expm1(x)) * k.expert_params,
+            slope + k.n_moe_layers * (-E * log_miss * math.exp(x)) * k.expert_params)
 
 
 def _decode_scalar(model, chip, batch, context, n_chips, weight_bytes, kv_bytes, dtype, overlap,
@@ -485,8 +514,8 @@ def _decode_scalar(model, chip, batch, context, n_chips, weight_bytes, kv_bytes,
         return None
     peak = chip.flops.get(dtype)
     k = _scalar_constants(model)
-    window = k[10]
-    if not (0.0 < B < _INF and 0.0 <= S < _INF and (window is None or S <= window)
+    top = k.max_context
+    if not (0.0 < B < _INF and 0.0 <= S < _INF and (top is None or S <= top)
             and 0.0 < n <= MAX_CHIPS and n.is_integer()
             and 0.0 < wb <= MAX_BYTES_PER_ELEMENT and 0.0 < kb <= MAX_BYTES_PER_ELEMENT
             and 0.0 < ce <= 1.0 and 0.0 < me <= 1.0 and 0.0 < kr < _INF
@@ -494,16 +523,16 @@ def _decode_scalar(model, chip, batch, context, n_chips, weight_bytes, kv_bytes,
         return None
     # Model._decode_flops and Model._read_bytes on floats, sharing one span
     spans = _read_spans(k, S)
-    mm = B * 2.0 * k[0]
+    mm = B * 2.0 * k.n_mm
     attn = idx = 0.0
-    indexer = k[7]
+    indexer = k.has_indexer
     if attention_flops:
-        attn = B * (spans * k[1])
+        attn = B * (spans * k.attn_per_pair)
         if indexer:
-            idx = B * (k[3] * S * k[8])
-    kv = spans * k[2] * kb
+            idx = B * (k.n_global * S * k.index_flops_per_pair)
+    kv = spans * k.kv_elements * kb
     if indexer:
-        kv = kv + k[3] * S * k[9]
+        kv = kv + k.n_global * S * k.index_key_bytes
     return _finish_scalar("decode", overlap, mm, attn, idx, _weights_read(model, k, B) * wb,
                           B * kv * kr, n, chip, float(peak), ce, me, B, B, model, kb)
 
@@ -520,30 +549,30 @@ def _prefill_scalar(model, chip, batch, prompt, n_chips, weight_bytes, kv_bytes,
         return None
     peak = chip.flops.get(dtype)
     k = _scalar_constants(model)
-    window = k[10]
+    top = k.max_context
     tokens = B * P
     end = past + P
     if not (0.0 < B < _INF and 0.0 < P < _INF and 0.0 <= past and 0.0 < tokens < _INF
-            and end < _INF and (window is None or end <= window)
+            and end < _INF and (top is None or end <= top)
             and 0.0 < n <= MAX_CHIPS and n.is_integer()
             and 0.0 < wb <= MAX_BYTES_PER_ELEMENT and 0.0 < kb <= MAX_BYTES_PER_ELEMENT
             and 0.0 < ce <= 1.0 and 0.0 < me <= 1.0
             and peak is not None and overlap in OVERLAPS):
         return None
-    mm = tokens * 2.0 * k[0]
+    mm = tokens * 2.0 * k.n_mm
     attn = idx = 0.0
-    indexer = k[7]
+    indexer = k.has_indexer
     if attention_flops:
         attn = B * model._prefill_attention_flops(P, past)
         if indexer:  # Model.prefill_indexer_flops, unchecked
-            idx = B * (k[3] * model._prefill_pairs(P, past, None) * k[8])
+            idx = B * (k.n_global * model._prefill_pairs(P, past, None) * k.index_flops_per_pair)
     # Model.kv_cache_bytes at past + prompt and at past, unchecked, then kv_read_bytes at past
     # (Model._spans(c, read=False): every token held, sliding layers up to their window)
-    elements, n_global, n_sliding, window = k[2], k[3], k[4], k[5]
+    elements, n_global, n_sliding, window = k.kv_elements, k.n_global, k.n_sliding, k.window
     sliding_end = (window if window < end else end) if n_sliding else 0.0  # min(end, window)
     held_end = (n_global * end + n_sliding * sliding_end) * elements * kb
     if indexer:
-        held_end = held_end + k[3] * end * (k[9] or 0.0)
+        held_end = held_end + k.n_global * end * (k.index_key_bytes or 0.0)
     if past == 0.0:  # nothing cached: held and read at past are 0.0, and x - 0.0 + 0.0 is x
         kvbytes = B * held_end
     else:
@@ -551,8 +580,8 @@ def _prefill_scalar(model, chip, batch, prompt, n_chips, weight_bytes, kv_bytes,
         held_past = (n_global * past + n_sliding * sliding_past) * elements * kb
         read_past = _read_spans(k, past) * elements * kb
         if indexer:
-            held_past = held_past + k[3] * past * (k[9] or 0.0)
-            read_past = read_past + k[3] * past * k[9]
+            held_past = held_past + k.n_global * past * (k.index_key_bytes or 0.0)
+            read_past = read_past + k.n_global * past * k.index_key_bytes
         kvbytes = B * ((held_end - held_past) + read_past)
     return _finish_scalar("prefill", overlap, mm, attn, idx, _weights_read(model, k, tokens) * wb,
                           kvbytes, n, chip, float(peak), ce, me, tokens, B, model, kb)
