@@ -247,7 +247,7 @@ def _check_figure(fig):
 
 
 @pytest.mark.parametrize("chip", chips.names())
-def test_ch10_builders_on_every_chip(chip):
+def test_ch11_builders_on_every_chip(chip):
     with plots.offscreen():
         _check_figure(plots.zero_memory_vs_chips(LLAMA, chip, mark_chips=256))
         fig = plots.dp_sync_vs_tokens(LLAMA, chip, n_chips=64, mark_tokens=4096)
@@ -257,7 +257,7 @@ def test_ch10_builders_on_every_chip(chip):
 
 
 @pytest.mark.parametrize("model", models.names())
-def test_ch10_builders_on_every_model(model):
+def test_ch11_builders_on_every_model(model):
     m = models.get(model)
     with plots.offscreen():
         fig = plots.attention_share_vs_seq([m, LLAMA], mark_sequence_length=1024)
