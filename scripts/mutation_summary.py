@@ -105,7 +105,11 @@ def main(argv=None):
     staged = (a.stage / "pyproject.toml").read_text()  # the selection this run used
     tests = re.findall(r'"([^"]+)"', re.search(
         r"pytest_add_cli_args_test_selection = \[(.*?)\]", staged, re.S).group(1))
+    import subprocess
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, cwd=ROOT).stdout.strip() or None
     for module in modules:
+        modules[module]["commit"] = commit  # the code this module's record was measured on
         modules[module]["wall_seconds"] = seconds if len(modules) == 1 else None
         modules[module]["tests"] = "all unit tests of [tool.mutmut]" if len(tests) > 10 else \
             " ".join(pathlib.Path(t).name for t in tests)
@@ -117,6 +121,9 @@ def main(argv=None):
         ran = {meta.name[: -len(".py.meta")] for meta in metas}
         survivors += [s for s in old["survivors"] if s["mutant"].split(".")[1] not in ran]
         seconds = None
+    # a module with no code of its own (roofline.py re-exports the step, balance, capacity...
+    # modules) has nothing to mutate: said once below instead of a row of zeros
+    empty = sorted(m for m, c in modules.items() if c["total"] == 0)
     modules = dict(sorted(modules.items()))
     tot = {k: sum(m[k] for m in modules.values()) for k in
            ("killed", "survived", "equivalent", "timeout", "no tests", "not checked",
@@ -139,11 +146,16 @@ def main(argv=None):
         md += [f"Wall time of the run: {seconds} s ({seconds / 60:.0f} min), one child, nice 15.",
                ""]
     md += ["| module | total | killed | survived | equivalent | timeout | no tests | "
-           "not checked | kill rate | tests run |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for module, c in list(modules.items()) + [("**all**", tot)]:
+           "not checked | kill rate | target | measured at | tests run |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for module, c in [*((m, c) for m, c in modules.items() if c["total"]), ("**all**", tot)]:
+        met = "" if c["kill_rate"] is None else ("met" if c["kill_rate"] >= TARGET else "not yet")
         md.append(f"| {module} | {c['total']} | {c['killed']} | {c['survived']} | "
                   f"{c['equivalent']} | {c['timeout']} | {c['no tests']} | {c['not checked']} | "
-                  f"{pct(c['kill_rate'])} | {c.get('tests', '')} |")
+                  f"{pct(c['kill_rate'])} | {met if module != '**all**' else ''} | "
+                  f"{c.get('commit') or ''} | {c.get('tests', '')} |")
+    if empty:
+        md += ["", f"No code of its own to mutate: {', '.join(empty)} (re-exports)."]
     md += ["", "## Equivalent mutants (reviewed, data/mutation/equivalent.txt)", ""]
     md += [f"- `{k}`: {v}" for k, v in sorted(equivalent.items())] or ["(none)"]
     md += ["", "## Survivors still to kill", ""]
