@@ -517,3 +517,62 @@ def test_experts_touched_by_hand():
     assert models.get("Llama-3-8B").experts_touched(64) == 0.0  # dense: no routed experts
     with pytest.raises(ValueError, match="tokens"):
         m.experts_touched(-1)
+
+
+# ----- edges the mutation run found untested (issue 20) -----------------------------------------
+
+def test_attention_crossover_with_an_indexer_by_hand():
+    # DeepSeek-V3.2: 2 x 36,624,736,768 = 73,249,473,536 matmul FLOP a token; per cached token and
+    # layer attention (absorbed MLA) does 2 x 128 x (2 x 512 + 64) = 278,528 FLOP over its top
+    # 2048 and the indexer 16,512 over every token, on 61 layers. At 2048 tokens that is
+    # 61 x 2048 x 295,040 = 36,858,757,120 FLOP, below the matmuls'; past 2048 only the indexer
+    # grows: S* = 2048 + (73,249,473,536 - 36,858,757,120) / (61 x 16,512) = 38,177.4
+    v32 = models.get("DeepSeek-V3.2")
+    full = 2 * 36_624_736_768
+    at_k = 61 * 2048 * (278_528 + 16_512)
+    assert models.attention_crossover_context(v32) == pytest.approx(
+        2048 + (full - at_k) / (61 * 16_512), rel=1e-12)
+    # with a top-8192 the crossing comes before the cap, where attention grows as
+    # 61 x (278,528 + 16,512) a token: S* = full / 17,997,440 = 4,069.97
+    wide = v32.replace(sparse_attention_topk=8192)
+    assert models.attention_crossover_context(wide) == pytest.approx(
+        full / (61 * (278_528 + 16_512)), rel=1e-12)
+
+
+def test_context_for_read_span_with_two_caps_by_hand():
+    # DeepSeek-V3.2 with 31 of its 61 layers windowed at 512 (30 global, top-2048):
+    # f(S) = 30 min(S, 2048) + 31 min(S, 512); f(512) = 31,232, f(2048) = 77,312
+    m = models.get("DeepSeek-V3.2").replace(sliding_window=512, n_sliding_layers=31)
+    s, ok = m.context_for_read_span(np.array([10_000.0, 50_000.0, 77_312.0, 80_000.0]))
+    assert list(ok) == [True, True, True, False]
+    assert s == pytest.approx([10_000 / 61, 512 + (50_000 - 31_232) / 30, 2048, 0.0], rel=1e-12)
+
+
+def test_cap_context_by_hand():
+    m = models.get("Llama-3-8B")  # 8,192-token window
+    assert m.cap_context(100) == (100.0, "")
+    assert m.cap_context(0) == (0.0, "")
+    assert m.cap_context(8192) == (8192.0, "")  # the window itself is not capped
+    got = m.cap_context(10_000)
+    assert got == (8192.0, "context capped at 8.19k") and type(got[0]) is float
+    assert models.get("Llama-3-8B").replace(max_context=None).cap_context(1e7) == (1e7, "")
+    with pytest.raises(ValueError, match="^context"):
+        m.cap_context(-1)
+
+
+def test_mha_twins_are_plain_multihead_models():
+    v3 = models.mha_equivalent(models.get("DeepSeek-V3"))
+    t = v3.model
+    assert t.name == "DeepSeek-V3 as MHA"
+    assert (t.kv_lora_rank, t.q_lora_rank, t.qk_nope_head_dim, t.qk_rope_head_dim,
+            t.v_head_dim) == (None,) * 5
+    assert (t.n_kv_heads, t.head_dim) == (128, 128)
+    # 2 x 128 x 128 numbers a layer against MLA's 512 + 64: 56.9x
+    assert v3.kv_ratio == pytest.approx(2 * 128 * 128 / 576, rel=1e-12)
+    l8 = models.mha_equivalent(models.get("Llama-3-8B"))
+    assert l8.model.name == "Llama-3-8B as MHA" and l8.model.n_kv_heads == 32
+    assert l8.kv_ratio == 4.0  # 32 query heads over 8 KV heads
+    palm = models.palm_multihead_baseline()
+    assert palm.model.name == "PaLM 540B, multihead (Pope et al. 2022)"
+    assert (palm.model.n_heads, palm.model.n_kv_heads, palm.model.head_dim) == (64, 64, 128)
+    assert palm.kv_ratio == 2 * 64 * 128 / (2 * 1 * 256)  # against one K/V head of 256: 32x

@@ -134,6 +134,7 @@ def test_wg_opt_is_a_lower_envelope(t, n):
 # ----- chapter 9: tensor parallelism with the alpha-beta model -------------------------------
 
 from llmmath import chips  # noqa: E402
+from llmmath.chips import Chip  # noqa: E402
 from llmmath.parallel import (  # noqa: E402
     best_tensor_parallel,
     kv_replicas,
@@ -194,3 +195,28 @@ def test_sharded_decode_bad_input():
         sharded_decode(LLAMA, H100, 8, 4096, 8, kv_shard="heads")
     with pytest.raises(ValueError, match="hop_latency"):
         sharded_decode(LLAMA, H100, 8, 4096, 8, hop_latency=-1.0)
+
+
+def test_best_tensor_parallel_default_counts_and_wiring():
+    # powers of two up to the scale-up domain (8 on an H100, 72 on a GB200 rack: up to 64), at
+    # most 1024 (a TPU v4 pod's 4096), and 8 for a chip that lists no domain
+    assert sorted(best_tensor_parallel(LLAMA, H100, 8, 4096)[1]) == [1, 2, 4, 8]
+    assert sorted(best_tensor_parallel(LLAMA, chips.get("GB200"), 8, 4096)[1]) == [
+        1, 2, 4, 8, 16, 32, 64]
+    assert max(best_tensor_parallel(LLAMA, chips.get("TPU v4"), 8, 4096)[1]) == 1024
+    bare = Chip(name="bare", flops={"bf16": 1e15}, hbm_bandwidth=3e12, hbm_capacity=80e9)
+    assert sorted(best_tensor_parallel(LLAMA, bare, 8, 0, bandwidth=1e11)[1]) == [1, 2, 4, 8]
+    # the keyword arguments reach every run; a context of 0 is allowed
+    best, runs = best_tensor_parallel(LLAMA, H100, 8, 0, hop_latency=5e-6, topology="ring")
+    assert runs[4].time == sharded_decode(LLAMA, H100, 8, 0, 4, hop_latency=5e-6,
+                                          topology="ring").time
+    # nothing fits: no best
+    assert best_tensor_parallel(LLAMA, H100, 8, 4096, chip_counts=[1])[0] is None
+    with pytest.raises(TypeError, match="^context: got an array .*; best_tensor_parallel takes "
+                                        "one context$"):
+        best_tensor_parallel(LLAMA, H100, 8, np.array([0, 1]))
+    for bad, name in (((0, 4096), "batch"), ((8, -1), "context")):
+        with pytest.raises(ValueError, match=f"^{name}"):
+            best_tensor_parallel(LLAMA, H100, *bad)
+    with pytest.raises(ValueError, match="^chip_counts"):
+        best_tensor_parallel(LLAMA, H100, 8, 4096, chip_counts=[0])

@@ -23,6 +23,7 @@ from llmmath.roofline import (
     min_latency,
     prefill_step,
 )
+from llmmath.step import Step, serial_step
 
 H100 = chips.get("H100-SXM")
 LLAMA = models.get("Llama-3-70B")
@@ -482,3 +483,17 @@ def test_bound_flips_at_critical_batch(m, s, f):
         return
     assert decode_step(m, H100, cb * f, s).bound == "memory"
     assert decode_step(m, H100, cb / f, s).bound == "compute"
+
+
+def test_serial_step_keeps_scalars_scalar_and_says_no_overlap():
+    s = serial_step(decode_step(LLAMA, H100, 64, 4096, n_chips=8))
+    assert s.overlap == "none" and type(s.time) is float
+    v = serial_step(decode_step(LLAMA, H100, np.array([1.0, 64.0]), 4096, n_chips=8))
+    assert v.overlap == "none" and v.time.shape == (2,)
+    assert np.array_equal(v.time, np.asarray(v.compute_time) + np.asarray(v.memory_time))
+
+
+def test_step_bound_documents_itself():
+    # the API reference reads Step.bound's docstring from the descriptor
+    doc = Step.__dict__["bound"].__doc__
+    assert doc and "compute" in doc and "memory" in doc
