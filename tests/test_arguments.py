@@ -14,8 +14,17 @@ import dataclasses
 import numpy as np
 import pytest
 
-from llmmath import chips, lifetime, models, moe, parallel, pipeline, speculative, training
-from llmmath import tradeoffs
+from llmmath import (
+    chips,
+    lifetime,
+    models,
+    moe,
+    parallel,
+    pipeline,
+    speculative,
+    tradeoffs,
+    training,
+)
 from llmmath.chips import Chip
 from llmmath.memory import MEMORY_TIERS
 
