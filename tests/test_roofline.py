@@ -23,7 +23,7 @@ from llmmath.roofline import (
     min_latency,
     prefill_step,
 )
-from llmmath.step import Step, serial_step
+from llmmath.step import serial_step
 
 H100 = chips.get("H100-SXM")
 LLAMA = models.get("Llama-3-70B")
