@@ -171,6 +171,7 @@ mutate:
 	rm -rf $(MUTATE) && mkdir -p $(MUTATE)/src $(MUTATE)/data
 	cp -r lib/llmmath $(MUTATE)/src/ && cp -r tests pyproject.toml references.bib _toc.yml $(MUTATE)/
 	cp -r data/calibration $(MUTATE)/data/
+	git rev-parse --short HEAD > $(MUTATE)/commit  # the code this run measures
 	find $(MUTATE) -name __pycache__ -prune -exec rm -rf {} +
 ifneq ($(MODULES),)
 	$(BIN)/python -c "import re, sys; p = sys.argv[1]; s = open(p).read(); \

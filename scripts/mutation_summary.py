@@ -105,9 +105,8 @@ def main(argv=None):
     staged = (a.stage / "pyproject.toml").read_text()  # the selection this run used
     tests = re.findall(r'"([^"]+)"', re.search(
         r"pytest_add_cli_args_test_selection = \[(.*?)\]", staged, re.S).group(1))
-    import subprocess
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=ROOT).stdout.strip() or None
+    commit_file = a.stage / "commit"  # written when make mutate staged the code
+    commit = commit_file.read_text().strip() if commit_file.exists() else None
     for module in modules:
         modules[module]["commit"] = commit  # the code this module's record was measured on
         modules[module]["wall_seconds"] = seconds if len(modules) == 1 else None
