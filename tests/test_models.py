@@ -576,3 +576,86 @@ def test_mha_twins_are_plain_multihead_models():
     assert palm.model.name == "PaLM 540B, multihead (Pope et al. 2022)"
     assert (palm.model.n_heads, palm.model.n_kv_heads, palm.model.head_dim) == (64, 64, 128)
     assert palm.kv_ratio == 2 * 64 * 128 / (2 * 1 * 256)  # against one K/V head of 256: 32x
+
+
+_BASE = dict(name="m", n_layers=4, d_model=256, d_ff=1024, n_heads=8, vocab_size=1000)
+_MOE = dict(_BASE, n_experts=8, experts_per_token=2, d_ff_expert=128)
+_V32 = models.get("DeepSeek-V3.2")
+
+
+@pytest.mark.parametrize("fields, name", [
+    *[(dict(_BASE, **{f: 2.5}), f) for f in ("n_layers", "d_model", "d_ff", "n_heads",
+                                              "vocab_size")],
+    (dict(_BASE, n_kv_heads=2.5), "n_kv_heads"),
+    (dict(_BASE, n_kv_heads=3), "n_kv_heads"),  # does not divide 8 heads
+    (dict(_BASE, head_dim=0), "head_dim"),
+    (dict(_MOE, experts_per_token=1.5), "experts_per_token"),
+    (dict(_MOE, experts_per_token=9), "experts_per_token"),
+    (dict(_MOE, d_ff_expert=None), "d_ff_expert"),
+    (dict(_MOE, d_ff_expert=64.5), "d_ff_expert"),
+    (dict(_BASE, experts_per_token=2), "n_experts"),
+    (dict(_BASE, n_dense_layers=5), "n_dense_layers"),
+    (dict(_BASE, kv_lora_rank=64, qk_nope_head_dim=32.5, qk_rope_head_dim=16, v_head_dim=32),
+     "qk_nope_head_dim"),
+    (dict(_BASE, n_sliding_layers=5, sliding_window=64), "n_sliding_layers"),
+    (dict(_BASE, n_sliding_layers=2), "sliding_window"),
+    (dict(_BASE, sliding_window=64.5, n_sliding_layers=2), "sliding_window"),
+    (dict(_BASE, max_context=0.5), "max_context"),
+    (dict(_BASE, index_n_heads=4, index_head_dim=32, index_key_bytes=40), "index_n_heads"),
+    (dict(_BASE, sparse_attention_topk=64, index_n_heads=4, index_head_dim=32.5,
+          index_key_bytes=40), "index_head_dim"),
+    (dict(_BASE, sparse_attention_topk=64, index_n_heads=4, index_head_dim=32,
+          index_key_bytes=0), "index_key_bytes"),
+])
+def test_a_model_with_a_bad_field_is_refused_by_name(fields, name):
+    with pytest.raises(ValueError) as info:
+        Model(**fields)
+    assert info.value.args[0].startswith(name), info.value.args[0]
+
+
+def test_model_defaults_and_edges_that_are_allowed():
+    m = Model(**_BASE)
+    assert (m.n_kv_heads, m.head_dim) == (8, 32) and type(m.head_dim) is int  # 256 // 8
+    assert Model(**_BASE, n_dense_layers=4).n_dense_layers == 4  # every layer dense
+    assert Model(**dict(_MOE, experts_per_token=8)).experts_per_token == 8  # every expert
+    assert Model(**dict(_MOE, n_dense_layers=4)).n_moe_layers == 0
+    with pytest.raises(ValueError, match="^sliding_window: n_sliding_layers > 0 needs a window "
+                                         "size$"):
+        Model(**_BASE, n_sliding_layers=2)
+    with pytest.raises(ValueError, match=r"^index_n_heads, index_head_dim, index_key_bytes: an "
+                                         r"indexer needs all three and sparse_attention_topk "
+                                         r"\(the tokens it selects\)$"):
+        Model(**_BASE, sparse_attention_topk=64, index_n_heads=4, index_head_dim=32)
+    with pytest.raises(ValueError, match=r"^d_ff_expert: an MoE model \(n_experts > 0\) needs the "
+                                         r"expert MLP width$"):
+        Model(**dict(_MOE, d_ff_expert=None))
+    with pytest.raises(ValueError, match="^n_experts: got 0 but experts_per_token/"
+                                         "n_shared_experts are set; set n_experts$"):
+        Model(**_BASE, n_shared_experts=1)
+    # replace() drops the published totals (they describe the original) unless given
+    assert models.get("Llama-3-8B").replace(n_layers=16).published_params is None
+    assert models.get("Llama-3-8B").replace(n_layers=16, published_params=1).published_params == 1
+
+
+@pytest.mark.parametrize("name", ["Llama-3-8B", "Mixtral-8x7B", "DeepSeek-V3", "TIED"])
+def test_weight_params_read_slope_is_the_derivative(name):
+    """The slope the critical-batch solver uses, against a centred finite difference of
+    weight_params_read (an independent computation): embedding rows below the vocabulary
+    (none for a tied model, none past V), and experts still untouched for an MoE."""
+    m = (models.get("Llama-3-8B").replace(tied_embeddings=True) if name == "TIED"
+         else models.get(name))
+    for tokens in (1.0, 7.0, 100.0, 5000.0, 200_000.0):
+        h = tokens * 1e-4
+        fd = (m.weight_params_read(tokens + h) - m.weight_params_read(tokens - h)) / (2 * h)
+        assert m._weight_params_read_slope(tokens) == pytest.approx(fd, rel=1e-5, abs=1e-3)
+        arr = m._weight_params_read_slope(np.array([tokens]))
+        assert float(np.ravel(arr)[0]) == pytest.approx(fd, rel=1e-5, abs=1e-3)
+    if name == "Llama-3-8B":  # exactly D below the vocabulary, 0 past it
+        assert m._weight_params_read_slope(100.0) == 4096
+        assert m._weight_params_read_slope(200_000.0) == 0.0
+
+
+def test_experts_touched_default_is_one_token():
+    assert models.get("Mixtral-8x7B").experts_touched() == pytest.approx(2.0, rel=1e-12)
+    with pytest.raises(ValueError, match="^tokens"):
+        models.get("Llama-3-8B").experts_touched(0)
