@@ -135,6 +135,7 @@ def test_wg_opt_is_a_lower_envelope(t, n):
 
 from llmmath import chips  # noqa: E402
 from llmmath.chips import Chip  # noqa: E402
+from llmmath.step import decode_step  # noqa: E402
 from llmmath.parallel import (  # noqa: E402
     best_tensor_parallel,
     kv_replicas,
@@ -220,3 +221,90 @@ def test_best_tensor_parallel_default_counts_and_wiring():
             best_tensor_parallel(LLAMA, H100, *bad)
     with pytest.raises(ValueError, match="^chip_counts"):
         best_tensor_parallel(LLAMA, H100, 8, 4096, chip_counts=[0])
+
+
+# ----- sharded_decode assembled by hand (issue 20: the mutation run's survivors) ---------------
+# Llama-3-70B (80 layers, D 8192, 64 query heads of 128, 8 KV heads; 70,553,706,496 parameters)
+# at batch 12, 4096 tokens, on 8 H100s behind a switch at 100 GB/s with 2 us a step, fp8 weights,
+# cache and arithmetic, attention FLOPs left out.
+_KW = dict(hop_latency=2e-6, topology="switch", weight_bytes=1, kv_bytes=1, activation_bytes=2,
+           dtype="fp8", bandwidth=1e11, attention_flops=False)
+
+
+@pytest.mark.parametrize("kv_shard", ["batch", "head", "sequence"])
+def test_sharded_decode_by_hand(kv_shard):
+    s = sharded_decode(LLAMA, H100, 12, 4096, 8, kv_shard=kv_shard, **_KW)
+    # replicas: batch sharding puts ceil(12/8) = 2 sequences on the busiest of 8 chips:
+    # 8 x 2 / 12 = 4/3; head sharding 8 chips over 8 KV heads: 1; sequence sharding: 1
+    r = {"batch": 16 / 12, "head": 1.0, "sequence": 1.0}[kv_shard]
+    assert s.kv_replicas == pytest.approx(r, rel=1e-12)
+    # two all-reduces a layer of 12 x 8192 x 2 = 196,608 B: 2 x 2 us + 2 x 7/8 x 196,608 / 1e11
+    ar = 2 * 2e-6 + 2 * 7 / 8 * 196_608 / 1e11
+    assert s.tp_comm == pytest.approx(80 * 2 * ar, rel=1e-12)
+    # attention's resharding, queries of 12 x 64 x 128 x 2 = 196,608 B: batch sharding sends
+    # them out and back (2 all-to-alls of 196,608 / 8 B a chip: 2 us + 7/8 x 24,576 / 1e11
+    # each), sequence sharding all-reduces them, head sharding moves nothing
+    kv = {"batch": 2 * (2e-6 + 7 / 8 * 24_576 / 1e11), "head": 0.0, "sequence": ar}[kv_shard]
+    assert s.kv_comm == pytest.approx(80 * kv, rel=1e-12, abs=0)
+    assert s.comm == pytest.approx(s.tp_comm + s.kv_comm, rel=1e-12)
+    step = decode_step(LLAMA, H100, 12, 4096, n_chips=8, weight_bytes=1, kv_bytes=1, dtype="fp8",
+                       attention_flops=False, kv_replicas=r)
+    assert s.step.time == pytest.approx(step.time, rel=1e-12)
+    assert s.step.kv_time == pytest.approx(step.kv_time, rel=1e-12)
+    assert s.time == pytest.approx(step.time + s.comm, rel=1e-12)
+    assert s.time_overlapped == pytest.approx(max(step.time, s.comm), rel=1e-12)
+    # HBM: 70.55 GB of fp8 weights over 8 chips; 12 caches of 4096 x 163,840 B (fp8) times the
+    # replicas over 8 chips
+    assert s.weights_per_chip == pytest.approx(70_553_706_496 / 8, rel=1e-12)
+    assert s.kv_per_chip == pytest.approx(12 * 671_088_640 * r / 8, rel=1e-12)
+    assert bool(s.fits)  # 8.8 GB of weights and at most 1.3 GB of cache in 80 GB
+    assert (s.n_chips, s.batch) == (8, 12)
+
+
+def test_sharded_decode_edges():
+    # one chip: no communication at all, whatever the layout
+    one = sharded_decode(LLAMA, H100, 12, 4096, 1, **_KW)
+    assert one.comm == 0.0 and one.tp_comm == 0.0 and one.kv_comm == 0.0
+    assert one.time == one.step.time
+    # the default bandwidth is the chip's scale-up link; a chip without one must be given one
+    assert sharded_decode(LLAMA, H100, 12, 4096, 8).tp_comm == pytest.approx(
+        sharded_decode(LLAMA, H100, 12, 4096, 8, bandwidth=H100.scale_up_bandwidth).tp_comm)
+    bare = Chip(name="bare", flops={"bf16": 1e15}, hbm_bandwidth=3e12, hbm_capacity=80e9)
+    with pytest.raises(ValueError, match="^bandwidth: chip 'bare' lists no scale_up_bandwidth; "
+                                         "pass bandwidth=$"):
+        sharded_decode(LLAMA, bare, 12, 4096, 8)
+    for bad, name in ((dict(batch=0), "batch"), (dict(bandwidth=0), "bandwidth"),
+                      (dict(kv_bytes=0), "kv_bytes"), (dict(kv_shard="rows"), "kv_shard")):
+        args = dict(model=LLAMA, chip=H100, batch=12, context=4096, n_chips=8)
+        with pytest.raises(ValueError, match=f"^{name}"):
+            sharded_decode(**{**args, **bad})
+
+
+def test_kv_replicas_by_hand():
+    # head sharding of MLA (one latent, g = 1) over 8 chips: every chip holds it: 8
+    assert kv_replicas(DSV3, 12, 8, kv_shard="head") == 8.0
+    assert list(kv_replicas(DSV3, np.array([1.0, 12.0]), 8, kv_shard="head")) == [8.0, 8.0]
+    assert kv_replicas(LLAMA, 12, 16, kv_shard="head") == 2.0  # 16 chips, 8 KV heads
+    assert kv_replicas(LLAMA, 3, 8) == pytest.approx(8 / 3)  # batch (the default): 1 each
+    assert list(kv_replicas(LLAMA, np.array([3.0, 12.0]), 8, kv_shard="sequence")) == [1.0, 1.0]
+    assert kv_replicas(LLAMA, 3, 8, kv_shard="sequence") == 1.0
+    for bad, name in (((LLAMA, 0, 8), "batch"), ((LLAMA, 3, 8, "rows"), "kv_shard")):
+        with pytest.raises(ValueError, match=f"^{name}"):
+            kv_replicas(*bad)
+
+
+def test_ring_optimal_chips_by_hand():
+    from llmmath.parallel import ring_optimal_chips
+
+    # n* = sqrt(t1 / (2 L n_ar alpha)), t1 the one-chip step in fp8, L n_ar = 80 x 2 all-reduces
+    t1 = decode_step(LLAMA, H100, 8, 4096, n_chips=1, weight_bytes=1, kv_bytes=1,
+                     dtype="fp8").time
+    got = ring_optimal_chips(LLAMA, H100, 8, 4096, hop_latency=3e-6, weight_bytes=1, kv_bytes=1,
+                             dtype="fp8")
+    assert got == pytest.approx(np.sqrt(t1 / (2 * 160 * 3e-6)), rel=1e-12)
+    # a parallel-block model (PaLM) all-reduces once a layer: L n_ar = 118
+    t1 = decode_step(PALM, H100, 8, 2048, n_chips=1).time
+    assert ring_optimal_chips(PALM, H100, 8, 2048, hop_latency=3e-6) == pytest.approx(
+        np.sqrt(t1 / (2 * 118 * 3e-6)), rel=1e-12)
+    with pytest.raises(ValueError, match="^hop_latency"):
+        ring_optimal_chips(LLAMA, H100, 8, 4096, hop_latency=0)
