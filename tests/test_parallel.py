@@ -135,13 +135,13 @@ def test_wg_opt_is_a_lower_envelope(t, n):
 
 from llmmath import chips  # noqa: E402
 from llmmath.chips import Chip  # noqa: E402
-from llmmath.step import decode_step  # noqa: E402
 from llmmath.parallel import (  # noqa: E402
     best_tensor_parallel,
     kv_replicas,
     ring_optimal_chips,
     sharded_decode,
 )
+from llmmath.step import decode_step  # noqa: E402
 
 H100 = chips.get("H100-SXM")
 
