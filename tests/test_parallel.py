@@ -280,7 +280,7 @@ def test_sharded_decode_edges():
             sharded_decode(**{**args, **bad})
 
 
-def test_kv_replicas_by_hand():
+def test_kv_replicas_of_each_layout_by_hand():
     # head sharding of MLA (one latent, g = 1) over 8 chips: every chip holds it: 8
     assert kv_replicas(DSV3, 12, 8, kv_shard="head") == 8.0
     assert list(kv_replicas(DSV3, np.array([1.0, 12.0]), 8, kv_shard="head")) == [8.0, 8.0]
@@ -308,3 +308,65 @@ def test_ring_optimal_chips_by_hand():
         np.sqrt(t1 / (2 * 118 * 3e-6)), rel=1e-12)
     with pytest.raises(ValueError, match="^hop_latency"):
         ring_optimal_chips(LLAMA, H100, 8, 4096, hop_latency=0)
+
+
+def test_ffn_comm_time_by_hand():
+    from llmmath.parallel import ffn_comm_time
+
+    # T = 1000 tokens, E = 1024, F = 4096, 64 chips at 1e11 B/s, 1-byte activations, 2-byte weights
+    a = dict(activation_bytes=1, weight_bytes=2)
+    # 1D weight-stationary: 2 T E b_a / bw = 2 x 1000 x 1024 x 1 / 1e11, for any chip count
+    assert ffn_comm_time("1d-ws", 1000, 1024, 4096, 64, 1e11, **a) == pytest.approx(2.048e-5)
+    # weight-gathered at the best N: 4 E sqrt(T F b_a b_w) / (sqrt(n) bw)
+    #   = 4 x 1024 x sqrt(1000 x 4096 x 2) / (8 x 1e11) = 1.4654e-5
+    assert ffn_comm_time("wg-opt", 1000, 1024, 4096, 64, 1e11, **a) == pytest.approx(
+        4 * 1024 * np.sqrt(1000 * 4096 * 2) / (8 * 1e11), rel=1e-12)
+    # 2D weight-stationary with X = 4: (2 T b_a / bw)(E/X + F/(n/X)) = 2e-8 x (256 + 256)
+    assert ffn_comm_time("2d-ws", 1000, 1024, 4096, 64, 1e11, x=4, **a) == pytest.approx(
+        2e-8 * 512, rel=1e-12)
+    # weight-gathered over X = 4 of a 4 x 4 x 4 cube: 2 E F b_w N / (n bw) + 2 T E b_a / (N bw)
+    wg = 2 * 1024 * 4096 * 2 * 4 / (64 * 1e11) + 2 * 1000 * 1024 / (4 * 1e11)
+    assert ffn_comm_time("wg-x", 1000, 1024, 4096, 64, 1e11, **a) == pytest.approx(wg, rel=1e-12)
+    assert ffn_comm_time("wg-x", 1000, 1024, 4096, 64, 1e11, axes=(4, 4, 4), **a) == \
+        pytest.approx(wg, rel=1e-12)
+    with pytest.raises(ValueError, match="^axes: n_chips=.* is not a cube"):
+        ffn_comm_time("wg-x", 1000, 1024, 4096, 32, 1e11)
+    with pytest.raises(ValueError, match=r"^axes: got \(4, 4, 2\); X\*Y\*Z must equal"):
+        ffn_comm_time("wg-x", 1000, 1024, 4096, 64, 1e11, axes=(4, 4, 2))
+    # a cube to within rounding (n = 27) is accepted; an axis product off by 1e-6 is not
+    assert ffn_comm_time("wg-xyz", 1000, 1024, 4096, 27, 1e11) > 0
+    with pytest.raises(ValueError, match="^axes"):
+        ffn_comm_time("wg-x", 1000, 1024, 4096, 64, 1e11, axes=(4, 4, 4.000001))
+    for bad, name in ((dict(layout="3d"), "layout"), (dict(tokens=0), "tokens"),
+                      (dict(d_model=0), "d_model"), (dict(d_ff=0), "d_ff"),
+                      (dict(bandwidth=0), "bandwidth"), (dict(activation_bytes=0),
+                                                         "activation_bytes"),
+                      (dict(weight_bytes=0), "weight_bytes"), (dict(layout="2d-ws", x=0), "x"),
+                      (dict(axes=(0, 8, 8)), r"axes\[0\]")):
+        args = dict(layout="wg-x", tokens=1000, d_model=1024, d_ff=4096, n_chips=64,
+                    bandwidth=1e11)
+        with pytest.raises(ValueError, match=f"^{name}"):
+            ffn_comm_time(**{**args, **bad})
+    # 1D over an array of chip counts keeps the array's shape
+    assert ffn_comm_time("1d-ws", 1000, 1024, 4096, np.array([8, 64]), 1e11).shape == (2,)
+
+
+def test_expert_parallel_comm_time_by_hand():
+    from llmmath.parallel import expert_parallel_comm_time
+
+    # DeepSeek-V3 (58 MoE layers, 8 routed experts a token, D 7168), 64 tokens over 16 chips as
+    # an 8 x 2 torus, 1 us a step: each chip sends 64 x 8 x 7168 x 2 / 16 = 458,752 B, twice a
+    # layer (dispatch and combine); the torus all-to-all takes (7 + 1) steps and moves
+    # (16/8 + 1/2) x 458,752 B at 1e11 B/s
+    t = (8 * 1e-6 + 2.5 * 458_752 / 1e11)
+    assert expert_parallel_comm_time(DSV3, 64, 16, 1e11, hop_latency=1e-6, topology="torus",
+                                     dims=(8, 2)) == pytest.approx(58 * 2 * t, rel=1e-12)
+    # a dense model exchanges nothing: zeros of the batch's shape
+    assert list(expert_parallel_comm_time(LLAMA, np.array([1.0, 64.0]), 8, 1e11)) == [0.0, 0.0]
+    # one chip: no exchange, an array of token counts stays an array of zeros
+    assert expert_parallel_comm_time(DSV3, 64, 1, 1e11) == 0.0
+    assert list(expert_parallel_comm_time(DSV3, np.array([1.0, 64.0]), 1, 1e11)) == [0.0, 0.0]
+    with pytest.raises(ValueError, match="^tokens"):
+        expert_parallel_comm_time(DSV3, 0, 8, 1e11)
+    with pytest.raises(ValueError, match="^activation_bytes"):
+        expert_parallel_comm_time(DSV3, 64, 8, 1e11, activation_bytes=0)
