@@ -30,7 +30,9 @@ help:
 	@echo "              into data/mutation/summary.md; MODULES='intensity cost' mutates only those"
 	@echo "              (merged into the recorded summary), MUTANTS='llmmath.cost.x_f*' runs a subset,"
 	@echo "              TESTS='tests/test_a.py ...' a subset of the unit tests (a lower bound, faster),"
-	@echo "              CHILDREN=2 mutants at once (niced, so other work keeps priority)"
+	@echo "              CHILDREN=2 mutants at once (niced, so other work keeps priority);"
+	@echo "              RESUME=1 MODULES='cost' MUTANTS=survivors re-judges the recorded survivors"
+	@echo "              of those modules with today's tests (same library code) in the last run's stage"
 	@echo "make clean    remove build outputs (keeps .venv)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -168,16 +170,26 @@ TESTS ?=
 CHILDREN ?= 1
 mutate:
 	@test -x $(BIN)/mutmut || { echo "no $(BIN)/mutmut: make unit (or pip install -r requirements.txt) first"; exit 1; }
+ifeq ($(RESUME),)
 	rm -rf $(MUTATE) && mkdir -p $(MUTATE)/src $(MUTATE)/data
 	cp -r lib/llmmath $(MUTATE)/src/ && cp -r tests pyproject.toml references.bib _toc.yml $(MUTATE)/
 	cp -r data/calibration $(MUTATE)/data/
 	git rev-parse --short HEAD > $(MUTATE)/commit  # the code this run measures
+else
+	@# Same code, new tests: re-judge some mutants of an earlier run, keep the others' results.
+	@test -d $(MUTATE)/mutants || { echo "RESUME=1: no earlier run in $(MUTATE)"; exit 1; }
+	@git diff --quiet $$(cat $(MUTATE)/commit) -- lib/llmmath || { 	  echo "RESUME=1: lib/llmmath changed since $$(cat $(MUTATE)/commit); run without RESUME"; exit 1; }
+	rm -rf $(MUTATE)/tests $(MUTATE)/mutants/tests
+	cp -r tests $(MUTATE)/ && cp -r tests $(MUTATE)/mutants/
+	cp pyproject.toml $(MUTATE)/ && cp pyproject.toml $(MUTATE)/mutants/
+endif
 	find $(MUTATE) -name __pycache__ -prune -exec rm -rf {} +
 ifneq ($(MODULES),)
 	$(BIN)/python -c "import re, sys; p = sys.argv[1]; s = open(p).read(); \
 	  mods = ', '.join('\"src/llmmath/%s.py\"' % m for m in sys.argv[2:]); \
 	  open(p, 'w').write(re.sub(r'only_mutate = \[.*?\]', 'only_mutate = [' + mods + ']', s, flags=re.S))" \
 	  $(MUTATE)/pyproject.toml $(MODULES)
+	-test -f $(MUTATE)/mutants/pyproject.toml && cp $(MUTATE)/pyproject.toml $(MUTATE)/mutants/
 endif
 ifneq ($(TESTS),)
 	$(BIN)/python -c "import re, sys; p = sys.argv[1]; s = open(p).read(); \
@@ -186,7 +198,10 @@ ifneq ($(TESTS),)
 	  s, flags=re.S); open(p, 'w').write(s)" $(MUTATE)/pyproject.toml $(TESTS)
 endif
 	@start=$$(date +%s); \
-	(cd $(MUTATE) && env -u PYTHONPATH nice -n 15 $(CURDIR)/$(BIN)/mutmut run --max-children $(CHILDREN) $(MUTANTS)) \
+	(cd $(MUTATE) && env -u PYTHONPATH nice -n 15 $(CURDIR)/$(BIN)/mutmut run --max-children $(CHILDREN) \
+	  $(if $(filter survivors,$(MUTANTS)),$$($(CURDIR)/$(BIN)/python -c "import json; \
+	  print(' '.join(s['mutant'] for s in json.load(open('$(CURDIR)/data/mutation/summary.json'))['survivors'] \
+	  if s['mutant'].split('.')[1] in '$(MODULES)'.split()))"),$(MUTANTS))) \
 	  > $(MUTATE)/run.log 2>&1; rc=$$?; tail -5 $(MUTATE)/run.log; \
 	echo $$(( $$(date +%s) - start )) > $(MUTATE)/seconds; test $$rc -eq 0
 	$(BIN)/python scripts/mutation_summary.py $(MUTATE) --out data/mutation $(if $(MODULES),--merge)
