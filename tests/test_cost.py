@@ -309,3 +309,33 @@ def test_kv_to_compute_ratio_of_whole_numbers_does_not_overflow():
     # 1e13 tokens x 1e6 B x 1e3 FLOP/B / (2 x 1e9) = 5e12: the product (1e22) is past int64
     assert kv_to_compute_ratio(np.array([10**13]), 10**9, 10**6, 10**3)[0] == pytest.approx(
         5e12, rel=1e-12)
+
+
+def test_fast_mode_with_fp8_weights_and_cache_by_hand():
+    from llmmath.cost import fast_mode
+
+    # fp8 weights and cache, context 50: memory 7.504924672 ms + 3.280896 us a sequence
+    # (4096 B of embedding row, 50 x 65,536 B of cache); compute 15.035531264 us a sequence.
+    # Batch 4000 is compute-bound (60.142 ms), batch 1 takes 7.508205568 ms: up to 8.01x.
+    t0, t1 = 4000 * 15.035531264e-6, 7.504924672e-3 + 3.280896e-6
+    f = fast_mode(L8, TOY, 4000, 7.0, 50, weight_bytes=1, kv_bytes=1)
+    assert f.max_speedup == pytest.approx(t0 / t1, rel=1e-12)
+    # 7x faster: t = 8.5917 ms, on the memory line at B = (8.5917 - 7.5049) ms / 3.2809 us
+    # = 331.26 (compute there 4.98 ms)
+    bf = (t0 / 7 - 7.504924672e-3) / 3.280896e-6
+    assert f.fast_batch == pytest.approx(bf, rel=1e-9)
+    # a fast batch below e (the bisection runs in log B from B = 1): 1.5 sequences
+    target = 7.504924672e-3 + 1.5 * 3.280896e-6
+    assert fast_mode(L8, TOY, 4000, t0 / target, 50, weight_bytes=1,
+                     kv_bytes=1).fast_batch == pytest.approx(1.5, rel=1e-9)
+    # within the 1e-12 slack above the largest speed-up: batch 1, not an error
+    top = fast_mode(L8, TOY, 4000, t0 / t1 * (1 + 5e-13), 50, weight_bytes=1, kv_bytes=1)
+    assert top.fast_batch == 1.0
+    # a context of 0 is allowed
+    assert fast_mode(L8, TOY, 4000, 2.0, 0).fast_batch == pytest.approx(2000, rel=1e-9)
+    for bad, name in ((dict(batch=0), "batch"), (dict(speedup=0), "speedup"),
+                      (dict(context=-1), "context"), (dict(weight_bytes=0), "weight_bytes"),
+                      (dict(kv_bytes=0), "kv_bytes")):
+        args = dict(model=L8, chip=TOY, batch=4000, speedup=2.0, context=50)
+        with pytest.raises(ValueError, match=f"^{name}"):
+            fast_mode(**{**args, **bad})

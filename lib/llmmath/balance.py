@@ -253,18 +253,13 @@ def _weight_balance(model, denom, weight_bytes):
     B = model.total_params * weight_bytes / denom
     if type(B) is float:
         return _weight_balance_scalar(model, _scalar_constants(model), denom, weight_bytes)
-    for _ in range(100):
+    for _ in range(100):  # arrays only: a Python float went to the scalar twin above
         h = denom * B - weight_bytes * model._weight_params_read(B)
         slope = denom - weight_bytes * model._weight_params_read_slope(B)
-        if type(B) is float:
-            new = B - h / slope if h > 0 and slope > 0 else B
-            if not new < B:
-                return B
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                new = np.where((h > 0) & (slope > 0), B - h / slope, B)
-            if not np.any(new < B):
-                return B
+        with np.errstate(divide="ignore", invalid="ignore"):
+            new = np.where((h > 0) & (slope > 0), B - h / slope, B)
+        if not np.any(new < B):
+            return B
         B = new
     return B
 
