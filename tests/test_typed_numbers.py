@@ -1,0 +1,171 @@
+"""No number with a unit is typed by hand in a chapter's prose ("Numbers are true").
+
+Every number in the prose is glued from code (myst-nb `glue`): a source's figure from the library
+constant that holds it with its citation, an assumption of the text from the variable the code cell
+uses. This test scans the markdown of every chapter, outside math, code, roles (glue, cite, numref,
+...), labels and link targets, for a number followed by a unit, and fails naming the chapter and the
+text around it. What may stay typed is listed in ALLOWED, each entry with its reason.
+
+Fast, no kernel: it reads the committed notebooks as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((ROOT / "book").glob("[01][0-9]_*.ipynb"))
+
+# A number: digits with thousands commas and a decimal part, optionally a range ("153 to 158",
+# "35-75"), optionally a multiplier word or letter ("15.6T tokens", "2 million tokens").
+_NUM = r"\d[\d,]*(?:\.\d+)?"
+_RANGE = rf"{_NUM}(?:\s*(?:to|-|–)\s*{_NUM})?"
+_MULT = r"(?:\s?(?:k|K|M|B|T)(?![A-Za-z])|\s(?:thousand|million|billion|trillion)\b)?"
+_UNIT = (r"(?:%|\s*percent\b"
+         r"|\s*(?:[kMGTP]i?)?B/s\b|\s*(?:[kMGTP])?b/s\b"          # bandwidth: GB/s, Gb/s
+         r"|\s*[kKMGTP]i?B\b|\s+B\b|\s+(?:kilo|mega|giga|tera|peta)?bytes?\b"  # bytes: 42 GB, 288 B
+         r"|\s*(?:[kGTPE]|tera|peta|exa|zetta)?FLOP(?:/s|S|s)?\b"    # FLOP, FLOP/s, TFLOP/s
+         r"|\s*(?:tera|peta)FLOPS\b|\s*[GTP]OPS\b"
+         r"|\s*(?:s|ms|µs|μs|us|ns|sec)\b|\s+(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?)\b"
+         r"|\s*(?:GPU|chip|TPU)-(?:hours?|days?|years?)\b"
+         r"|\s+(?:tokens?|tok)(?:/s\b)?"
+         r"|\s*(?:[kM])?W\b|\s+(?:watts?|kilowatts?|megawatts?)\b"
+         r"|\s*(?:x|×)(?![A-Za-z0-9])"                                  # factors: 1.5x, 2×
+         r"|\s+(?:steps? |tokens? )?per (?:second|token|step|hour)\b)")
+_TYPED = re.compile(rf"(?<![\w.,/{{`$§-])(?:§\s?)?{_RANGE}{_MULT}{_UNIT}")
+_CURRENCY = re.compile(rf"§\s?{_NUM}")  # an escaped dollar sign in MyST: \$4
+
+# Definitions, not figures: a format's width, what a multiply-add counts.
+_DEFINITIONS = re.compile(r"^(?:1|2|4|0\.5) bytes?$|^2 FLOP$|^1 B$|^2 B$")
+
+
+def strip_markup(markdown: str) -> str:
+    """The prose a reader sees as typed text: math, code, roles, labels and link targets removed."""
+    s = markdown.replace("\\$", "§")                                    # currency before math
+    # code and math fences (not directives with prose: exercise, solution, admonition, figure...)
+    s = re.sub(r"^(`{3,}|~{3,})(?:[\w+-]*|\{(?:math|code|code-block|code-cell|raw)\}.*)$.*?^\1\s*$",
+               " ", s, flags=re.S | re.M)
+    s = re.sub(r"\$\$.*?\$\$", " ", s, flags=re.S)                      # display math
+    s = re.sub(r"\$[^$\n]*(?:\n[^$\n]*)?\$", " ", s)                    # inline math
+    s = re.sub(r"\{[\w:.-]+\}`[^`]*`", " ", s)                          # roles: glue, cite, ref...
+    s = re.sub(r"`[^`]*`", " ", s)                                      # inline code
+    s = re.sub(r"^\([^)\s]*\)=\s*$", " ", s, flags=re.M)                # labels (x)=
+    s = re.sub(r"\]\([^)]*\)", "]", s)                                  # link targets
+    s = re.sub(r"<!--.*?-->", " ", s, flags=re.S)                       # comments
+    s = re.sub(r"^(?:`{3,}|:{3,})\{[^}]*\}.*$|^:[\w-]+:.*$", " ", s, flags=re.M)  # directive lines
+    return s
+
+
+def typed_numbers(markdown: str) -> list[tuple[str, str]]:
+    """Each typed number with a unit as (the match, the text around it)."""
+    s = strip_markup(markdown)
+    found = []
+    matches = list(_TYPED.finditer(s))
+    spans = [range(m.start(), m.end()) for m in matches]
+    matches += [m for m in _CURRENCY.finditer(s) if not any(m.start() in r for r in spans)]
+    for m in sorted(matches, key=lambda m: m.start()):
+        text = " ".join(m.group(0).split())
+        if _DEFINITIONS.match(text):
+            continue
+        around = " ".join(s[max(0, m.start() - 60):m.end() + 30].split())
+        found.append((text.replace("§", "$"), around.replace("§", "$")))
+    return found
+
+
+def chapter_markdown(path: Path) -> str:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return "\n\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+# (chapter stem, exact typed text, the words just before it, why it may stay typed).
+# The words before it pin the entry to one place: a new typed copy elsewhere still fails.
+ALLOWED: list[tuple[str, str, str, str]] = [
+]
+
+
+def _allowed(stem: str, text: str, around: str) -> bool:
+    return any(stem == a_stem and text == a_text and before in around
+               for a_stem, a_text, before, _ in ALLOWED)
+
+
+# Chapters whose prose has not been converted yet: reported, not failed. Empty this set.
+PENDING: set[str] = {
+    "01_hardware", "02_counting", "03_decode_roofline", "04_batching_cost", "05_kv_cache",
+    "06_prefill_prices", "07_moe_rack", "08_pipelining", "09_partitioning", "10_bound_to_estimate",
+    "11_training_compute", "12_overtraining", "13_memory_for_compute",
+}
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_no_number_with_a_unit_typed_in_the_prose(path):
+    if path.stem in PENDING:
+        pytest.skip(f"{path.stem}: typed numbers not yet glued (PENDING)")
+    typed = [(t, a) for t, a in typed_numbers(chapter_markdown(path))
+             if not _allowed(path.stem, t, a)]
+    assert not typed, (f"{path.name}: {len(typed)} number(s) typed in the prose instead of glued "
+                       f"(glue them from code, or list them in ALLOWED with a reason):\n"
+                       + "\n".join(f"  {t!r} in ...{a}..." for t, a in typed))
+
+
+def test_every_allowed_entry_is_still_there():
+    stale = []
+    for stem, text, before, _ in ALLOWED:
+        path = ROOT / "book" / f"{stem}.ipynb"
+        found = typed_numbers(chapter_markdown(path)) if path.exists() else []
+        if not any(t == text and before in a for t, a in found):
+            stale.append((stem, text, before))
+    assert not stale, f"ALLOWED entries that no longer match anything (remove them): {stale}"
+
+
+@pytest.mark.parametrize("planted", [
+    "The H100 reads its HBM at 3.35 TB/s.",
+    "FlashAttention-3 reaches up to 740 TFLOP/s in FP16.",
+    "PaLM 540B on 64 TPU v4 chips in 85.2 s.",
+    "A training run at 45% MFU.",
+    "a small all-reduce in about 6 µs",
+    "at 2,000 sequences and 64 steps per second",
+    "15.6T tokens",
+    "it costs \\$4 per million tokens",
+    "output 1.5x dearer",
+    "between 10 and 40 ms",
+    "the cache is 0.25 GB at this context",
+    "| PaLM 540B | 46.2% MFU |",
+])
+def test_the_scanner_bites(planted):
+    md = f"Some prose {{glue:}}`x` and $C/W$ then: {planted} More prose."
+    assert typed_numbers(md), f"the scanner missed a typed number in {planted!r}"
+
+
+@pytest.mark.parametrize("clean", [
+    "An H100 reads its HBM at {glue:}`h100_bw` {cite}`nvidia_h100_datasheet`.",
+    "Llama 3 70B on 8 H100s, DeepSeek-V3: 671B total, 37B active.",
+    "$$t = 2 \\times 3.35\\,\\text{TB/s}$$ (eq-x)=",
+    "the weights are `2 * 8192**2` bytes, $W = 3.35$ TB/s in math only: $3.35\\ \\text{TB/s}$",
+    "{numref}`fig-ch1-roofline` in 2024, chapter 3, Table 1",
+    "bf16 takes 2 bytes per value and a multiply-add is 2 FLOP",
+    "[the 2024 report](https://example.org/70%25-of-peak)",
+    "{glue:text}`t_step:.1f` ms",
+])
+def test_the_scanner_passes_clean_prose(clean):
+    assert not typed_numbers(clean), typed_numbers(clean)
+
+
+def test_the_scanner_bites_a_planted_chapter():
+    """A copy of a real chapter's markdown with one datasheet figure typed into it is caught."""
+    md = chapter_markdown(CHAPTERS[0])
+    before = {t for t, _ in typed_numbers(md)}
+    planted = md + "\n\nIts HBM reads at 3.35 TB/s, typed by hand.\n"
+    after = typed_numbers(planted)
+    assert any(t == "3.35 TB/s" and "typed by hand" in a for t, a in after)
+    assert {t for t, _ in after} - before == {"3.35 TB/s"}
+
+
+def test_the_scanner_reads_exercises_but_not_code():
+    md = ("```{exercise} Warm-up\n:label: ch1-ex-rubin\n\nRubin has 288 GB of HBM4.\n```\n\n"
+          "```python\nbw = 20  # TB/s, 20 TB/s\n```\n\n"
+          "```{math}\n:label: eq-x\n3 \\text{ TB/s}\n```\n")
+    assert [t for t, _ in typed_numbers(md)] == ["288 GB"]
