@@ -81,6 +81,25 @@ def mfu(model, tokens, time, chip, n_chips=1, dtype="bf16", flops_per_param=6):
     return _out(flops_per_param * _params(model) * tokens / (n_chips * chip.peak(dtype) * time))
 
 
+#: PaLM 540B served on 64 TPU v4 chips with 2,048-token prompts, Pope et al. 2022 Table 2
+#: [pope2022efficiently]: per row the batch, the tokens each sequence processes (its prompt in
+#: prefill, 64 generated tokens in decode), the bytes per weight (int8 or bf16), the measured
+#: seconds for the whole row and the MFU the paper reports. tests/test_pope2022.py rebuilds
+#: each MFU with :func:`inference_mfu`.
+POPE2022_N_CHIPS = 64
+POPE2022_PROMPT = 2048
+POPE2022_TABLE2 = {
+    "low-latency prefill": {"batch": 1, "tokens": 2048, "weight_bytes": 1, "seconds": 0.29,
+                            "mfu": 0.43},
+    "low-latency decode": {"batch": 64, "tokens": 64, "weight_bytes": 1, "seconds": 1.82,
+                           "mfu": 0.14},
+    "high-throughput prefill": {"batch": 512, "tokens": 2048, "weight_bytes": 2, "seconds": 85.2,
+                                "mfu": 0.76},
+    "high-throughput decode": {"batch": 512, "tokens": 64, "weight_bytes": 2, "seconds": 6.0,
+                               "mfu": 0.33},
+}
+
+
 def inference_mfu(model, tokens, time, chip, n_chips=1, dtype="bf16"):
     """Inference MFU as Pope et al. (2022) define it: ``2 N tokens / (n C t)``.
 
