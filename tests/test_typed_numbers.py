@@ -133,6 +133,8 @@ ALLOWED: list[tuple[str, str, str, str]] = [
      "before it are the book's"),
     ("04_batching_cost", "20 ms", "every ~", "an episode quote the exercise asks the reader to "
      "check against the glued drain time"),
+    ("07_moe_rack", "10-20 TB", '"Blackwell scale-up holds', "an episode quote; the glued B300 "
+     "capacity after it is the book's value"),
 ]
 
 
@@ -144,7 +146,7 @@ def _allowed(stem: str, text: str, around: str) -> bool:
 # Chapters whose prose has not been converted yet: reported, not failed. Empty this set.
 PENDING: set[str] = {
     "02_counting", "03_decode_roofline", "05_kv_cache",
-    "06_prefill_prices", "07_moe_rack", "08_pipelining", "09_partitioning", "10_bound_to_estimate",
+    "06_prefill_prices", "08_pipelining", "09_partitioning", "10_bound_to_estimate",
     "11_training_compute", "12_overtraining", "13_memory_for_compute",
 }
 
@@ -254,3 +256,13 @@ def test_source_constants_match_the_sources():
     # DeepSeek-V3 report: MTP second token accepted 85-90%, 1.8x decoding speed
     assert speculative.DEEPSEEK_V3_MTP_ACCEPTANCE == (0.85, 0.90)
     assert speculative.DEEPSEEK_V3_MTP_SPEEDUP == 1.8
+    # DeepSeek's serving layout (deepseek2025inference, profile-data) and SGLang's large-EP post
+    from llmmath import moe
+    assert moe.DEEPSEEK_SERVING_2025 == {
+        "decode_expert_parallel": 144, "prefill_expert_parallel": 32, "redundant_experts": 32,
+        "decode_tokens_per_gpu": 128, "prefill_tokens_per_gpu": 16 * 1024,
+        "mean_kv_length": 4989, "node_input_tokens_per_s": 73700.0, "input_cache_hit_rate": 0.563}
+    assert moe.SGLANG_LARGE_EP_2025 == {"dispatch_time": 0.00017,
+                                        "eplb_speedup": {"prefill": 1.49, "decode": 2.54},
+                                        "two_batch_overlap_prefill_gain": (0.27, 0.35)}
+    assert moe.DEEPSEEKMOE_16B_COMPUTE_SHARE == 0.40
