@@ -81,6 +81,36 @@ def mfu(model, tokens, time, chip, n_chips=1, dtype="bf16", flops_per_param=6):
     return _out(flops_per_param * _params(model) * tokens / (n_chips * chip.peak(dtype) * time))
 
 
+#: Published training runs, as their papers report them. Llama 3.1 405B [llama3_herd] (Table 4;
+#: the model card's GPU-hours [meta_llama31_modelcard]): 3.8e25 FLOP on 15.6T tokens, 8-way
+#: tensor and 16-stage pipeline parallelism, 16M-token steps of 2,048 sequences of 8,192 tokens,
+#: and three configurations as (GPUs, bf16 FLOP/s per GPU, MFU).
+LLAMA3_405B_TRAINING = {
+    "flops": 3.8e25, "tokens": 15.6e12, "gpu_hours": 30.84e6,
+    "tensor_parallel": 8, "pipeline_parallel": 16,
+    "sequences_per_step": 2048, "sequence_length": 8192,
+    "configs": ((8192, 430e12, 0.43), (16384, 400e12, 0.41), (16384, 380e12, 0.38)),
+}
+#: PaLM 540B [chowdhery2022palm]: 46.2% MFU (57.8% HFU), 2,527 zettaFLOP on 780B tokens, 1,200
+#: hours on 6,144 TPU v4 chips then 336 hours on 3,072, as (hours, chips).
+PALM_540B_TRAINING = {
+    "mfu": 0.462, "hfu": 0.578, "flops": 2527e21, "tokens": 780e9,
+    "phases": ((1200, 6144), (336, 3072)),
+}
+#: DeepSeek-V3 [deepseek_v3]: 2.788M H800 GPU-hours in all, 2.664M of them pre-training on 14.8T
+#: tokens, on 2,048 GPUs with 16-stage pipeline and 64-way expert parallelism.
+DEEPSEEK_V3_TRAINING = {
+    "gpu_hours": 2.788e6, "pretraining_gpu_hours": 2.664e6, "tokens": 14.8e12, "gpus": 2048,
+    "pipeline_parallel": 16, "expert_parallel": 64,
+}
+#: Megatron-LM's 1-trillion-parameter GPT [narayanan2021megatron]: 3,072 A100s, 8-way tensor and
+#: 64-way pipeline parallelism, a global batch of 3,072 sequences, 163 TFLOP/s per GPU.
+MEGATRON_1T_TRAINING = {
+    "gpus": 3072, "tensor_parallel": 8, "pipeline_parallel": 64, "global_batch": 3072,
+    "flops_per_gpu": 163e12,
+}
+
+
 #: PaLM 540B served on 64 TPU v4 chips with 2,048-token prompts, Pope et al. 2022 Table 2
 #: [pope2022efficiently]: per row the batch, the tokens each sequence processes (its prompt in
 #: prefill, 64 generated tokens in decode), the bytes per weight (int8 or bf16), the measured
