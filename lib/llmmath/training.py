@@ -118,6 +118,11 @@ MEGATRON_1T_TRAINING = {
 #: each MFU with :func:`inference_mfu`.
 POPE2022_N_CHIPS = 64
 POPE2022_PROMPT = 2048
+#: Pope et al.'s headline decode latency (abstract: "29ms per token" at batch 64 with int8
+#: weights) and the share of all HBM their Table 1 reserves for the KV cache (30%)
+#: [pope2022efficiently].
+POPE2022_LOW_LATENCY_PER_TOKEN = 29e-3
+POPE2022_KV_MEMORY_FRACTION = 0.30
 POPE2022_TABLE2 = {
     "low-latency prefill": {"batch": 1, "tokens": 2048, "weight_bytes": 1, "seconds": 0.29,
                             "mfu": 0.43},
