@@ -84,23 +84,27 @@ def mfu(model, tokens, time, chip, n_chips=1, dtype="bf16", flops_per_param=6):
 #: Published training runs, as their papers report them. Llama 3.1 405B [llama3_herd] (Table 4;
 #: the model card's GPU-hours [meta_llama31_modelcard]): 3.8e25 FLOP on 15.6T tokens, 8-way
 #: tensor and 16-stage pipeline parallelism, 16M-token steps of 2,048 sequences of 8,192 tokens,
-#: and three configurations as (GPUs, bf16 FLOP/s per GPU, MFU).
+#: and three configurations as (GPUs, bf16 FLOP/s per GPU, MFU); the context was extended from
+#: 8k to 128k tokens over the last 800B tokens of pre-training.
 LLAMA3_405B_TRAINING = {
-    "flops": 3.8e25, "tokens": 15.6e12, "gpu_hours": 30.84e6,
+    "flops": 3.8e25, "tokens": 15.6e12, "gpu_hours": 30.84e6, "long_context_tokens": 800e9,
     "tensor_parallel": 8, "pipeline_parallel": 16,
     "sequences_per_step": 2048, "sequence_length": 8192,
     "configs": ((8192, 430e12, 0.43), (16384, 400e12, 0.41), (16384, 380e12, 0.38)),
 }
-#: PaLM 540B [chowdhery2022palm]: 46.2% MFU (57.8% HFU), 2,527 zettaFLOP on 780B tokens, 1,200
-#: hours on 6,144 TPU v4 chips then 336 hours on 3,072, as (hours, chips).
+#: PaLM 540B [chowdhery2022palm]: 46.2% MFU (57.8% HFU), 2,527.2 zettaFLOP on 780B tokens, 1,200
+#: hours on 6,144 TPU v4 chips then 336 hours on 3,072, as (hours, chips); and its estimate of
+#: GPT-3's MFU, 21.3%.
 PALM_540B_TRAINING = {
-    "mfu": 0.462, "hfu": 0.578, "flops": 2527e21, "tokens": 780e9,
+    "gpt3_mfu_estimate": 0.213, "mfu": 0.462, "hfu": 0.578, "flops": 2527.2e21, "tokens": 780e9,
     "phases": ((1200, 6144), (336, 3072)),
 }
 #: DeepSeek-V3 [deepseek_v3]: 2.788M H800 GPU-hours in all, 2.664M of them pre-training on 14.8T
-#: tokens, on 2,048 GPUs with 16-stage pipeline and 64-way expert parallelism.
+#: tokens (180K GPU-hours per trillion tokens), on 2,048 GPUs with 16-stage pipeline and 64-way
+#: expert parallelism.
 DEEPSEEK_V3_TRAINING = {
-    "gpu_hours": 2.788e6, "pretraining_gpu_hours": 2.664e6, "tokens": 14.8e12, "gpus": 2048,
+    "gpu_hours_per_trillion_tokens": 180e3, "gpu_hours": 2.788e6,
+    "pretraining_gpu_hours": 2.664e6, "tokens": 14.8e12, "gpus": 2048,
     "pipeline_parallel": 16, "expert_parallel": 64,
 }
 #: Megatron-LM's 1-trillion-parameter GPT [narayanan2021megatron]: 3,072 A100s, 8-way tensor and
