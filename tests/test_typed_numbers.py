@@ -142,6 +142,11 @@ ALLOWED: list[tuple[str, str, str, str]] = [
      "(collectives.STEP_LATENCIES, the lead's module, notes it); no formula uses it"),
     ("09_partitioning", "2%", "reproduces within", "tests/test_pope2022.py's tolerance, stated as "
      "the test states it"),
+    ("06_prefill_prices", "20 ms", "HBM about", "the episode's drain-time heuristic; the glued "
+     "drain times of the catalogue's tiers follow it"),
+    ("06_prefill_prices", "1-10 s", "DRAM", "the same episode heuristic"),
+    ("06_prefill_prices", "$3,062", "SSD cost", "the pre-shortage price, kept only in memory.py's "
+     "notes (the lead's module); no formula uses it"),
     ("07_moe_rack", "10-20 TB", '"Blackwell scale-up holds', "an episode quote; the glued B300 "
      "capacity after it is the book's value"),
 ]
@@ -154,7 +159,7 @@ def _allowed(stem: str, text: str, around: str) -> bool:
 
 # Chapters whose prose has not been converted yet: reported, not failed. Empty this set.
 PENDING: set[str] = {
-    "02_counting", "03_decode_roofline", "05_kv_cache", "06_prefill_prices",
+    "02_counting", "03_decode_roofline", "05_kv_cache",
     "12_overtraining", "13_memory_for_compute",
 }
 
@@ -301,3 +306,5 @@ def test_source_constants_match_the_sources():
     assert estimate.CALIBRATION_BAND == 0.3
     assert estimate.DEEPEP_INTRANODE_BANDWIDTH == (153e9, 158e9)  # DeepEP README, intranode
     assert estimate.H800_NVLINK_BANDWIDTH == 160e9
+    assert prices.EPISODE_OUTPUT_INPUT_RATIO == (3.0, 5.0)
+    assert prices.EPISODE_PRICE_STEP == {"active_params": 100e9, "ops_per_byte": 600}

@@ -18,7 +18,8 @@ from ._check import choice, positive
 from ._check import scalar_or_array as _out
 
 __all__ = ["PriceSheet", "PRICE_SHEETS", "DEEPINFRA_LLAMA33_70B", "DEEPSEEK_FLEET_2025",
-           "EPISODE_RACK", "kv_bytes_from_price_step", "kv_bytes_from_price_ratio"]
+           "EPISODE_RACK", "EPISODE_OUTPUT_INPUT_RATIO", "EPISODE_PRICE_STEP",
+           "kv_bytes_from_price_step", "kv_bytes_from_price_ratio"]
 
 
 # ----- price sheets ----------------------------------------------------------------------------
@@ -83,6 +84,13 @@ DEEPSEEK_FLEET_2025 = {
 #: The episode's round version of a rack serving a sparse model at its efficient batch: about
 #: 2,000 sequences at 64 steps per second [dwarkesh2026pope].
 EPISODE_RACK = {"sequences": 2000, "steps_per_second": 64}
+
+#: The episode's output/input price ratio, "3-5x" [dwarkesh2026pope].
+EPISODE_OUTPUT_INPUT_RATIO = (3.0, 5.0)
+
+#: The episode's reading of a long-context price step: a guess of 100B active parameters and 300
+#: multiply-adds (600 FLOP) per byte [dwarkesh2026pope].
+EPISODE_PRICE_STEP = {"active_params": 100e9, "ops_per_byte": 600}
 
 
 # ----- reading a price step --------------------------------------------------------------------
