@@ -126,6 +126,8 @@ ALLOWED: list[tuple[str, str, str, str]] = [
      "(tests/test_claims_01_hardware.py), stated as the test states it"),
     ("01_hardware", "40 ms", "between 10 and", "the claims test's fixed bounds "
      "(tests/test_claims_01_hardware.py), stated as the test states them"),
+    ("03_decode_roofline", "10%", "by more than", "the book's standard for a headline number "
+     "(DESIGN: every term that changes it by more than 10%), stated as a rule"),
     ("04_batching_cost", "300 x", 'which is "', "the episode's rule quoted with DeepSeek-V3's "
      "sparsity; the glued B* just before it is the book's value"),
     ("04_batching_cost", "300 x", '"about', "the episode's rule of thumb, quoted as the takeaway's "
@@ -159,7 +161,7 @@ def _allowed(stem: str, text: str, around: str) -> bool:
 
 # Chapters whose prose has not been converted yet: reported, not failed. Empty this set.
 PENDING: set[str] = {
-    "02_counting", "03_decode_roofline", "05_kv_cache",
+    "02_counting", "05_kv_cache",
     "12_overtraining", "13_memory_for_compute",
 }
 
