@@ -144,6 +144,11 @@ ALLOWED: list[tuple[str, str, str, str]] = [
      "(collectives.STEP_LATENCIES, the lead's module, notes it); no formula uses it"),
     ("09_partitioning", "2%", "reproduces within", "tests/test_pope2022.py's tolerance, stated as "
      "the test states it"),
+    ("05_kv_cache", "12%", "by under", "the claims test's bound "
+     "(tests/test_claims_05_kv_cache.py), stated as the test states it"),
+    ("05_kv_cache", "2%", "within", "tests/test_pope2022.py's tolerance, stated as the test "
+     "states it"),
+    ("05_kv_cache", "3 TB", '"a', "a quote from Pope et al.; the glued rebuild of it follows"),
     ("06_prefill_prices", "20 ms", "HBM about", "the episode's drain-time heuristic; the glued "
      "drain times of the catalogue's tiers follow it"),
     ("06_prefill_prices", "1-10 s", "DRAM", "the same episode heuristic"),
@@ -161,7 +166,7 @@ def _allowed(stem: str, text: str, around: str) -> bool:
 
 # Chapters whose prose has not been converted yet: reported, not failed. Empty this set.
 PENDING: set[str] = {
-    "02_counting", "05_kv_cache",
+    "02_counting",
     "12_overtraining", "13_memory_for_compute",
 }
 
@@ -310,3 +315,7 @@ def test_source_constants_match_the_sources():
     assert estimate.H800_NVLINK_BANDWIDTH == 160e9
     assert prices.EPISODE_OUTPUT_INPUT_RATIO == (3.0, 5.0)
     assert prices.EPISODE_PRICE_STEP == {"active_params": 100e9, "ops_per_byte": 600}
+    assert training.POPE2022_ATTENTION_SHARE == {"cases": ((8192, 512), (32768, 128)),
+                                                 "share": (0.08, 0.31)}
+    from llmmath import models
+    assert models.CHARACTERAI_KV_REDUCTION == 20  # "more than 20x"

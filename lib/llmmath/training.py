@@ -126,6 +126,10 @@ POPE2022_PROMPT = 2048
 #: weights) and the share of all HBM their Table 1 reserves for the KV cache (30%)
 #: [pope2022efficiently].
 POPE2022_LOW_LATENCY_PER_TOKEN = 29e-3
+#: With batch-sharded multiquery attention, contexts of 8,192 and 32,768 tokens (batch 512 and
+#: 128) spend 8% to 31% of decode time in attention [pope2022efficiently], as
+#: ((context, batch), ...) and (low, high) shares.
+POPE2022_ATTENTION_SHARE = {"cases": ((8192, 512), (32768, 128)), "share": (0.08, 0.31)}
 POPE2022_KV_MEMORY_FRACTION = 0.30
 POPE2022_TABLE2 = {
     "low-latency prefill": {"batch": 1, "tokens": 2048, "weight_bytes": 1, "seconds": 0.29,
