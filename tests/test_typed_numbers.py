@@ -42,7 +42,7 @@ _DOLLAR = "\uE000"  # stands for an escaped dollar while math is stripped
 
 # Definitions, not figures: a format's width, what a multiply-add counts, the 2 + 4 (+ 2) FLOP per
 # parameter per token of training's rule, seconds in an hour and a day.
-_DEFINITIONS = re.compile(r"^(?:1|2|4|0\.5) bytes?$|^[2468] FLOP$|^1 B$|^2 B$"
+_DEFINITIONS = re.compile(r"^(?:1|2|4|0\.5) bytes?$|^[2468] FLOPs?$|^1 B$|^2 B$"
                           r"|^3,600 s(?:econds)?$|^86,400 s(?:econds)?$")  # an hour, a day
 
 
@@ -126,6 +126,12 @@ ALLOWED: list[tuple[str, str, str, str]] = [
      "(tests/test_claims_01_hardware.py), stated as the test states it"),
     ("01_hardware", "40 ms", "between 10 and", "the claims test's fixed bounds "
      "(tests/test_claims_01_hardware.py), stated as the test states them"),
+    ("02_counting", "405B token", "Llama 3.1", "a model's name before the word token"),
+    ("02_counting", "70B token", "Llama 3", "a model's name before the word token"),
+    ("02_counting", "0.02%", "each under", "a bound on several small parameter groups that the "
+     "catalogue notes list one by one; no single computed value"),
+    ("02_counting", "3TB", '"total[s] over', "a quote from Pope et al.; the glued rebuild follows"),
+    ("02_counting", "3 TB", '"over', "the same quote, beside the glued rebuild"),
     ("03_decode_roofline", "10%", "by more than", "the book's standard for a headline number "
      "(DESIGN: every term that changes it by more than 10%), stated as a rule"),
     ("04_batching_cost", "300 x", 'which is "', "the episode's rule quoted with DeepSeek-V3's "
@@ -165,10 +171,7 @@ def _allowed(stem: str, text: str, around: str) -> bool:
 
 
 # Chapters whose prose has not been converted yet: reported, not failed. Empty this set.
-PENDING: set[str] = {
-    "02_counting",
-    "12_overtraining", "13_memory_for_compute",
-}
+PENDING: set[str] = {"12_overtraining", "13_memory_for_compute"}
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
