@@ -185,6 +185,42 @@ def test_no_number_with_a_unit_typed_in_the_prose(path):
                        + "\n".join(f"  {t!r} in ...{a}..." for t, a in typed))
 
 
+# Compound adjectives, "a 4,096-token prompt": a typed number of tokens all the same. Chip counts
+# ("an 8-GPU node") and cache lifetimes named by price sheets ("the 5-minute cache") are not
+# scanned. Chapters listed here still type some; the test reports them without failing.
+_COMPOUND = re.compile(r"(?<![\w.,/{`$\uE000-])\d[\d,]*(?:\.\d+)?k?-tokens?\b")
+PENDING_COMPOUND: set[str] = {
+    "02_counting", "03_decode_roofline", "04_batching_cost", "05_kv_cache", "06_prefill_prices",
+    "07_moe_rack", "08_pipelining", "09_partitioning", "10_bound_to_estimate",
+    "11_training_compute", "13_memory_for_compute",
+}
+
+
+def typed_compounds(markdown: str) -> list[str]:
+    """Each typed "N-token" compound adjective, with the text around it."""
+    s = strip_markup(markdown)
+    return [" ".join(s[max(0, m.start() - 50):m.end() + 20].split()) for m in _COMPOUND.finditer(s)]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_no_token_count_typed_as_an_adjective(path):
+    found = typed_compounds(chapter_markdown(path))
+    if path.stem in PENDING_COMPOUND:
+        pytest.skip(f"{path.stem}: {len(found)} typed N-token adjective(s) not yet glued")
+    assert not found, (f"{path.name}: typed N-token adjectives (glue them): " + "; ".join(found))
+
+
+def test_pending_compound_chapters_still_have_some():
+    done = [p.stem for p in CHAPTERS
+            if p.stem in PENDING_COMPOUND and not typed_compounds(chapter_markdown(p))]
+    assert not done, f"remove from PENDING_COMPOUND (nothing typed left): {done}"
+
+
+def test_the_compound_scanner_bites():
+    assert typed_compounds("for a 4,096-token prompt and a 128k-token window")
+    assert not typed_compounds("an 8-GPU node, the 5-minute cache, a {glue:}`p_adj` prompt")
+
+
 def test_every_allowed_entry_is_still_there():
     stale = []
     for stem, text, before, _ in ALLOWED:
