@@ -191,7 +191,6 @@ def test_no_number_with_a_unit_typed_in_the_prose(path):
 _COMPOUND = re.compile(r"(?<![\w.,/{`$\uE000-])\d[\d,]*(?:\.\d+)?k?-tokens?\b")
 PENDING_COMPOUND: set[str] = {
     "02_counting", "05_kv_cache", "06_prefill_prices", "08_pipelining", "11_training_compute",
-    "13_memory_for_compute",
 }
 
 
