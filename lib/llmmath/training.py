@@ -93,17 +93,19 @@ LLAMA3_405B_TRAINING = {
     "configs": ((8192, 430e12, 0.43), (16384, 400e12, 0.41), (16384, 380e12, 0.38)),
 }
 #: PaLM 540B [chowdhery2022palm]: 46.2% MFU (57.8% HFU), 2,527.2 zettaFLOP on 780B tokens, 1,200
-#: hours on 6,144 TPU v4 chips then 336 hours on 3,072, as (hours, chips); and its estimate of
+#: hours on 6,144 TPU v4 chips then 336 hours on 3,072, as (hours, chips), on 2,048-token
+#: sequences; and its estimate of
 #: GPT-3's MFU, 21.3%.
 PALM_540B_TRAINING = {
-    "gpt3_mfu_estimate": 0.213, "mfu": 0.462, "hfu": 0.578, "flops": 2527.2e21, "tokens": 780e9,
+    "sequence_length": 2048, "gpt3_mfu_estimate": 0.213, "mfu": 0.462, "hfu": 0.578,
+    "flops": 2527.2e21, "tokens": 780e9,
     "phases": ((1200, 6144), (336, 3072)),
 }
 #: DeepSeek-V3 [deepseek_v3]: 2.788M H800 GPU-hours in all, 2.664M of them pre-training on 14.8T
-#: tokens (180K GPU-hours per trillion tokens), on 2,048 GPUs with 16-stage pipeline and 64-way
-#: expert parallelism.
+#: tokens (180K GPU-hours per trillion tokens) at a 4,096-token sequence length, on 2,048 GPUs
+#: with 16-stage pipeline and 64-way expert parallelism.
 DEEPSEEK_V3_TRAINING = {
-    "gpu_hours_per_trillion_tokens": 180e3, "gpu_hours": 2.788e6,
+    "sequence_length": 4096, "gpu_hours_per_trillion_tokens": 180e3, "gpu_hours": 2.788e6,
     "pretraining_gpu_hours": 2.664e6, "tokens": 14.8e12, "gpus": 2048,
     "pipeline_parallel": 16, "expert_parallel": 64,
 }
