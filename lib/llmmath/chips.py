@@ -147,3 +147,21 @@ def achievable_fraction(kind: str) -> float:
     if kind == "compute":
         return MEASURED_H100["bf16_matmul"] / chip.peak("bf16")
     return MEASURED_H100["hbm_read"] / chip.hbm_bandwidth
+
+
+#: FlashAttention-2's utilisation of an H100 (forward pass), the starting point FlashAttention-3
+#: improves on: "only 35% utilization on the H100 GPU" [shah2024flashattention3, abstract].
+FLASHATTENTION2_H100_UTILISATION = 0.35
+
+#: Dense fp4 FLOP/s per GPU of the 8-GPU HGX B300 board, a little below the GB300 NVL72 rack's
+#: per-GPU share in the catalogue's ``B300``: 108 PFLOP/s dense for 8 GPUs on NVIDIA's HGX
+#: platform page [nvidia_hgx_b200].
+HGX_B300_FP4_DENSE = 13.5e15
+
+#: NVIDIA's "inference" NVFP4 headline for one Rubin GPU (the catalogue's ``Rubin`` keeps the
+#: 35 PFLOP/s training figure) [nvidia_vera_rubin].
+RUBIN_FP4_INFERENCE_HEADLINE = 50e15
+
+#: The Rubin HBM bandwidth the episode uses, 20 TB/s, before NVIDIA announced 22 TB/s (the
+#: catalogue's ``Rubin``) [dwarkesh2026pope].
+EPISODE_RUBIN_HBM_BANDWIDTH = 20e12

@@ -252,6 +252,15 @@ STEP_OVERHEAD = 0.0
 #: ``Overheads(step_overhead=SGLANG_STEP_OVERHEAD)`` for a step served by SGLang.
 SGLANG_STEP_OVERHEAD = 2e-3
 
+#: The band chapter 10 and its calibration figure call "within": the estimate differs from a
+#: measurement by at most this fraction of it (measured/estimate between 1/1.3 and 1/0.7).
+CALIBRATION_BAND = 0.3
+
+#: DeepEP's intranode (NVLink) kernels on H800s: 153 to 158 GB/s measured, against about 160 GB/s
+#: that NVLink reaches on that GPU [deepseek_deepep].
+DEEPEP_INTRANODE_BANDWIDTH = (153e9, 158e9)
+H800_NVLINK_BANDWIDTH = 160e9
+
 #: The two phases a step can be in.
 PHASES = ("decode", "prefill")
 

@@ -32,7 +32,8 @@ from .training import CHINCHILLA_TOKENS_PER_PARAM, _params, overtraining_factor,
 
 __all__ = [
     "ScalingFit", "SCALING_FITS", "CHINCHILLA_APPROACH1", "PUBLISHED_RUNS",
-    "DECODE_EFFICIENCY", "RL_FLOPS_PER_PARAM",
+    "DECODE_EFFICIENCY", "RL_FLOPS_PER_PARAM", "EPISODE_DEPLOYMENT", "META_CHINCHILLA_8B_TOKENS",
+    "CHINCHILLA_EXPERIMENTS",
     "served_tokens", "LifetimeCompute", "lifetime_compute", "EqualSpend", "equal_spend_tokens",
     "equal_spend_overtraining", "scaling_loss", "compute_optimal_ratio", "loss_gap",
     "tokens_for_loss", "LifetimeOptimum", "lifetime_optimum",
@@ -43,6 +44,20 @@ __all__ = [
 DECODE_EFFICIENCY = 1.0 / 3.0
 #: FLOP per active parameter per RL token in the episode's worked problem (its range is 2-6).
 RL_FLOPS_PER_PARAM = 3.0
+
+#: The episode's deployment arithmetic [dwarkesh2026pope]: one frontier model served at about 50
+#: million tokens/s for two months (60 days), a lab's models at about 500 million tokens/s in
+#: all, a 100B-active model, a rumoured pre-training run of 150 trillion tokens (which it flags
+#: as not well sourced), and its round "two hundred trillion" for the tokens served.
+EPISODE_DEPLOYMENT = {"tokens_per_second": 50e6, "days": 60, "lab_tokens_per_second": 500e6,
+                      "active_params": 100e9, "rumoured_pretraining_tokens": 150e12,
+                      "round_served_tokens": 200e12}
+#: Meta: "the Chinchilla-optimal amount of training compute for an 8B parameter model corresponds
+#: to ~200B tokens" [meta_llama3_blog].
+META_CHINCHILLA_8B_TOKENS = 200e9
+#: Chinchilla's experiments: dense models of 70M to 16B parameters on at most 500B tokens
+#: [hoffmann2022chinchilla].
+CHINCHILLA_EXPERIMENTS = {"params": (70e6, 16e9), "max_tokens": 500e9}
 
 
 @dataclass(frozen=True)

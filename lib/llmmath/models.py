@@ -715,6 +715,10 @@ from ._model_catalogue import MODELS  # noqa: E402  (plain data; imports Model f
 #: The catalogue, name -> entry, built from the plain tuple in ``_model_catalogue``.
 CATALOGUE: dict[str, Model] = _index(MODELS)
 
+#: Character.AI's production attention (multiquery, local/global layers, cross-layer KV sharing)
+#: cuts the KV cache "by more than 20x" against GQA [characterai2024inference].
+CHARACTERAI_KV_REDUCTION = 20
+
 
 # ----- multi-head baselines -------------------------------------------------------------------
 # A KV-cache saving is always "against a multi-head twin". Two chapters state the same savings, so

@@ -40,6 +40,9 @@ from .cost import price_per_chip_second
 __all__ = [
     "ScaleUpDomain",
     "ANNOUNCED_DOMAINS",
+    "DEEPSEEK_SERVING_2025",
+    "SGLANG_LARGE_EP_2025",
+    "DEEPSEEKMOE_16B_COMPUTE_SHARE",
     "domain_of",
     "all_domains",
     "domain_memory",
@@ -95,6 +98,36 @@ ANNOUNCED_DOMAINS: tuple[ScaleUpDomain, ...] = (
                "package. A roadmap figure, not a datasheet."),
     ),
 )
+
+
+#: DeepSeek-V3/R1's published serving layout and one day of statistics, March 2025
+#: [deepseek2025inference], with its profiles' batches per GPU [deepseek_profile_data]: decode on
+#: EP144 (18 nodes of 8 H800s) with 32 redundant experts, 128 sequences per GPU, an average KV
+#: length of 4,989 tokens per output token; prefill on EP32 at 16K tokens per GPU; each node took
+#: 73.7k input tokens/s, 56.3% of them served from the on-disk KV cache.
+DEEPSEEK_SERVING_2025 = {
+    "decode_expert_parallel": 144,
+    "prefill_expert_parallel": 32,
+    "redundant_experts": 32,
+    "decode_tokens_per_gpu": 128,
+    "prefill_tokens_per_gpu": 16384,
+    "mean_kv_length": 4989,
+    "node_input_tokens_per_s": 73.7e3,
+    "input_cache_hit_rate": 0.563,
+}
+
+#: SGLang's large expert-parallel deployment of DeepSeek-V3 on 96 H100s [lmsys2025largeep]:
+#: dispatch about 0.17 ms per layer in both its and DeepSeek's decode profiles; expert balancing
+#: (EPLB) raised throughput 1.49x in prefill and 2.54x in decode; two-batch overlap gave 27-35%
+#: more prefill throughput.
+SGLANG_LARGE_EP_2025 = {
+    "dispatch_time": 0.17e-3,
+    "eplb_speedup": {"prefill": 1.49, "decode": 2.54},
+    "two_batch_overlap_prefill_gain": (0.27, 0.35),
+}
+
+#: DeepSeekMoE 16B matched LLaMA2 7B with about 40% of its computation [dai2024deepseekmoe].
+DEEPSEEKMOE_16B_COMPUTE_SHARE = 0.40
 
 
 def domain_of(chip) -> ScaleUpDomain:

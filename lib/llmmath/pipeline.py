@@ -75,6 +75,14 @@ HOP_LATENCIES = {
 }
 
 
+#: The episode's decode step on one scale-up domain, which four 3 ms hops turn into its "20 to 30
+#: ms" [dwarkesh2026pope].
+EPISODE_DECODE_STEP = 20e-3
+
+#: The micro-batch DeepEP's low-latency benchmark sends: 128 tokens of 7,168 values
+#: (DeepSeek-V3's width) [deepseek_deepep].
+DEEPEP_LOW_LATENCY_TOKENS = 128
+
 def _stages(stages, name="stages"):
     return positive(name, stages, integer=True, maximum=1e6)
 

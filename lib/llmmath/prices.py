@@ -17,7 +17,9 @@ import numpy as np
 from ._check import choice, positive
 from ._check import scalar_or_array as _out
 
-__all__ = ["PriceSheet", "PRICE_SHEETS", "kv_bytes_from_price_step", "kv_bytes_from_price_ratio"]
+__all__ = ["PriceSheet", "PRICE_SHEETS", "DEEPINFRA_LLAMA33_70B", "DEEPSEEK_FLEET_2025",
+           "EPISODE_RACK", "EPISODE_OUTPUT_INPUT_RATIO", "EPISODE_PRICE_STEP",
+           "kv_bytes_from_price_step", "kv_bytes_from_price_ratio"]
 
 
 # ----- price sheets ----------------------------------------------------------------------------
@@ -57,6 +59,38 @@ PRICE_SHEETS = [
     PriceSheet("GPT-5.4", input=2.5, output=15.0, cached_input=0.25, date="2026-06",
                source="morph2026openaipricing"),
 ]
+
+
+#: Llama 3.3 70B Instruct served in FP8 by one provider [deepinfra_llama33]; the page's date
+#: could not be verified, so chapter 4 treats it as an order of magnitude. Kept out of
+#: :data:`PRICE_SHEETS` (the frontier labs' own sheets).
+DEEPINFRA_LLAMA33_70B = PriceSheet("Llama 3.3 70B Instruct (FP8, DeepInfra)", input=0.13,
+                                   output=0.38, source="deepinfra_llama33")
+
+#: One day of DeepSeek's V3/R1 service, March 2025 [deepseek2025inference]: decode units of
+#: 18 H800 nodes of 8 GPUs, about 14.8k output tokens/s per node at 20-22 tokens/s per user,
+#: GPUs costed at USD 2 per hour, R1 output listed at USD 2.19 per million tokens, and a
+#: "theoretical" cost-profit margin of 545%.
+DEEPSEEK_FLEET_2025 = {
+    "decode_unit_nodes": 18,
+    "gpus_per_node": 8,
+    "node_output_tokens_per_s": 14.8e3,
+    "user_tokens_per_s": (20.0, 22.0),
+    "gpu_price_per_hour": 2.0,
+    "r1_output_price_per_million": 2.19,
+    "theoretical_margin": 5.45,
+}
+
+#: The episode's round version of a rack serving a sparse model at its efficient batch: about
+#: 2,000 sequences at 64 steps per second [dwarkesh2026pope].
+EPISODE_RACK = {"sequences": 2000, "steps_per_second": 64}
+
+#: The episode's output/input price ratio, "3-5x" [dwarkesh2026pope].
+EPISODE_OUTPUT_INPUT_RATIO = (3.0, 5.0)
+
+#: The episode's reading of a long-context price step: a guess of 100B active parameters and 300
+#: multiply-adds (600 FLOP) per byte [dwarkesh2026pope].
+EPISODE_PRICE_STEP = {"active_params": 100e9, "ops_per_byte": 600}
 
 
 # ----- reading a price step --------------------------------------------------------------------

@@ -18,6 +18,12 @@ from .step import Step, _check_step, _finish
 
 __all__ = ["speculative_tokens_per_step", "speculative_step", "speculative_critical_batch"]
 
+#: DeepSeek-V3's multi-token prediction in serving: the second token is accepted 85% to 90% of the
+#: time, for about 1.8 times the decoding speed (tokens per second) [deepseek_v3].
+DEEPSEEK_V3_MTP_ACCEPTANCE = (0.85, 0.90)
+DEEPSEEK_V3_MTP_SPEEDUP = 1.8
+
+
 def speculative_tokens_per_step(draft_tokens, acceptance):
     """Expected tokens one sequence emits per verification step with ``k`` drafted tokens.
 

@@ -81,6 +81,77 @@ def mfu(model, tokens, time, chip, n_chips=1, dtype="bf16", flops_per_param=6):
     return _out(flops_per_param * _params(model) * tokens / (n_chips * chip.peak(dtype) * time))
 
 
+#: Published training runs, as their papers report them. Llama 3.1 405B [llama3_herd] (Table 4;
+#: the model card's GPU-hours [meta_llama31_modelcard]): 3.8e25 FLOP on 15.6T tokens, 8-way
+#: tensor and 16-stage pipeline parallelism, 16M-token steps of 2,048 sequences of 8,192 tokens,
+#: and three configurations as (GPUs, bf16 FLOP/s per GPU, MFU); the context was extended from
+#: 8k to 128k tokens over the last 800B tokens of pre-training.
+LLAMA3_405B_TRAINING = {
+    "flops": 3.8e25, "tokens": 15.6e12, "gpu_hours": 30.84e6, "long_context_tokens": 800e9,
+    "tensor_parallel": 8, "pipeline_parallel": 16,
+    "sequences_per_step": 2048, "sequence_length": 8192,
+    "configs": ((8192, 430e12, 0.43), (16384, 400e12, 0.41), (16384, 380e12, 0.38)),
+}
+#: PaLM 540B [chowdhery2022palm]: 46.2% MFU (57.8% HFU), 2,527.2 zettaFLOP on 780B tokens, 1,200
+#: hours on 6,144 TPU v4 chips then 336 hours on 3,072, as (hours, chips), on 2,048-token
+#: sequences; and its estimate of
+#: GPT-3's MFU, 21.3%.
+PALM_540B_TRAINING = {
+    "sequence_length": 2048, "gpt3_mfu_estimate": 0.213, "mfu": 0.462, "hfu": 0.578,
+    "flops": 2527.2e21, "tokens": 780e9,
+    "phases": ((1200, 6144), (336, 3072)),
+}
+#: DeepSeek-V3 [deepseek_v3]: 2.788M H800 GPU-hours in all, 2.664M of them pre-training on 14.8T
+#: tokens (180K GPU-hours per trillion tokens) at a 4,096-token sequence length, on 2,048 GPUs
+#: with 16-stage pipeline and 64-way expert parallelism.
+DEEPSEEK_V3_TRAINING = {
+    "sequence_length": 4096, "gpu_hours_per_trillion_tokens": 180e3, "gpu_hours": 2.788e6,
+    "pretraining_gpu_hours": 2.664e6, "tokens": 14.8e12, "gpus": 2048,
+    "pipeline_parallel": 16, "expert_parallel": 64,
+}
+#: Megatron-LM's 1-trillion-parameter GPT [narayanan2021megatron]: 3,072 A100s, 8-way tensor and
+#: 64-way pipeline parallelism, a global batch of 3,072 sequences, 163 TFLOP/s per GPU.
+MEGATRON_1T_TRAINING = {
+    "gpus": 3072, "tensor_parallel": 8, "pipeline_parallel": 64, "global_batch": 3072,
+    "flops_per_gpu": 163e12,
+}
+
+
+#: Korthikanti et al.'s 530B-parameter GPT on 2,240 A100s [korthikanti2022reducing] (abstract):
+#: 54.2% MFU with selective recomputation and sequence parallelism against 42.1% with full
+#: recomputation, the first reported as 29% faster.
+KORTHIKANTI2022_530B = {"gpus": 2240, "params": 530e9, "mfu_selective": 0.542, "mfu_full": 0.421,
+                        "speedup": 0.29}
+
+
+#: PaLM 540B served on 64 TPU v4 chips with 2,048-token prompts, Pope et al. 2022 Table 2
+#: [pope2022efficiently]: per row the batch, the tokens each sequence processes (its prompt in
+#: prefill, 64 generated tokens in decode), the bytes per weight (int8 or bf16), the measured
+#: seconds for the whole row and the MFU the paper reports. tests/test_pope2022.py rebuilds
+#: each MFU with :func:`inference_mfu`.
+POPE2022_N_CHIPS = 64
+POPE2022_PROMPT = 2048
+#: Pope et al.'s headline decode latency (abstract: "29ms per token" at batch 64 with int8
+#: weights) and the share of all HBM their Table 1 reserves for the KV cache (30%)
+#: [pope2022efficiently].
+POPE2022_LOW_LATENCY_PER_TOKEN = 29e-3
+#: With batch-sharded multiquery attention, contexts of 8,192 and 32,768 tokens (batch 512 and
+#: 128) spend 8% to 31% of decode time in attention [pope2022efficiently], as
+#: ((context, batch), ...) and (low, high) shares.
+POPE2022_ATTENTION_SHARE = {"cases": ((8192, 512), (32768, 128)), "share": (0.08, 0.31)}
+POPE2022_KV_MEMORY_FRACTION = 0.30
+POPE2022_TABLE2 = {
+    "low-latency prefill": {"batch": 1, "tokens": 2048, "weight_bytes": 1, "seconds": 0.29,
+                            "mfu": 0.43},
+    "low-latency decode": {"batch": 64, "tokens": 64, "weight_bytes": 1, "seconds": 1.82,
+                           "mfu": 0.14},
+    "high-throughput prefill": {"batch": 512, "tokens": 2048, "weight_bytes": 2, "seconds": 85.2,
+                                "mfu": 0.76},
+    "high-throughput decode": {"batch": 512, "tokens": 64, "weight_bytes": 2, "seconds": 6.0,
+                               "mfu": 0.33},
+}
+
+
 def inference_mfu(model, tokens, time, chip, n_chips=1, dtype="bf16"):
     """Inference MFU as Pope et al. (2022) define it: ``2 N tokens / (n C t)``.
 

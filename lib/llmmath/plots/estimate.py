@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..estimate import DEFAULT_OVERHEADS, Overheads, estimate_step
+from ..estimate import CALIBRATION_BAND, DEFAULT_OVERHEADS, Overheads, estimate_step
 from ..units import fmt_count, fmt_time
 from .figure import builder, chip_of, grid, mask, model_of
 from .labels import chips_label, fmt_batch, fmt_t, loglim, set_log, with_notes
@@ -140,8 +140,9 @@ def calibration_scatter(p, overheads=None):
     """Every row of the calibration set: measured/bound (x) against measured/estimate (y).
 
     Dense rows as circles, MoE rows as triangles; the held-out half filled, the half that was
-    looked at while choosing coefficients hollow. The band is "within 30%" (the estimate
-    differs from the measurement by at most 0.3 of it: measured/estimate between 1/1.3 and
+    looked at while choosing coefficients hollow. The band is "within 30%",
+    :data:`llmmath.estimate.CALIBRATION_BAND` (the estimate differs from the measurement by at
+    most 0.3 of it: measured/estimate between 1/1.3 and
     1/0.7); the dotted
     diagonal is "estimate = bound", where a row would sit if the estimate added nothing.
     ``overheads``: the coefficients (default the cited constants).
@@ -156,8 +157,9 @@ def calibration_scatter(p, overheads=None):
     xb = np.array([r["measured_s"] / e["bound"] for r, e in rows])
     ye = np.array([r["measured_s"] / e["estimate"] for r, e in rows])
     lo, hi = min(xb.min(), ye.min()) / 1.3, xb.max() * 1.5
-    band = p.add(ax.axhspan(1 / 1.3, 1 / 0.7, color=PALETTE["green"], alpha=0.13, lw=0, zorder=0,
-                            label="within 30% of the measurement"))
+    band = p.add(ax.axhspan(1 / (1 + CALIBRATION_BAND), 1 / (1 - CALIBRATION_BAND),
+                            color=PALETTE["green"], alpha=0.13, lw=0, zorder=0,
+                            label=f"within {CALIBRATION_BAND:.0%} of the measurement"))
     band._llm_legend = True
     diag = np.geomspace(lo, hi, 16)
     guide = p.add(ax.plot(diag, diag, ls=":", color=ROLE["reference"], lw=1.3,
@@ -178,7 +180,7 @@ def calibration_scatter(p, overheads=None):
     p.add(ax.legend(loc="upper left"))
     test = np.array([r["split"] == "test" for r, _ in rows])
     dense = np.array([r["kind"] == "dense" for r, _ in rows])
-    within = np.abs(1 / ye - 1) <= 0.3
+    within = np.abs(1 / ye - 1) <= CALIBRATION_BAND
 
     def med(x, sel):
         return float(np.median(x[sel]))
@@ -186,7 +188,7 @@ def calibration_scatter(p, overheads=None):
     p.numbers = {
         "rows": len(rows), "test_rows": int(test.sum()),
         "test_within_estimate": int((within & test).sum()),
-        "test_within_bound": int(((np.abs(1 / xb - 1) <= 0.3) & test).sum()),
+        "test_within_bound": int(((np.abs(1 / xb - 1) <= CALIBRATION_BAND) & test).sum()),
         "median_over_bound": float(np.median(xb)), "median_over_estimate": float(np.median(ye)),
         "dense_median_over_estimate": med(ye, dense), "moe_median_over_estimate": med(ye, ~dense),
         "dense_median_over_bound": med(xb, dense), "moe_median_over_bound": med(xb, ~dense),
@@ -201,7 +203,8 @@ def calibration_scatter(p, overheads=None):
             f"{n['median_over_estimate']:.2f}); dense rows cluster near 1 (median "
             f"{n['dense_median_over_estimate']:.2f}), MoE rows sit higher (median "
             f"{n['moe_median_over_estimate']:.2f}); {n['test_within_estimate']} of the "
-            f"{n['test_rows']} held-out rows fall in the band within 30% of the measurement.")
+            f"{n['test_rows']} held-out rows fall in the band within {CALIBRATION_BAND:.0%} of the "
+            "measurement.")
 
 
 def _vs_batch_setup(p):
