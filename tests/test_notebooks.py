@@ -141,3 +141,15 @@ def test_every_display_equation_is_numbered(path):
     markdown = "\n".join("".join(c["source"]) for c in _load(path)["cells"]
                          if c["cell_type"] == "markdown")
     assert not _unlabelled_display_math(markdown), f"{path.name}: label each as $$ (eq-chN-K)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_each_glue_key_is_glued_once(path):
+    """A key glued twice shows the later value wherever the earlier was meant (myst-nb warns,
+    and the strict build fails; this finds it without a build)."""
+    keys = []
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        if cell["cell_type"] == "code":
+            keys += re.findall(r"\bglue\(\s*[\"']([\w-]+)[\"']", "".join(cell["source"]))
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    assert not twice, f"{path.name}: glued more than once: {twice}"

@@ -141,7 +141,7 @@ def calibration_scatter(p, overheads=None):
 
     Dense rows as circles, MoE rows as triangles; the held-out half filled, the half that was
     looked at while choosing coefficients hollow. The band is "within 30%",
-    :data:`llmmath.estimate.CALIBRATION_BAND` (the estimate differs from the measurement by at
+    ``llmmath.estimate.CALIBRATION_BAND`` (the estimate differs from the measurement by at
     most 0.3 of it: measured/estimate between 1/1.3 and
     1/0.7); the dotted
     diagonal is "estimate = bound", where a row would sit if the estimate added nothing.
