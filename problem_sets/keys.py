@@ -15,6 +15,7 @@ from pset import problem
 
 import llmmath as lm
 from llmmath import collectives, moe, pipeline, training
+from llmmath._solve import bisect  # the library's one root-finder (increasing f)
 from llmmath.exercises import check
 
 DAY = 86400.0
@@ -218,14 +219,6 @@ def _week06(q, p):
 # ---- weeks 7-12 (chapters 7-13) ----
 
 
-def _root_between(fn, lo, hi, iters=200):
-    """The root of an increasing ``fn`` between ``lo`` and ``hi`` (fn(lo) < 0 < fn(hi))."""
-    for _ in range(iters):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if fn(mid) < 0 else (lo, mid)
-    return (lo + hi) / 2
-
-
 @_week("week07")
 def _week07(q, p):
     chip, model = lm.chip(p.chip), lm.model(p.model)
@@ -296,7 +289,7 @@ def _week10(q, p):
 
         def gap(b):  # expected share of experts touched at batch b, over the target
             return model.experts_touched(b) / model.n_experts - p.touched_share
-        return _root_between(gap, 1e-9, 1e6)
+        return bisect(gap, 1e-9, 1e6)
     if q == "q3":  # the estimate's expert-parallel all-to-all term
         model, chip = lm.model(p.ep_model), lm.chip(p.ep_chip)
         return lm.estimate.estimate_step(model, chip, p.ep_batch, 1024, n_chips=p.ep_chips,
@@ -310,7 +303,7 @@ def _week11(q, p):
     if q == "q1":  # sequence length at which attention takes attention_share of training FLOPs
         def gap(s):  # attention's share of the training FLOPs at length s, over the target
             return training.attention_training_share(model, s) - p.attention_share
-        return _root_between(gap, 1.0, float(model.max_context))
+        return bisect(gap, 1.0, float(model.max_context))
     if q == "q2":  # tokens of selective-recompute activations beside the ZeRO-3 state
         left = chip.hbm_capacity - training.zero_memory_per_chip(model, p.dp_chips, zero_stage=3)
         return left / training.activation_memory(model, 1, 2048, recompute="selective")
