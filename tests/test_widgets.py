@@ -56,7 +56,7 @@ def test_batching_explorer_switches_view():
 @pytest.fixture
 def no_render(monkeypatch):
     """Every model x chip combination recomputes; pixels are checked in the test above."""
-    monkeypatch.setattr(widgets.plots, "render_rgba", lambda fig: np.zeros((2, 2, 4), np.uint8))
+    monkeypatch.setattr(widgets.explorer.plots, "render_rgba", lambda fig: np.zeros((2, 2, 4), np.uint8))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -172,3 +172,14 @@ def test_a_failing_compute_shows_its_reason(monkeypatch):
     assert "Not possible with these settings" in e.numbers.value
     assert "supports at most 8192" in e.numbers.value
     assert bytes(e.image.value) == image, "the last possible figure stays"
+
+
+def test_moe_explorer_offers_degrees_past_the_scale_up_domain():
+    # The explorer shows the all-to-all jumping where the EP group leaves the domain, so its
+    # dropdown must reach past GB200's 72-GPU NVLink domain (a later module-level list of the
+    # same name once cut it to 1..72). The estimate explorer keeps its own, smaller degrees.
+    domain = chips.get("GB200").scale_up_domain
+    ep = widgets.moe_explorer().controls["expert_parallel"].options
+    assert domain in ep and max(ep) >= 4 * domain and min(ep) >= 8
+    est = [v for _label, v in widgets.estimate_explorer().controls["expert_parallel"].options]
+    assert est[0] == 1 and max(est) == domain
