@@ -176,3 +176,61 @@ def test_summary_row_of_chapter_10_by_hand():
     row = {r.chapter: r for r in tr.summary_bounds()}["10_bound_to_estimate"]
     hand = 70.55e9 * 2 / (8 * 3.35e12) / (2250 / 3350) + 80 * 2 * 2 * 3e-6 + 80 * 9 * 2.65e-6
     assert row.value == pytest.approx(hand, rel=0.03)
+
+
+# Every row of the book's summary table against a hand computation from the catalogue's cited
+# figures (module docstring; GB200: 72 GPUs x 186 GB; H100 NVLink 450 GB/s a direction and
+# 400 Gb/s = 50 GB/s scale-out; $3.00 an H100-hour; DDR5-5200 32 GB module at $325.99 over five
+# years; Micron 9550 30.72 TB at 14 GB/s). The estimate row has its own test above.
+N_70 = 70_553_706_496  # Llama 3 70B's published count
+NORMS_70 = (2 * 80 + 1) * 8192  # two RMSNorms per layer and a final one
+W_READ_70 = 2 * (N_MM_70 + NORMS_70)  # bf16 weights a decode step reads (no embedding table)
+N_405 = 405_853_388_800  # Llama 3.1 405B's count
+DRAM_PRICE = 325.99 / (5 * 365.25 * 24)  # $ an hour for the 32 GB module
+PREFILL_FLOPS_70 = 2 * N_MM_70 + ATT_PAIR_70 * (8192 + 1) / 2  # per token of an 8k causal prompt
+SUMMARY_BY_HAND = {
+    "ridge point (FLOP per byte)": (R_H100, 1e-12),
+    "HBM drain time": (80e9 / 3.35e12, 1e-12),  # 23.9 ms
+    "forward FLOPs per token": (2 * N_MM_70, 1e-12),  # 139 GFLOP
+    "KV bytes per token": (B_KV_70, 1e-12),
+    # B = 64 sequences of 4,096 tokens: weights + 64 embedding rows + the KV cache, on 8 x 3.35 TB/s
+    "decode step": ((W_READ_70 + 2 * 64 * 8192 + 64 * 4096 * B_KV_70) / (8 * 3.35e12), 1e-9),
+    "minimum latency per token": (W_READ_70 / (8 * 3.35e12), 1e-5),  # 5.19 ms
+    # DeepSeek-V3 in fp8 on an H100: B* = I* b_w/2 N_tot/N_act (test_values_physics: 5,404)
+    "critical batch": (5404, 0.005),
+    # 2 N_mm FLOPs at $3/h on 989.4 TFLOP/s, per million tokens: $0.117
+    "cost floor per token": (2 * N_MM_70 * 3.0 / 3600 / 989.4e12 * 1e6, 1e-9),
+    # S* = 2 N / (I* b_kv - attention FLOPs per context token): 1,476
+    "critical context": (2 * N_MM_70 / (R_H100 * B_KV_70 - ATT_PAIR_70), 1e-9),
+    "largest batch that fits": (math.floor((8 * 80e9 - 2 * N_70) / (8192 * B_KV_70)), 0),  # 185
+    "KV bytes read from a price step": (2 * 1e11 / (600 * 2e5), 1e-12),  # 2 N_act / (I* S)
+    "cache tier knee (hold vs read)": (30.72e12 / 14e9, 1e-12),  # 36.6 min
+    "total parameters one scale-up domain holds": (72 * 186e9, 1e-12),  # fp8: a byte each
+    "pipeline bubble": (3 / 19, 1e-12),
+    "all-reduce (bandwidth term)": (2 * 7 / 8 * 1e9 / 450e9, 1e-12),
+    "training compute": (6 * N_405 * 15.6e12, 1e-12),  # 3.80e25, Meta's 3.8e25
+    "training state": (16 * N_405, 1e-12),
+    # (n-1)/n b_g/3 C/W_out for a dense model, b_g = 2 bytes, 1,024 chips: 13.2k tokens
+    "per-chip batch that hides the gradient sync": (1023 / 1024 * 2 / 3 * 989.4e12 / 50e9, 1e-12),
+    "equalise pre-training, RL and inference compute": (15e12 / (20 * N_70), 1e-12),
+    "FLOPs to rebuild a cached byte": (2 * N_MM_70 / B_KV_70, 1e-12),
+    # B* / B - 1 at B = 1 (dense, bf16: B* = I*), less the KV and attention terms: about 294
+    "context recomputed for free": (R_H100 - 1, 0.01),
+    "full checkpointing's compute price": (1 / 3, 1e-12),
+    # an 8k prompt's prefill chip-seconds per token at $3/h, over its KV bytes' DRAM rent a second
+    "longest worthwhile hold of a prompt cache":
+        (PREFILL_FLOPS_70 / 989.4e12 * 3.0 / (B_KV_70 * DRAM_PRICE / 32e9), 1e-6),  # 1.66 h
+}
+
+
+def test_every_summary_row_by_hand():
+    rows = {r.bound: r for r in tr.summary_bounds()}
+    assert set(rows) - {"estimate over the bound"} == set(SUMMARY_BY_HAND)
+    for bound, (hand, rel) in SUMMARY_BY_HAND.items():
+        assert rows[bound].value == pytest.approx(hand, rel=rel, abs=0), bound
+
+
+def test_summary_rows_read_in_chapter_order():
+    # the table is printed as it comes: chapter 1 first, each chapter's rows together
+    chapters = [r.chapter for r in tr.summary_bounds()]
+    assert chapters == sorted(chapters)
