@@ -56,7 +56,8 @@ def test_batching_explorer_switches_view():
 @pytest.fixture
 def no_render(monkeypatch):
     """Every model x chip combination recomputes; pixels are checked in the test above."""
-    monkeypatch.setattr(widgets.explorer.plots, "render_rgba", lambda fig: np.zeros((2, 2, 4), np.uint8))
+    monkeypatch.setattr(widgets.explorer.plots, "render_rgba",
+                        lambda fig: np.zeros((2, 2, 4), np.uint8))
 
 
 @pytest.mark.parametrize("name", NAMES)
