@@ -121,6 +121,22 @@ def test_decode_terms_by_hand_dense_one_chip():
     assert e.layer_overhead_time == pytest.approx(2 * 10 * 1e-6)   # 2 layers x 10 kernels x 1 us
     assert e.step_overhead_time == pytest.approx(1e-3)
     assert e.time == pytest.approx(2 * 1.32655104e-4 + 2e-5 + 1e-3)
+    assert e.overheads is ROUND            # the coefficients used travel with the result
+
+
+def test_one_chip_needs_no_scale_up_link():
+    # a chip with no scale-up figure: one chip communicates nothing, so the step is the one
+    # above (bound 1.32655104e-4 s, kernel term as much again, 20 kernels x 1 us, 1 ms per step)
+    alone = dataclasses.replace(TOY_CHIP, name="no links", scale_up_bandwidth=None,
+                                scale_up_domain=None)
+    e = estimate_step(TOY, alone, batch=8, context=0, overheads=ROUND)
+    assert e.comm_time == 0.0
+    assert e.time == pytest.approx(2 * 1.32655104e-4 + 2e-5 + 1e-3)
+    # two of them would have to all-reduce over links it does not list: refused, saying why
+    with pytest.raises(ValueError, match=r"^chip: 'no links' lists no scale_up_bandwidth; "
+                                         r"communication between its chips cannot be estimated "
+                                         r"\(use n_chips=1\)$"):
+        estimate_step(TOY, alone, batch=8, context=0, n_chips=2, overheads=ROUND)
 
 
 def test_gemm_weight_reads_at_their_own_bandwidth():
@@ -149,6 +165,11 @@ def test_tensor_parallel_all_reduce_by_hand():
     assert e.tp_comm_time == pytest.approx(8.65536e-6)
     assert e.ep_comm_time == 0.0
     assert e.comm_time == pytest.approx(8.65536e-6)
+    # one byte per activation halves the message, 8,192 B: 2 x 1 us + 2 x (1/2) x 8,192 / 1e11
+    # = 2.08192e-6 s per all-reduce, x 4 = 8.32768e-6 s
+    e = estimate_step(TOY, TOY_CHIP, batch=8, context=0, n_chips=2, activation_bytes=1,
+                      overheads=ROUND)
+    assert e.tp_comm_time == pytest.approx(8.32768e-6)
 
 
 # MoE toy: the dense toy's attention with 4 experts of width 1024, 1 per token, in both layers.
@@ -175,6 +196,48 @@ def test_ring_all_reduce_by_hand():
     e = estimate_step(TOY, h100, batch=8, context=0, n_chips=8,
                       overheads=Overheads(link_efficiency=1.0))
     assert e.tp_comm_time == pytest.approx(4 * (2 * 3e-6 + 2 * 7 / 8 * 16384 / 450e9))
+    # a chip described by a class of the reader's own, with no vendor field, is not taken as
+    # NVIDIA's: the ring, as for TOY_CHIP above
+    e = estimate_step(TOY, _Board(), batch=8, context=0, n_chips=8, overheads=ring)
+    assert e.tp_comm_time == pytest.approx(5.714688e-5)
+
+
+class _Board:
+    """TOY_CHIP's figures in a plain class (not llmmath's Chip): no ``vendor`` attribute."""
+
+    name = "board"
+    flops = {"bf16": 1e15}
+    hbm_bandwidth = 1e12
+    scale_up_bandwidth = 1e11
+
+    def peak(self, dtype="bf16"):
+        return self.flops[dtype]
+
+
+def test_ring_takes_one_chip_count_at_a_time():
+    # a ring's step count, 2 (n - 1), is worked out for one n at a time (the estimate's
+    # docstring): an array of chip counts is refused up front, naming n_chips
+    ring = dataclasses.replace(ROUND, topology="ring")
+    with pytest.raises(TypeError, match=r"^n_chips: got an array of shape \(2,\); this function "
+                                        r"takes one number at a time"):
+        estimate_step(TOY, TOY_CHIP, batch=8, context=0, n_chips=np.array([2, 4]), overheads=ring)
+
+
+def test_chip_counts_broadcast_term_by_term_on_a_switch():
+    # on a switch an array of chip counts gives every term per count, as one call per count
+    # does: dense and MoE, and a dense model asked for expert parallelism (it has no experts,
+    # so no all-to-all at any count)
+    h100 = chips.get("H100-SXM")
+    for model, counts, ep in ((TOY, [1, 2, 4, 8], 1), (TOY_MOE, [1, 2, 4, 8], 1),
+                              (TOY, [2, 4, 8], 2)):
+        e = estimate_step(model, h100, batch=8, context=128, n_chips=np.array(counts),
+                          expert_parallel=ep)
+        for i, n in enumerate(counts):
+            one = estimate_step(model, h100, batch=8, context=128, n_chips=n, expert_parallel=ep)
+            for term, value in e.terms.items():
+                assert value[i] == pytest.approx(one.terms[term], rel=1e-12, abs=1e-18), (
+                    model.name, n, term)
+        assert np.all(e.ep_comm_time == 0.0)     # dense, or experts all on each chip (EP 1)
 
 
 def test_moe_toy_counts_are_the_hand_counts():
@@ -257,6 +320,23 @@ def test_expert_parallel_all_to_all_by_hand():
                       overheads=ROUND)
     assert e.ep_comm_time == pytest.approx(4.16384e-6)
     assert e.tp_comm_time == 0.0
+    # one byte per activation: 4,096 B per chip, 1 us + (1/2) x 4,096 / 1e11 = 1.02048e-6 s,
+    # x 4 = 4.08192e-6 s
+    e = estimate_step(TOY_MOE, TOY_CHIP, batch=8, context=0, n_chips=2, expert_parallel=2,
+                      activation_bytes=1, overheads=ROUND)
+    assert e.ep_comm_time == pytest.approx(4.08192e-6)
+
+
+def test_expert_parallel_all_to_all_on_a_ring_by_hand():
+    # EP 4 on a ring (chapter 9: n - 1 steps; bytes cross floor(n^2 / 4) / n = 1 link on
+    # average for n = 4): 8 x 1 x 1024 x 2 / 4 = 4,096 B per chip, 3 x 1 us + 1 x 4,096 / 1e11
+    # = 3.04096e-6 s per all-to-all, 2 per layer x 2 layers = 1.216384e-5 s.
+    # (A switch would take 1 us + (3/4) x 4,096 / 1e11 per all-to-all: 4.12288e-6 s in all.)
+    ring = dataclasses.replace(ROUND, topology="ring")
+    e = estimate_step(TOY_MOE, TOY_CHIP, batch=8, context=0, n_chips=4, expert_parallel=4,
+                      overheads=ring)
+    assert e.ep_comm_time == pytest.approx(1.216384e-5)
+    assert e.tp_comm_time == 0.0      # n / EP = 1 chip per tensor-parallel group
 
 
 def test_prefill_counts_batch_times_prompt_rows():
@@ -315,6 +395,57 @@ def test_bad_input_is_refused_by_name():
         Overheads(tile_m=0)
     with pytest.raises(ValueError, match="topology"):
         Overheads(topology="torus")
+
+
+# (field, a bad value, what the message says is allowed)
+BAD_OVERHEADS = [
+    ("matmul_efficiency", 1.5, "in (0, 1]"),
+    ("attention_efficiency", 0.0, "in (0, 1]"),
+    ("mla_attention_efficiency", 1.5, "in (0, 1]"),
+    ("memory_efficiency", 1.5, "in (0, 1]"),
+    ("gemm_memory_efficiency", 0.0, "in (0, 1]"),
+    ("grouped_memory_efficiency", 2.0, "in (0, 1]"),
+    ("grouped_matmul_derate", 1.2, "in (0, 1]"),
+    ("tile_m", 0, "> 0"),
+    ("tile_m", 2.5, "a whole number"),
+    ("tile_m", 4097, "at most 4096"),
+    ("link_efficiency", 0.0, "in (0, 1]"),
+    ("topology", "torus", "['switch', 'ring']"),
+    ("hop_latency", -1e-6, ">= 0"),
+    ("kernels_per_layer", -1, ">= 0"),
+    ("kernels_per_layer", 9.5, "a whole number"),
+    ("moe_extra_kernels", -1, ">= 0"),
+    ("moe_extra_kernels", 3.5, "a whole number"),
+    ("mla_extra_kernels", -1, ">= 0"),
+    ("mla_extra_kernels", 2.5, "a whole number"),
+    ("kernel_overhead", -1e-6, ">= 0"),
+    ("step_overhead", -1e-3, ">= 0"),
+]
+
+
+@pytest.mark.parametrize("field, bad, allowed", BAD_OVERHEADS,
+                         ids=[f"{f}={b}" for f, b, _ in BAD_OVERHEADS])
+def test_each_bad_coefficient_is_refused_by_name(field, bad, allowed):
+    with pytest.raises(ValueError) as info:
+        Overheads(**{field: bad})
+    message = str(info.value)
+    assert message.startswith(f"{field}: got "), message
+    assert allowed in message, message
+
+
+def test_tile_rows_are_limited_in_padded_rows_too():
+    with pytest.raises(ValueError, match=r"^tile_m: got 4097; allowed values are at most 4096$"):
+        padded_rows(8, tile_m=4097)
+    assert padded_rows(8, tile_m=4096) == 4096     # the limit itself is a tile
+
+
+def test_activation_bytes_are_at_most_eight():
+    # fp64, 8 bytes, is the widest number format (as weight_bytes and kv_bytes)
+    m, c = models.get("Llama-3-8B"), chips.get("H100-SXM")
+    with pytest.raises(ValueError, match=r"^activation_bytes: got 9; allowed values are at most "
+                                         r"8$"):
+        estimate_step(m, c, 1, 128, n_chips=2, activation_bytes=9)
+    estimate_step(m, c, 1, 128, n_chips=2, activation_bytes=8)
 
 
 # ----- never below the bound ---------------------------------------------------------------------
