@@ -50,7 +50,8 @@ def _max_of_binomials(N, n):
     total = math.fsum(w.values())
     above, e = 0.0, float(lo)
     for m in range(hi, lo - 1, -1):  # m from the top: `above` is sum of w[j] for j > m
-        e += -math.expm1(n * math.log1p(-above / total))
+        tail = above / total  # P(X > m); rounding can lift it to 1 at the bottom
+        e += 1.0 if tail >= 1.0 else -math.expm1(n * math.log1p(-tail))
         above += w[m]
     return e
 
