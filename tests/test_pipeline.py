@@ -162,10 +162,12 @@ def test_bad_input_names_the_argument(call, arg):
 
 def test_refusals_say_what_to_do_instead():
     # the house rule: a message that refuses names what is allowed or what to use instead
-    with pytest.raises(TypeError, match="pass a single number"):
+    with pytest.raises(TypeError) as exc:
         pp.schedule_timeline(4, 8, backward=np.array([1.0, 2.0]))
-    with pytest.raises(ValueError, match="scaleup_vs_scaleout_ratio"):
+    assert str(exc.value).endswith("simulates one configuration, pass a single number")
+    with pytest.raises(ValueError) as exc:
         pp.min_layers_per_stage(DSV3, chips.get("TPU v4"))
+    assert str(exc.value).endswith("use parallel.scaleup_vs_scaleout_ratio with your own ratio")
     with pytest.raises(ValueError, match=r"pass one \(bytes/s\)"):
         pp.pipeline_decode(DSV3, chips.get("TPU v4"), 64, 4096, 8, 2)
 
