@@ -8,6 +8,7 @@ measured hop latencies (77 us at EP8, 194 us at EP256).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -50,7 +51,7 @@ def test_micro_batches_for_bubble():
 
 
 @pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
-@pytest.mark.parametrize("P, m", [(1, 1), (2, 1), (4, 8), (8, 4), (5, 13), (16, 64)])
+@pytest.mark.parametrize("P, m", [(1, 1), (2, 1), (4, 8), (8, 4), (5, 13), (16, 64), (64, 1)])
 def test_simulated_timeline_matches_the_formula(schedule, P, m):
     ops = pp.schedule_timeline(P, m, schedule)
     assert len(ops) == 2 * P * m
@@ -157,3 +158,112 @@ def test_bad_input_names_the_argument(call, arg):
     with pytest.raises((ValueError, TypeError)) as exc:
         call()
     assert arg in str(exc.value)
+
+
+def test_refusals_say_what_to_do_instead():
+    # the house rule: a message that refuses names what is allowed or what to use instead
+    with pytest.raises(TypeError) as exc:
+        pp.schedule_timeline(4, 8, backward=np.array([1.0, 2.0]))
+    assert str(exc.value).endswith("simulates one configuration, pass a single number")
+    with pytest.raises(ValueError) as exc:
+        pp.min_layers_per_stage(DSV3, chips.get("TPU v4"))
+    assert str(exc.value).endswith("use parallel.scaleup_vs_scaleout_ratio with your own ratio")
+    with pytest.raises(ValueError, match=r"pass one \(bytes/s\)"):
+        pp.pipeline_decode(DSV3, chips.get("TPU v4"), 64, 4096, 8, 2)
+
+
+def test_bubble_with_a_free_weight_pass():
+    # t_W = 0 is allowed (a backward that is all input gradient): ZB-H1 bubble 3*(1+1-0) = 6
+    # against work 8*(1+1) = 16 -> 6/22; 1F1B the same here, (P-1)/(m+P-1) = 3/11
+    assert pp.bubble_fraction(4, 8, "zb-h1", backward_weight=0) == pytest.approx(6 / 22)
+    assert pp.bubble_fraction(4, 8, backward_weight=0) == pytest.approx(3 / 11)
+
+
+def test_micro_batches_for_bubble_ignores_v_outside_interleaved():
+    # GPipe and plain 1F1B have no chunks: virtual_stages is ignored, 15*0.9/0.1 = 135
+    assert pp.micro_batches_for_bubble(16, 0.10, "gpipe") == 135
+    assert pp.micro_batches_for_bubble(16, 0.10, "1f1b", virtual_stages=3) == 135
+
+
+def test_timeline_durations_by_hand():
+    # 1F1B, P = 2, m = 1, t_F = 1, t_B = 3: F on stage 0 [0,1], on stage 1 [1,2]; the last
+    # stage's backward [2,5] right after its forward, then stage 0's backward [5,8]
+    ops = pp.schedule_timeline(2, 1, "1f1b", forward=1.0, backward=3.0)
+    assert sorted(ops, key=lambda o: o[1]) == [(0, 0.0, 1.0, "F", 0), (1, 1.0, 1.0, "F", 0),
+                                               (1, 2.0, 3.0, "B", 0), (0, 5.0, 3.0, "B", 0)]
+
+
+def test_pipeline_memory_kv_bytes_and_array_batch():
+    # fp8 cache (kv_bytes=1): half the bf16 cache, 64 x 4096 x 35,136 B / 8
+    one = pp.pipeline_memory(DSV3, 64, 4096, 8, 4, kv_bytes=1)
+    assert one.kv == pytest.approx(64 * 4096 * 35136 / 8)
+    # an array of micro-batches: m b = 4 x [32, 64] sequences in flight, floats
+    arr = pp.pipeline_memory(DSV3, np.array([32, 64]), 4096, 8, 4)
+    assert np.allclose(arr.batch_in_flight, [128, 256]) and arr.batch_in_flight.dtype == float
+
+
+def test_stages_to_fit_memory_fraction_and_kv_bytes():
+    # Llama 3 70B bf16, 141.1 GB, on half an H100 (40 GB) with a tiny cache: ceil(3.53) = 4
+    assert pp.stages_to_fit(LLAMA, H100, 1, 128, 1, memory_fraction=0.5) == 4
+    # Llama 3.1 405B, fp8 cache: 126 x 8 x 128 x 2 x 1 = 258,048 B/token, 16 x 131072 tokens
+    # = 541.2 GB of 640 GB; room 98.8 GB, 811.7 GB of weights -> ceil(8.21) = 9 stages
+    big = models.get("Llama-3.1-405B")
+    room = 8 * 80e9 - 16 * 131072 * 258048
+    assert pp.stages_to_fit(big, H100, 16, 131072, 8, kv_bytes=1) == math.ceil(
+        big.total_params * 2 / room) == 9
+
+
+def test_stages_to_fit_at_the_edges():
+    # a chip that holds exactly half the bf16 weights plus one micro-batch's cache (128 tokens,
+    # 80 x 8 x 128 x 2 x 2 = 327,680 B each): exactly 2 stages, not 3 (all sums exact in float)
+    kv = 128 * 80 * 8 * 128 * 2 * 2
+    half = dataclasses.replace(H100, hbm_capacity=LLAMA.total_params + kv)
+    assert pp.stages_to_fit(LLAMA, half, 1, 128, 1) == 2
+    # half a byte of room left: still finite, 2 N / 0.5 = 4 N stages
+    tight = dataclasses.replace(H100, hbm_capacity=kv + 0.5)
+    assert pp.stages_to_fit(LLAMA, tight, 1, 128, 1) == 4 * LLAMA.total_params
+
+
+def test_pipeline_decode_fields_by_hand():
+    # DeepSeek-V3 on 4 stages of 8 H100s, 64 sequences a micro-batch, m = P = 4
+    step = decode_step(DSV3, H100, 64, 4096, n_chips=8)
+    four = pp.pipeline_decode(DSV3, H100, 64, 4096, 8, 4, hop_latency=1e-3)
+    hop = 1e-3 + 64 * 7168 * 2 / 50e9                                   # 1 ms + 18.35 us
+    assert four.hop_time == pytest.approx(hop) and four.hops == 4
+    # cycle: max(token latency, m x stage time) = max(step + 4 hops, step)
+    assert four.cycle == pytest.approx(step.time + 4 * hop)
+    assert four.utilisation == pytest.approx(step.time / (step.time + 4 * hop))
+    # memory: weights 671e9 x 2 / 32, KV 4 x 64 x 4096 x 70,272 / 32
+    assert four.memory.weights == pytest.approx(DSV3.total_params * 2 / 32)
+    assert four.memory.kv == pytest.approx(4 * 64 * 4096 * 70272 / 32)
+    assert four.n_chips == 32 and type(four.n_chips) is float
+    assert type(four.hop_time) is float and type(four.hops) is float
+    # two micro-batches: half the cache per chip
+    two = pp.pipeline_decode(DSV3, H100, 64, 4096, 8, 4, micro_batches=2)
+    assert two.memory.kv == pytest.approx(2 * 64 * 4096 * 70272 / 32)
+
+
+def test_pipeline_decode_passes_its_byte_widths_on():
+    # fp8 weights and cache: the step is decode_step's at those widths, memory halves
+    step = decode_step(DSV3, H100, 64, 4096, n_chips=8, weight_bytes=1, kv_bytes=1, dtype="fp8")
+    one = pp.pipeline_decode(DSV3, H100, 64, 4096, 8, 1, weight_bytes=1, kv_bytes=1, dtype="fp8")
+    assert one.token_latency == pytest.approx(step.time)
+    assert one.memory.weights == pytest.approx(DSV3.total_params / 8)   # 671e9 x 1 / 8
+    assert one.memory.kv == pytest.approx(64 * 4096 * 35136 / 8)
+    w = pp.pipeline_decode(DSV3, H100, 64, 4096, 8, 1, weight_bytes=1)
+    assert w.token_latency == pytest.approx(
+        decode_step(DSV3, H100, 64, 4096, n_chips=8, weight_bytes=1).time)
+    k = pp.pipeline_decode(DSV3, H100, 64, 4096, 8, 1, kv_bytes=1)
+    assert k.token_latency == pytest.approx(
+        decode_step(DSV3, H100, 64, 4096, n_chips=8, kv_bytes=1).time)
+    # fp8 activations at the boundary: 64 x 7168 x 1 B at 50 GB/s
+    a = pp.pipeline_decode(DSV3, H100, 64, 4096, 8, 2, activation_bytes=1)
+    assert a.hop_time == pytest.approx(64 * 7168 / 50e9)
+
+
+def test_pipeline_decode_one_stage_needs_no_scale_out():
+    # TPU v4 lists no scale-out bandwidth; one stage never crosses it
+    tpu = chips.get("TPU v4")
+    one = pp.pipeline_decode(DSV3, tpu, 64, 4096, 8, 1)
+    assert one.hops == 0
+    assert one.token_latency == pytest.approx(decode_step(DSV3, tpu, 64, 4096, n_chips=8).time)
