@@ -234,3 +234,41 @@ def test_summary_rows_read_in_chapter_order():
     # the table is printed as it comes: chapter 1 first, each chapter's rows together
     chapters = [r.chapter for r in tr.summary_bounds()]
     assert chapters == sorted(chapters)
+
+
+# How the table prints each row: (the unit's size in SI, the text after the number). Chosen for a
+# reader (milliseconds for a step, minutes for a drive's drain, T for trillions of parameters).
+SUMMARY_UNITS = {
+    "ridge point (FLOP per byte)": (1, " FLOP/byte"), "HBM drain time": (1e-3, " ms"),
+    "forward FLOPs per token": (1e9, " GFLOP"), "KV bytes per token": (1e3, " kB"),
+    "decode step": (1e-3, " ms"), "minimum latency per token": (1e-3, " ms"),
+    "critical batch": (1, " sequences"), "cost floor per token": (1, " per million tokens"),
+    "critical context": (1, " tokens"), "largest batch that fits": (1, " sequences"),
+    "KV bytes read from a price step": (1e3, " kB"),
+    "cache tier knee (hold vs read)": (60, " min"),
+    "total parameters one scale-up domain holds": (1e12, "T parameters"),
+    "pipeline bubble": (1e-2, "%"), "all-reduce (bandwidth term)": (1e-3, " ms"),
+    "estimate over the bound": (1e-3, " ms"), "training compute": (1, " FLOP"),
+    "training state": (1e12, " TB"),
+    "per-chip batch that hides the gradient sync": (1e3, "k tokens"),
+    "equalise pre-training, RL and inference compute": (1, "x compute-optimal"),
+    "FLOPs to rebuild a cached byte": (1e3, "k FLOP/byte"),
+    "context recomputed for free": (1, " tokens"),
+    "full checkpointing's compute price": (1e-2, "% FLOPs"),
+    "longest worthwhile hold of a prompt cache": (3600, " h"),
+}
+
+
+def test_summary_rows_print_their_number():
+    # each row's printed text is its value in a reader's unit, rounded to the digits shown
+    rows = tr.summary_bounds()
+    assert {r.bound for r in rows} == set(SUMMARY_UNITS)
+    for r in rows:
+        size, suffix = SUMMARY_UNITS[r.bound]
+        m = re.fullmatch(r"[$+]?([0-9][0-9,]*(?:\.([0-9]+))?)(?:e([+-][0-9]+))?(.*)", r.shown)
+        assert m and m.group(4) == suffix, (r.bound, r.shown)
+        scale = 10.0 ** int(m.group(3) or 0)
+        shown = float(m.group(1).replace(",", "")) * scale
+        half_digit = 0.5 * 10.0 ** -len(m.group(2) or "") * scale
+        assert abs(shown - r.value / size) <= half_digit * (1 + 1e-9), (r.bound, r.shown, r.value)
+        assert r.shown.startswith("$") == (r.bound == "cost floor per token"), r.shown
