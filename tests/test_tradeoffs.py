@@ -272,3 +272,98 @@ def test_summary_rows_print_their_number():
         half_digit = 0.5 * 10.0 ** -len(m.group(2) or "") * scale
         assert abs(shown - r.value / size) <= half_digit * (1 + 1e-9), (r.bound, r.shown, r.value)
         assert r.shown.startswith("$") == (r.bound == "cost floor per token"), r.shown
+
+
+# ----- each keyword reaches the bound it changes (issue 20's mutation run) ----------------------
+
+def test_store_or_recompute_passes_precision_and_chips_on():
+    # fp8 weights, fp8 cache and fp8 arithmetic on 8 H100s (1,978.9 TFLOP/s each, datasheet)
+    S = 1000
+    r = tr.store_or_recompute(L70, H100, 1, S, n_chips=8, weight_bytes=1, kv_bytes=1, dtype="fp8")
+    pre = 2 * N_MM_70 * (S + 1) + (S + 1) * (S + 2) / 2 * ATT_PAIR_70
+    assert r.saved_bytes == pytest.approx(S * B_KV_70 / 2, rel=1e-12)
+    assert r.recompute.time == pytest.approx(pre / (8 * 1978.9e12), rel=1e-9)
+    # the cached step reads a byte per weight and per cached element
+    read = (N_MM_70 + (2 * 80 + 1) * 8192 + 8192) + S * B_KV_70 / 2
+    assert r.store.time == pytest.approx(read / (8 * 3.35e12), rel=1e-6)
+
+
+def test_store_or_recompute_at_no_context_is_one_token_either_way():
+    # S = 0 is allowed: the recompute is a one-token prefill, the same pass as the cached step
+    r = tr.store_or_recompute(L70, H100, 1, 0, n_chips=8)
+    assert r.saved_bytes == 0.0
+    # ...but for attention: the prefilled token attends to itself (one query-key pair), the
+    # cached step at S = 0 to nothing
+    assert r.extra_flops == pytest.approx(ATT_PAIR_70, rel=1e-9)
+    assert r.time_ratio == pytest.approx(1.0, rel=1e-4)
+
+
+def test_recompute_crossover_is_where_the_two_steps_meet():
+    # substitute the root back: the recompute pass (its cache writes aside) takes the cached
+    # step's time, with every keyword passed through to both
+    from llmmath.roofline import decode_step, prefill_step
+
+    for kw in (dict(n_chips=8, weight_bytes=1, kv_bytes=1, dtype="fp8"),
+               dict(n_chips=8, weight_bytes=2, kv_bytes=1, dtype="bf16"),
+               dict(n_chips=4, weight_bytes=0.5, kv_bytes=2, dtype="bf16")):
+        s = tr.recompute_crossover(L70, H100, batch=4, **kw)
+        pre = prefill_step(L70, H100, 4, s + 1, **kw)
+        dec = decode_step(L70, H100, 4, s, **kw)
+        assert max(pre.compute_time, pre.weight_time) == pytest.approx(dec.time, rel=1e-5), kw
+    # fp8 weights halve the read that hides the recompute: about R/2 - 1 = 146.7 tokens at B = 1
+    assert tr.recompute_crossover(L70, H100, weight_bytes=1) == pytest.approx(R_H100 / 2 - 1,
+                                                                                rel=0.01)
+
+
+def test_recompute_crossover_below_one_token():
+    # near the critical batch only part of one token is free: B = 200 gives R/B - 1 = 0.48
+    s = tr.recompute_crossover(L70, H100, batch=200, n_chips=8)
+    assert s == pytest.approx(R_H100 / 200 - 1, rel=0.05)
+    assert 0 < s < 1
+
+
+def test_checkpoint_price_names_its_scheme_and_model_flops():
+    L, T, S = 126, 8192, 8192
+    n = L405.active_params
+    a = L * 4 * 128 * 128 * (S * (S + 1) / 2) / S * T
+    for scheme in tr.CHECKPOINT_SCHEMES:
+        p = tr.checkpoint_price(L405, T, S, scheme)
+        assert p.scheme == scheme
+        assert p.model_flops == pytest.approx(6 * n * T + 3 * a, rel=1e-9)  # what MFU counts
+    # keeping everything recomputes nothing, not a FLOP (one token, so one FLOP would show)
+    none = tr.checkpoint_price(L405, 1, S, "none")
+    assert none.flops == none.model_flops and none.overhead == 0.0
+
+
+def test_max_hold_time_passes_each_keyword_on():
+    dram = memory.MEMORY_TIERS["DRAM"]
+    base = tr.max_hold_time(L70, H100, dram, n_chips=8)
+    # fp8 arithmetic (1,978.9 against 989.4 TFLOP/s) speeds the matmuls of a compute-bound
+    # prefill; attention still runs at bf16, the format of a 2-byte cache (chapter 5's rule)
+    P = 8192
+    attn = ATT_PAIR_70 * (P + 1) / 2  # per prompt token
+    fp8_over_bf16 = (2 * N_MM_70 / 1978.9 + attn / 989.4) / ((2 * N_MM_70 + attn) / 989.4)
+    assert tr.max_hold_time(L70, H100, dram, n_chips=8, dtype="fp8") == pytest.approx(
+        base * fp8_over_bf16, rel=1e-9)  # 0.536 of the bf16 hold
+    # twice the chip price: recomputing costs twice as much
+    assert tr.max_hold_time(L70, H100, dram, n_chips=8, price_per_chip_hour=6.0) == pytest.approx(
+        2 * base, rel=1e-9)
+    # an fp8 cache: half the bytes to hold (the prefill writes half as much too: 8k tokens x
+    # 163,840 B = 1.3 GB less traffic, hidden under a compute-bound pass)
+    assert tr.max_hold_time(L70, H100, dram, n_chips=8, kv_bytes=1) == pytest.approx(
+        2 * base, rel=1e-9)
+
+
+def test_max_hold_time_of_a_short_prompt_by_hand():
+    # a 16-token prompt's prefill is memory-bound: one read of the weights (matmul, norms and
+    # 16 embedding rows) plus 16 tokens' cache writes, on one H100 at $3.00 an hour
+    P = 16
+    read = 2 * (N_MM_70 + (2 * 80 + 1) * 8192 + P * 8192) + P * B_KV_70
+    usd_per_token = read / 3.35e12 * 3.0 / 3600 / P
+    dram = memory.MEMORY_TIERS["DRAM"]
+    dram_per_byte_s = 325.99 / (5 * year / hour) / 3600 / 32e9
+    t = tr.max_hold_time(L70, H100, dram, prompt=P)
+    assert t == pytest.approx(usd_per_token / (B_KV_70 * dram_per_byte_s), rel=1e-6)
+    # fp8 weights halve the read, so the cache is worth holding about half as long
+    assert tr.max_hold_time(L70, H100, dram, prompt=P, weight_bytes=1) == pytest.approx(
+        t / 2, rel=1e-3)
