@@ -168,6 +168,8 @@ MUTANTS ?=
 MODULES ?=
 TESTS ?=
 CHILDREN ?= 1
+PHYSICS := step models cost memory prices parallel training moe collectives pipeline capacity \
+  balance intensity speculative lifetime tradeoffs estimate
 PRESENTATION := lib/llmmath/plots lib/llmmath/widgets lib/llmmath/widgets.py lib/llmmath/frames.py
 mutate:
 	@test -x $(BIN)/mutmut || { echo "no $(BIN)/mutmut: make unit (or pip install -r requirements.txt) first"; exit 1; }
@@ -179,8 +181,10 @@ ifeq ($(RESUME),)
 else
 	@# Same code, new tests: re-judge some mutants of an earlier run, keep the others' results.
 	@test -d $(MUTATE)/mutants || { echo "RESUME=1: no earlier run in $(MUTATE)"; exit 1; }
-	@# the figures and explorers are no physics module's import, so they may change meanwhile
-	@git diff --quiet $$(cat $(MUTATE)/commit) -- lib/llmmath $(PRESENTATION:%=':!%') || { \
+	@# the figures and explorers are no physics module's import, so they may change meanwhile; so
+	@# may a physics module left out of MODULES that no module in MODULES imports (tradeoffs, say)
+	@git diff --quiet $$(cat $(MUTATE)/commit) -- lib/llmmath $(PRESENTATION:%=':!%') \
+	  $(foreach m,$(filter-out $(MODULES),$(PHYSICS)),':!lib/llmmath/$(m).py') || { \
 	  echo "RESUME=1: lib/llmmath changed since $$(cat $(MUTATE)/commit); run without RESUME"; exit 1; }
 	rm -rf $(MUTATE)/tests $(MUTATE)/mutants/tests
 	cp -r tests $(MUTATE)/ && cp -r tests $(MUTATE)/mutants/
