@@ -196,3 +196,112 @@ def test_arrays_broadcast():
     assert d == pytest.approx([5.184e13, 2.592e14], rel=1e-12)
     f = lt.equal_spend_overtraining(100e9, 2.592e14, np.array([1 / 3, 1 / 5]))
     assert f == pytest.approx([129.6, 216.0], rel=1e-12)
+
+
+# ----- issue 20: closed forms the solver must meet, and the edges of its domain ------------------
+
+HOFFMANN = (1.69, 406.4, 410.7, 0.34, 0.28)  # E, A, B, alpha, beta: Hoffmann et al. eq. 10
+
+
+def _chinchilla_params_by_hand(loss, e, a, alpha, beta):
+    # least pre-training on the iso-loss curve: x = beta / alpha, so the parameter term is
+    # A / N^alpha = (L - E) beta / (alpha + beta),
+    # i.e. N = (A (alpha + beta) / ((L - E) beta))^(1/alpha)
+    return (a * (alpha + beta) / ((loss - e) * beta)) ** (1 / alpha)
+
+
+@pytest.mark.parametrize("loss", [2.0, 1000.0])
+def test_lifetime_optimum_chinchilla_point_and_equal_spend_tokens_by_hand(loss):
+    # 1000 nats is absurd as a language model, but the fit's algebra holds there too, and there
+    # every candidate model has fewer than one parameter (the solver must not assume N > 1)
+    e, a, b, alpha, beta = HOFFMANN
+    d_inf, u = 1e12, 1 / 3
+    o = lt.lifetime_optimum(loss, d_inf, u, "hoffmann")
+    assert (o.loss, o.inference_tokens, o.decode_efficiency, o.fit) == (loss, d_inf, u, "hoffmann")
+    n_chin = _chinchilla_params_by_hand(loss, e, a, alpha, beta)
+    assert o.chinchilla_params == pytest.approx(n_chin, rel=1e-9)
+    # data term there: B / D^beta = (L - E) alpha / (alpha + beta)
+    d_chin = (b * (alpha + beta) / ((loss - e) * alpha)) ** (1 / beta)
+    assert o.chinchilla_tokens == pytest.approx(d_chin, rel=1e-9)
+    # equal spend: 6 N D_pre = 2 N D_inf / u, so D_pre = D_inf / (3 u) = 1e12 whatever N is
+    # (1e-8: near the smallest model that reaches 1000 nats, D is steep in N)
+    assert o.equal_tokens == pytest.approx(d_inf / (3 * u), rel=1e-8)
+    assert o.equal_total == pytest.approx(2 * 6 * o.equal_params * d_inf / (3 * u), rel=1e-8)
+
+
+def test_lifetime_optimum_when_inference_is_cheaper_than_chinchilla_pre_training():
+    # loss 2.0 and only 3e11 inference tokens at u = 1/3: D_pre = D_inf / (3u) = 3e11 tokens,
+    # fewer than the Chinchilla point's D (1.21e12 by the closed form above), so the equal-spend
+    # model is larger than Chinchilla's; from the fit, N_eq = (A / (L - E - B / D^beta))^(1/alpha)
+    e, a, b, alpha, beta = HOFFMANN
+    d_inf, u, loss = 3e11, 1 / 3, 2.0
+    o = lt.lifetime_optimum(loss, d_inf, u)
+    d_pre = d_inf / (3 * u)
+    n_eq = (a / (loss - e - b / d_pre**beta)) ** (1 / alpha)
+    assert o.equal_params == pytest.approx(n_eq, rel=1e-9)
+    assert o.equal_tokens == pytest.approx(d_pre, rel=1e-9)
+    assert o.equal_params > o.chinchilla_params
+
+
+def test_lifetime_optimum_needs_inference_that_can_match_pre_training():
+    # pre-training costs 6 N D(N) >= 6 N D_min with D_min = (B / (L - E))^(1/beta), the tokens an
+    # infinitely large model needs; inference costs 2 N D_inf / u, so equal spend exists only if
+    # D_inf > 3 u D_min. At loss 2.0: D_min = (410.7 / 0.31)^(1/0.28) = 1.4e11
+    e, a, b, alpha, beta = HOFFMANN
+    u = 1 / 3
+    d_min = (b / (2.0 - e)) ** (1 / beta)
+    assert d_min == pytest.approx(1.4e11, rel=0.05)
+    with pytest.raises(ValueError, match="^inference_tokens: .*allowed values are larger"):
+        lt.lifetime_optimum(2.0, 0.9 * 3 * u * d_min, u)
+    o = lt.lifetime_optimum(2.0, 1.1 * 3 * u * d_min, u)
+    assert o.equal_tokens == pytest.approx(1.1 * d_min, rel=1e-9)
+
+
+def test_with_endless_inference_the_optimum_is_the_smallest_model_that_reaches_the_loss():
+    # the loss is out of reach below N_min = (A / (L - E))^(1/alpha) = (406.4 / 0.31)^(1/0.34)
+    # = 1.477e9; with 1e60 inference tokens every extra parameter costs more than any data, so
+    # the optimum and the equal-spend size sit on N_min (the solver keeps 1e-9 above it)
+    e, a, b, alpha, beta = HOFFMANN
+    n_min = (a / (2.0 - e)) ** (1 / alpha)
+    assert n_min == pytest.approx(1.477e9, rel=1e-3)
+    o = lt.lifetime_optimum(2.0, 1e60)
+    assert o.optimum_params == pytest.approx(n_min, rel=1e-8)
+    assert o.equal_params == pytest.approx(n_min, rel=1e-8)
+    assert o.optimum_params >= n_min
+
+
+def test_lifetime_optimum_refuses_the_floor_e_itself():
+    # L = E needs infinite parameters and data; the message says what is allowed
+    with pytest.raises(ValueError, match="^loss: .*allowed values are above that$"):
+        lt.lifetime_optimum(1.69, 1e14)
+
+
+def test_loss_gap_against_a_brute_force_search_of_the_iso_compute_curve():
+    # C = 1e24 FLOP: scan N on a fine log grid with D = C / (6 N) and take the least loss of the
+    # fit; the gap at 200 tokens per parameter is L(N, 200 N) with N = sqrt(C / 1200) minus it
+    c, k = 1e24, 200.0
+    for fit in lt.SCALING_FITS:
+        grid = np.logspace(9, 12, 300_001)
+        least = np.min(lt.scaling_loss(grid, c / (6 * grid), fit))
+        n = math.sqrt(c / (6 * k))
+        expected = lt.scaling_loss(n, k * n, fit) - least
+        assert expected > 1e-3
+        assert lt.loss_gap(c, k, fit) == pytest.approx(expected, abs=1e-8)
+
+
+def test_the_infinite_data_floor_is_named_for_the_first_bad_entry():
+    # 1e9 parameters: E + A / N^alpha = 1.69 + 406.4 / 10^3.06 = 1.69 + 0.35396 = 2.0440;
+    # 2.5 is reachable, 2.0 is not: the message names the second entry and its floor
+    with pytest.raises(ValueError, match=r"^loss: got 2; .*= 1e\+09 reaches at best 2\.0440 "):
+        lt.tokens_for_loss(1e9, np.array([2.5, 2.0]))
+    # N = 1: the floor is E + A = 408.09 exactly (1^alpha = 1); the floor itself is refused
+    with pytest.raises(ValueError, match="^loss: got 408.09; .* reaches at best 408.0900"):
+        lt.tokens_for_loss(1.0, 408.09)
+    with pytest.raises(ValueError, match="^loss: got 408.09; "):
+        lt.tokens_for_loss(1.0, np.array([500.0, 408.09]))
+
+
+def test_equal_spend_overtraining_at_another_tokens_per_param():
+    # 100B active, u = 1/3: D_pre = D_inf = 2e14; at 10 tokens per parameter the optimum is 1e12
+    assert lt.equal_spend_overtraining(100e9, 2e14, tokens_per_param=10) == pytest.approx(
+        200.0, rel=1e-12)

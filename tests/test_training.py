@@ -270,3 +270,50 @@ def test_ch11_builders_on_every_model(model):
         assert fig.numbers["critical"]["scale_out"] == pytest.approx(
             dp_critical_tokens(m, H100, 1024))
         _check_figure(fig)
+
+
+# ----- issue 20: arguments the tests above left at their defaults --------------------------------
+# H100-SXM (catalogue, NVIDIA datasheet): 989.4 TFLOP/s dense bf16, 1,978.9 fp8, 80 GB of HBM,
+# 50 GB/s scale-out.
+
+def test_inference_mfu_at_fp8_uses_the_fp8_peak():
+    # 2 N tokens / (n C_fp8 t): a 1e9-parameter model, 1e6 tokens in 1 s on one H100 at fp8
+    assert inference_mfu(1e9, 1e6, 1.0, H100, dtype="fp8") == pytest.approx(
+        2e15 / 1978.9e12, rel=1e-12)
+
+
+def test_zero_stage_1_in_plain_fp32():
+    # fp32 Adam keeps 4 B weights + 4 B gradients on every chip and shards 8 B of m and v (no
+    # master copy): N = 1e9 over 4 chips, 8e9 + 8e9 / 4 = 10e9 B (mixed precision: 7e9)
+    assert zero_memory_per_chip(1e9, 4, 1, mixed_precision=False) == pytest.approx(10e9)
+    # stage 2, SGD with momentum, fp32: 4 B kept, 4 + 4 sharded: 4e9 + 8e9 / 4 = 6e9
+    assert zero_memory_per_chip(1e9, 4, 2, "sgd-momentum", mixed_precision=False) == \
+        pytest.approx(6e9)
+
+
+def test_min_training_chips_for_an_array_of_activations():
+    # 5e9 parameters x 16 B = 80 GB of state; plus 0, 70 and 90 GB of activations over 80 GB
+    # chips: 80/80 = 1, 150/80 = 1.9 -> 2, 170/80 = 2.1 -> 3
+    got = min_training_chips(5e9, H100, activation_bytes=np.array([0.0, 70e9, 90e9]))
+    assert np.array_equal(got, [1, 2, 3])
+
+
+def test_overtraining_factor_at_another_tokens_per_param():
+    # 70B parameters on 1.4T tokens, against 10 tokens per parameter: 1.4e12 / 7e11 = 2
+    assert overtraining_factor(70e9, 1.4e12, tokens_per_param=10) == pytest.approx(2.0, rel=1e-12)
+
+
+def test_dp_critical_tokens_at_lower_mfu_and_with_zero_3():
+    # T* = (n-1)/n (b_g / 3) C MFU / W: at MFU 0.5 half the dense 1e9 case above; ZeRO-3 moves
+    # 1.5 times the bytes, so T* is 1.5 times larger
+    full = 1023 / 1024 * (2 / 3) * 989.4e12 / 50e9
+    assert dp_critical_tokens(1e9, H100, 1024, mfu=0.5) == pytest.approx(full / 2, rel=1e-12)
+    assert dp_critical_tokens(1e9, H100, 1024, zero_stage=3) == pytest.approx(1.5 * full,
+                                                                             rel=1e-12)
+
+
+def test_a_missing_network_names_the_ones_the_chip_has():
+    # TPU v4 has no scale-out bandwidth in the catalogue (its ICI is counted as scale-up)
+    tpu = chips.get("TPU v4")
+    with pytest.raises(ValueError, match=r"^network: .*; allowed: one of \['scale_up'\]$"):
+        dp_gradient_sync_time(1e9, tpu, 8, "scale_out")
