@@ -137,6 +137,34 @@ def test_bad_scalars_get_the_checked_paths_errors(bad, error, words):
         decode_step(**{**kw, **bad})
 
 
+NO_WINDOW = models.get("Llama-3-8B").replace(name="no-window", max_context=None)
+
+
+@pytest.mark.parametrize("bad, name", [
+    (dict(batch=0), "batch"),
+    (dict(prompt=0), "prompt"),
+    (dict(past=-1), "past"),
+    (dict(prompt=10**6), "past + prompt"),  # Llama-3-8B's window is 8,192 tokens
+    (dict(n_chips=0), "n_chips"),
+    (dict(weight_bytes=0), "weight_bytes"),
+    (dict(kv_bytes=0), "kv_bytes"),
+    (dict(compute_efficiency=0), "compute_efficiency"),
+    (dict(compute_efficiency=1.5), "compute_efficiency"),
+    (dict(memory_efficiency=0), "memory_efficiency"),
+    (dict(memory_efficiency=1.5), "memory_efficiency"),
+    # a model with no context limit: an infinite past is still refused, and so is a product
+    # batch x prompt (the step's ``tokens``) that overflows or underflows to zero
+    (dict(model=NO_WINDOW, past=float("inf")), "past"),
+    (dict(model=NO_WINDOW, batch=1e200, prompt=1e200), "tokens"),
+    (dict(batch=1e-200, prompt=1e-200), "tokens"),
+])
+def test_bad_prefill_scalars_get_the_checked_paths_errors(bad, name):
+    kw = dict(model=models.get("Llama-3-8B"), chip=chips.get("H100-SXM"), batch=1, prompt=512)
+    with pytest.raises(ValueError) as info:
+        prefill_step(**{**kw, **bad})
+    assert info.value.args[0].startswith(name), info.value.args[0]
+
+
 def test_bound_over_arrays_is_worked_out_when_first_read():
     """Step.bound over a grid is computed on first read: the same names as computing it at once."""
     llama, h100 = models.get("Llama-3-70B"), chips.get("H100-SXM")
