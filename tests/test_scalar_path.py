@@ -23,14 +23,20 @@ from llmmath.step import Step, decode_step, prefill_step
 
 MODELS = models.all_models()
 CHIPS = [chips.get("H100-SXM"), chips.get("A100-SXM-80GB"), chips.get("B200")]  # fp8 / none / fp4
+# 10 FLOP a byte: critical batches of a few dozen, where an MoE's batch touches only some experts
+# and the critical-batch solver takes several Newton steps (on the real chips a catalogue MoE's
+# critical batch touches every expert and the first step is the answer)
+SLOW = chips.Chip(name="slow", flops={"bf16": 1e14}, hbm_bandwidth=1e13, hbm_capacity=80e9)
 NUMBERS = [f.name for f in dataclasses.fields(Step) if f.name not in ("kind", "overlap", "model",
                                                                         "chip", "bound")]
-# A model whose every token uses every expert (Model._weight_params_read's k >= E branch), and
-# one with a tied embedding and sliding-window layers.
+# A model whose every token uses every expert (Model._weight_params_read's k >= E branch), one
+# with a tied embedding and sliding-window layers, and an MoE with a tied embedding (its critical
+# batch is solved by Newton's method with no embedding rows).
 ALL_EXPERTS = models.get("Mixtral-8x7B").replace(name="all-experts", experts_per_token=8)
 TIED_SLIDING = models.get("Llama-3-8B").replace(name="tied-sliding", tied_embeddings=True,
                                                  sliding_window=1024, n_sliding_layers=16)
-EXTRA = [ALL_EXPERTS, TIED_SLIDING]
+TIED_MOE = models.get("DeepSeek-V3").replace(name="tied-moe", tied_embeddings=True)
+EXTRA = [ALL_EXPERTS, TIED_SLIDING, TIED_MOE]
 
 
 def _contexts(model):
@@ -67,7 +73,9 @@ def test_decode_fast_path_matches_the_checked_and_vectorised_paths(model):
 @pytest.mark.parametrize("model", MODELS + EXTRA, ids=lambda m: m.name)
 def test_prefill_fast_path_matches_the_checked_and_vectorised_paths(model):
     top = model.max_context or 131072
-    prompts = ((1, 0), (512, 0), (top // 4, top // 8 + 1), (top // 2, top // 2 - 7))  # (P, past)
+    # (P, past): a past of one token, one inside a 1,024-token window, and past the window
+    prompts = ((1, 0), (512, 0), (300, 1), (300, 50), (top // 4, top // 8 + 1),
+               (top // 2, top // 2 - 7))
     for chip, batch, (prompt, past), kv_bytes, overlap, attention in itertools.product(
             CHIPS[1:], (3,), prompts, (2, 1), ("step", "per-op"), (True, False)):
         kw = dict(n_chips=4, kv_bytes=kv_bytes, overlap=overlap, attention_flops=attention,
@@ -81,7 +89,7 @@ def test_prefill_fast_path_matches_the_checked_and_vectorised_paths(model):
 @pytest.mark.parametrize("model", MODELS + EXTRA, ids=lambda m: m.name)
 def test_critical_batch_fast_path_matches_the_checked_and_vectorised_paths(model):
     for chip, context, kv_bytes, weight_bytes, overlap, attention in itertools.product(
-            CHIPS, (0, 100, 3000), (2, 1), (2, 0.5), ("step", "per-op"), (True, False)):
+            CHIPS + [SLOW], (0, 100, 3000), (2, 1), (2, 0.5), ("step", "per-op"), (True, False)):
         kw = dict(context=context, kv_bytes=kv_bytes, overlap=overlap, attention_flops=attention)
         try:
             fast = critical_batch(model, chip, weight_bytes, **kw)
@@ -204,7 +212,8 @@ def test_every_valid_scalar_call_takes_the_fast_path(model, monkeypatch):
                                            compute_efficiency=1.0, memory_efficiency=1.0)))
         cases.append(("prefill", chip, dict(batch=1, prompt=max(S, 1) - (S == top),
                                             past=int(S == top), weight_bytes=wb, kv_bytes=kb,
-                                            attention_flops=attention, n_chips=1)))
+                                            attention_flops=attention,
+                                            n_chips=1 if S else _check.MAX_CHIPS)))
         kw = dict(weight_bytes=wb, kv_bytes=kb, context=S, attention_flops=attention)
         try:
             critical_batch(model, chip, **kw)
