@@ -130,3 +130,40 @@ def test_no_critical_context_says_why():
 def test_bad_input_names_its_argument(call, name):
     with pytest.raises(ValueError, match=f"^{name}"):
         call()
+
+
+# Llama-3-8B (llama3_herd Table 3, config.json): 8,030,261,248 parameters; the matmuls use all but
+# the input embedding (128,256 x 4,096 = 525,336,576) and the 65 RMSNorm gains of 4,096
+# (266,240): 7,504,658,432. Its cache holds 32 layers x 8 KV heads x 128 x (K, V) x 2 B =
+# 131,072 B a token. The edge chip does 7,504,658,432 FLOP/s in bf16 and twice that in fp8, and
+# reads 100 tokens of that cache a second: at fp8 a token's matmuls (2 x 7,504,658,432 FLOP)
+# take exactly as long (1 s) as reading 100 tokens of cache, so without attention FLOPs the
+# critical context is exactly 100 tokens (200 at bf16).
+L8_MATMUL = 7_504_658_432
+EDGE = Chip(name="edge", flops={"bf16": float(L8_MATMUL), "fp8": 2.0 * L8_MATMUL},
+            hbm_bandwidth=100 * 131_072.0, hbm_capacity=100e9)
+
+
+@pytest.mark.parametrize("form", ["scalar", "array weight_bytes", "array context"])
+def test_critical_batch_at_and_just_inside_the_critical_context_by_hand(form):
+    assert L8.matmul_params_active == L8_MATMUL
+
+    def call(context):
+        wb, S = 1.0, context
+        if form == "array weight_bytes":
+            wb = np.array([1.0])
+        elif form == "array context":
+            S = np.array([context])
+        return critical_batch(L8, EDGE, wb, dtype="fp8", context=S, attention_flops=False)
+
+    # at 100 tokens compute and KV read tie: no batch makes the step compute-bound, and the
+    # message names the critical context (at fp8, without attention FLOPs: 100 tokens)
+    with pytest.raises(ValueError, match=r"^context: got 100 tokens; at or beyond the critical "
+                                         r"context of Llama-3-8B on edge \(100 tokens\) decode is "
+                                         r"memory-bound at every batch"):
+        call(100.0)
+    # 2^-20 tokens inside it each sequence leaves 2^-20 x 131,072 B = 1/8 byte of slack a step:
+    # the 8,030,261,248 one-byte weights (all read at so large a batch) need 8 x that many
+    # sequences (the slack is a difference of two times near 1 s: good to about 1e-8)
+    got = call(100.0 - 2.0**-20)
+    assert float(np.ravel(got)[0]) == pytest.approx(8 * 8_030_261_248, rel=1e-6)

@@ -27,6 +27,9 @@ CHIPS = [chips.get("H100-SXM"), chips.get("A100-SXM-80GB"), chips.get("B200")]  
 # and the critical-batch solver takes several Newton steps (on the real chips a catalogue MoE's
 # critical batch touches every expert and the first step is the answer)
 SLOW = chips.Chip(name="slow", flops={"bf16": 1e14}, hbm_bandwidth=1e13, hbm_capacity=80e9)
+# 10^6 FLOP a byte: critical batches of about a million, past every vocabulary (all embedding
+# rows read, the read no longer growing with the batch)
+FAST = chips.Chip(name="fast", flops={"bf16": 1e18}, hbm_bandwidth=1e12, hbm_capacity=80e9)
 NUMBERS = [f.name for f in dataclasses.fields(Step) if f.name not in ("kind", "overlap", "model",
                                                                         "chip", "bound")]
 # A model whose every token uses every expert (Model._weight_params_read's k >= E branch), one
@@ -89,7 +92,7 @@ def test_prefill_fast_path_matches_the_checked_and_vectorised_paths(model):
 @pytest.mark.parametrize("model", MODELS + EXTRA, ids=lambda m: m.name)
 def test_critical_batch_fast_path_matches_the_checked_and_vectorised_paths(model):
     for chip, context, kv_bytes, weight_bytes, overlap, attention in itertools.product(
-            CHIPS + [SLOW], (0, 100, 3000), (2, 1), (2, 0.5), ("step", "per-op"), (True, False)):
+            CHIPS + [SLOW, FAST], (0, 100, 3000), (2, 1), (2, 0.5), ("step", "per-op"), (True, False)):
         kw = dict(context=context, kv_bytes=kv_bytes, overlap=overlap, attention_flops=attention)
         try:
             fast = critical_batch(model, chip, weight_bytes, **kw)
@@ -229,6 +232,23 @@ def test_every_valid_scalar_call_takes_the_fast_path(model, monkeypatch):
         monkeypatch.setattr(f"{module}.positive", refuse)
     for (kind, chip, kw), want in zip(cases, expected, strict=True):
         assert _call(model, chip, kind, kw) == want, (kind, chip.name, kw)
+
+
+def test_a_critical_batch_with_under_a_byte_of_slack_takes_the_fast_path(monkeypatch):
+    """Just inside the critical context a sequence leaves under a byte of slack a step; that
+    is still a critical batch, and the fast path finds it. On this chip a token's matmuls and
+    100 tokens of Llama-3-8B's cache take 1 s each: 2^-20 tokens inside, 1/8 byte of slack."""
+    l8 = models.get("Llama-3-8B")
+    edge = chips.Chip(name="edge", flops={"bf16": 2.0 * l8.matmul_params_active},
+                      hbm_bandwidth=100 * l8.kv_bytes_per_token(2), hbm_capacity=80e9)
+    kw = dict(context=100.0 - 2.0**-20, attention_flops=False)
+    want = critical_batch(l8, edge, 1.0, **kw)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the checked path ran")
+
+    monkeypatch.setattr("llmmath.balance.positive", refuse)
+    assert critical_batch(l8, edge, 1.0, **kw) == want
 
 
 def _call(model, chip, kind, kw):
