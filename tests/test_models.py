@@ -693,3 +693,17 @@ def test_mla_twin_has_a_kv_head_per_query_head_whatever_n_kv_heads_says():
     twin = models.mha_equivalent(v3)
     assert (twin.model.n_kv_heads, twin.model.head_dim) == (128, 128)
     assert twin.kv_ratio == pytest.approx(2 * 128 * 128 / 576, rel=1e-12)
+
+
+def test_sparse_mla_prefill_by_hand():
+    # DeepSeek-V3.2 (V3's MLA: 128 heads, latent 512, 81,920 FLOP a pair un-absorbed, 278,528
+    # absorbed) with a top-2048 selection, after 5,000 cached tokens: every new query attends to
+    # 2,048 keys. 100 new tokens: 204,800 pairs, all cheaper absorbed than expanding the 2,048
+    # selected latents (2,048 x 2 x 512 x 128 x 256 = 68,719,476,736 FLOP).
+    v32 = models.get("DeepSeek-V3.2")
+    assert v32.prefill_attention_flops(100, 5000) == pytest.approx(
+        61 * 100 * 2048 * 278_528, rel=1e-12)
+    # 4,000 new tokens: 8,192,000 pairs un-absorbed, plus expanding the 2,048 selected latents
+    # once (not all 5,000 cached ones)
+    assert v32.prefill_attention_flops(4000, 5000) == pytest.approx(
+        61 * (4000 * 2048 * 81_920 + 2048 * 2 * 512 * 128 * 256), rel=1e-12)
