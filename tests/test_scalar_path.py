@@ -188,6 +188,8 @@ def test_bound_over_arrays_is_worked_out_when_first_read():
     assert step.bound[0, 0] == "memory" and step.bound[0, 2] == "compute"
     assert step.bound.dtype == expected.dtype and (step.bound == expected).all()
     assert step.bound is step.bound  # kept once worked out
+    # what the API reference shows for the field
+    assert vars(Step)["bound"].__doc__.startswith('``"compute"`` or ``"memory"``: the resource')
     with pytest.raises(dataclasses.FrozenInstanceError):
         step.bound = "memory"
     assert (dataclasses.replace(step, n_chips=2.0).bound == expected).all()
