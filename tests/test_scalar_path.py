@@ -106,6 +106,20 @@ def test_critical_batch_fast_path_matches_the_checked_and_vectorised_paths(model
         assert fast == pytest.approx(float(vec[0]), rel=1e-12, abs=0)
 
 
+@pytest.mark.parametrize("model", [m for m in MODELS if m.is_moe], ids=lambda m: m.name)
+def test_critical_batch_over_an_array_is_each_elements_scalar_answer(model):
+    """Over an array of weight widths Newton's method runs on every element at once: an element
+    that has converged must stay where it is while the others go on, so each element ends where
+    its own scalar iteration ends, to the last bit."""
+    widths = np.array([0.25, 0.5, 1.0, 2.0, 4.0, 8.0])
+    for chip in (SLOW, CHIPS[1]):
+        try:
+            got = critical_batch(model, chip, widths)
+        except ValueError:  # no critical batch on this chip
+            continue
+        assert got.tolist() == [critical_batch(model, chip, float(w)) for w in widths]
+
+
 def test_the_fast_path_is_taken_for_python_and_numpy_scalars(monkeypatch):
     """With the checked path's checks made to fail, plain scalars still get their bound."""
     llama, h100 = models.get("Llama-3-70B"), chips.get("H100-SXM")
