@@ -678,7 +678,8 @@ def test_experts_touched_keeps_the_callers_type():
 
 
 def test_flops_per_token_adds_the_indexer_by_hand():
-    # DeepSeek-V3.2 at 4,096 tokens (numbers as in test_attention_crossover_with_an_indexer_by_hand):
+    # DeepSeek-V3.2 at 4,096 tokens (numbers as in
+    # test_attention_crossover_with_an_indexer_by_hand):
     # 2 x 36,624,736,768 matmul FLOP, attention over its top 2,048 (278,528 FLOP a token and
     # layer) and the indexer's scoring of all 4,096 (16,512 a token and layer), on 61 layers
     v32 = models.get("DeepSeek-V3.2")

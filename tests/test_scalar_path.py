@@ -92,7 +92,8 @@ def test_prefill_fast_path_matches_the_checked_and_vectorised_paths(model):
 @pytest.mark.parametrize("model", MODELS + EXTRA, ids=lambda m: m.name)
 def test_critical_batch_fast_path_matches_the_checked_and_vectorised_paths(model):
     for chip, context, kv_bytes, weight_bytes, overlap, attention in itertools.product(
-            CHIPS + [SLOW, FAST], (0, 100, 3000), (2, 1), (2, 0.5), ("step", "per-op"), (True, False)):
+            CHIPS + [SLOW, FAST], (0, 100, 3000), (2, 1), (2, 0.5), ("step", "per-op"),
+            (True, False)):
         kw = dict(context=context, kv_bytes=kv_bytes, overlap=overlap, attention_flops=attention)
         try:
             fast = critical_batch(model, chip, weight_bytes, **kw)
