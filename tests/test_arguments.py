@@ -425,6 +425,12 @@ NAMES = [
     (lambda: V32.prefill_indexer_flops(0), "prompt"),
     (lambda: V32.prefill_indexer_flops(1024, past=10**7), "past"),
     (lambda: models.get("Llama-4-9000"), "name"),
+    (lambda: L8.kv_bytes_per_token(0), "bytes_per_element"),
+    (lambda: L8.kv_cache_bytes(100, 0), "bytes_per_element"),
+    (lambda: L8.kv_read_bytes(100, 0), "bytes_per_element"),
+    (lambda: L8.prefill_attention_flops(0), "prompt"),
+    (lambda: L8.prefill_attention_flops(10, past=-1), "past"),
+    (lambda: L8.prefill_attention_flops(8000, past=1000), "past + prompt"),  # window 8,192
 ]
 
 

@@ -7,6 +7,8 @@ token per layer), 5,132,636,928 matmul parameters active per token (2 x that = 1
 FLOP, 10.265273856 us on the toy chip).
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -130,3 +132,80 @@ def test_no_critical_context_says_why():
 def test_bad_input_names_its_argument(call, name):
     with pytest.raises(ValueError, match=f"^{name}"):
         call()
+
+
+# Llama-3-8B (llama3_herd Table 3, config.json): 8,030,261,248 parameters; the matmuls use all but
+# the input embedding (128,256 x 4,096 = 525,336,576) and the 65 RMSNorm gains of 4,096
+# (266,240): 7,504,658,432. Its cache holds 32 layers x 8 KV heads x 128 x (K, V) x 2 B =
+# 131,072 B a token. The edge chip does 7,504,658,432 FLOP/s in bf16 and twice that in fp8, and
+# reads 100 tokens of that cache a second: at fp8 a token's matmuls (2 x 7,504,658,432 FLOP)
+# take exactly as long (1 s) as reading 100 tokens of cache, so without attention FLOPs the
+# critical context is exactly 100 tokens (200 at bf16).
+L8_MATMUL = 7_504_658_432
+EDGE = Chip(name="edge", flops={"bf16": float(L8_MATMUL), "fp8": 2.0 * L8_MATMUL},
+            hbm_bandwidth=100 * 131_072.0, hbm_capacity=100e9)
+
+
+@pytest.mark.parametrize("form", ["scalar", "array weight_bytes", "array context"])
+def test_critical_batch_at_and_just_inside_the_critical_context_by_hand(form):
+    assert L8.matmul_params_active == L8_MATMUL
+
+    def call(context):
+        wb, S = 1.0, context
+        if form == "array weight_bytes":
+            wb = np.array([1.0])
+        elif form == "array context":
+            S = np.array([context])
+        return critical_batch(L8, EDGE, wb, dtype="fp8", context=S, attention_flops=False)
+
+    # at 100 tokens compute and KV read tie: no batch makes the step compute-bound, and the
+    # message names the critical context (at fp8, without attention FLOPs: 100 tokens)
+    with pytest.raises(ValueError, match=r"^context: got 100 tokens; at or beyond the critical "
+                                         r"context of Llama-3-8B on edge \(100 tokens\) decode is "
+                                         r"memory-bound at every batch"):
+        call(100.0)
+    # 2^-20 tokens inside it each sequence leaves 2^-20 x 131,072 B = 1/8 byte of slack a step:
+    # the 8,030,261,248 one-byte weights (all read at so large a batch) need 8 x that many
+    # sequences (the slack is a difference of two times near 1 s: good to about 1e-8)
+    got = call(100.0 - 2.0**-20)
+    assert float(np.ravel(got)[0]) == pytest.approx(8 * 8_030_261_248, rel=1e-6)
+
+
+def test_critical_context_where_the_reads_stop_exactly_at_the_balance():
+    """Every layer's reads capped at 100 tokens, where (on the edge chip at fp8, no attention
+    FLOPs) reading them takes exactly as long as a token's matmuls: the critical context is the
+    cap itself, found with no numpy warning though the balance is flat beyond it; the same with
+    a top-100 selection on half the layers and a 100-token window on the other half (a kink
+    listed twice)."""
+    windowed = L8.replace(sliding_window=100, n_sliding_layers=32)
+    both = L8.replace(sliding_window=100, n_sliding_layers=16, sparse_attention_topk=100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for model in (windowed, both):
+            assert critical_context(model, EDGE, dtype="fp8", attention_flops=False) == 100.0
+
+
+def test_a_flat_balance_raises_without_a_numpy_warning():
+    """Attention at exactly the chip's FLOP per byte: Llama-3-8B's attention does
+    4 x 32 heads x 128 = 16,384 FLOP per cached token and layer on 2 x 8 x 128 x 2 B = 4,096
+    B, 4 FLOP/B, and this chip does 2^42 FLOP/s on 2^40 B/s. Each sequence's KV-read time then
+    grows exactly as fast as its attention time and never overtakes the matmuls: no critical
+    context, said by a ValueError and not by numpy's division warnings."""
+    ridge4 = Chip(name="ridge4", flops={"bf16": 2.0**42}, hbm_bandwidth=2.0**40,
+                  hbm_capacity=100e9)
+    windowed = L8.replace(sliding_window=1000, n_sliding_layers=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for model in (L8, windowed):
+            with pytest.raises(ValueError, match="attention does 4 FLOP per cached byte"):
+                critical_context(model, ridge4)
+
+
+def test_critical_context_between_two_caps_by_hand():
+    # Llama-3-8B with 16 layers windowed at 50 tokens and the other 16 reading their top 200,
+    # on the edge chip at fp8 without attention FLOPs: a token's matmuls take 1 s and a second
+    # reads 100 tokens x 32 layers of cache. Between the caps the read span is 16 S + 16 x 50
+    # token-layers, which reaches 3,200 at S = 150
+    model = L8.replace(sliding_window=50, n_sliding_layers=16, sparse_attention_topk=200)
+    assert critical_context(model, EDGE, dtype="fp8", attention_flops=False) == pytest.approx(
+        150.0, rel=1e-12)

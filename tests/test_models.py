@@ -476,7 +476,7 @@ def test_unknown_model_raises_with_close_matches():
 
 
 def test_catalogue_index_rejects_duplicate_names():
-    with pytest.raises(ValueError, match="PaLM-8B.*twice"):
+    with pytest.raises(ValueError, match="^name: model 'PaLM-8B' appears twice in the catalogue$"):
         models._index([models.get("PaLM-8B"), models.get("PaLM-8B")])
 
 
@@ -588,6 +588,7 @@ _V32 = models.get("DeepSeek-V3.2")
                                               "vocab_size")],
     (dict(_BASE, n_kv_heads=2.5), "n_kv_heads"),
     (dict(_BASE, n_kv_heads=3), "n_kv_heads"),  # does not divide 8 heads
+    (dict(_BASE, d_model=250, n_heads=5, n_kv_heads=2.5), "n_kv_heads"),  # 5 / 2.5 is whole
     (dict(_BASE, head_dim=0), "head_dim"),
     (dict(_MOE, experts_per_token=1.5), "experts_per_token"),
     (dict(_MOE, experts_per_token=9), "experts_per_token"),
@@ -653,9 +654,57 @@ def test_weight_params_read_slope_is_the_derivative(name):
     if name == "Llama-3-8B":  # exactly D below the vocabulary, 0 past it
         assert m._weight_params_read_slope(100.0) == 4096
         assert m._weight_params_read_slope(200_000.0) == 0.0
+        # at the vocabulary itself every row is read: a further token reads no new row
+        assert m._weight_params_read_slope(128_256.0) == 0.0
+        assert m._weight_params_read_slope(np.array([128_255.0, 128_256.0])).tolist() == [4096, 0]
+    # a Python float in, a Python number out, no numpy (the critical-batch solver's scalar path)
+    assert type(m._weight_params_read_slope(7.0)) in (int, float)
 
 
 def test_experts_touched_default_is_one_token():
     assert models.get("Mixtral-8x7B").experts_touched() == pytest.approx(2.0, rel=1e-12)
     with pytest.raises(ValueError, match="^tokens"):
         models.get("Llama-3-8B").experts_touched(0)
+
+
+def test_experts_touched_keeps_the_callers_type():
+    # Python float in, Python float out; an array in, the same shape out, also when every token
+    # uses every expert (Mixtral with 8 of 8 routed: 8 experts at any batch)
+    m, every = models.get("Mixtral-8x7B"), models.get("Mixtral-8x7B").replace(experts_per_token=8)
+    assert type(m.experts_touched(2.0)) is float and type(every.experts_touched(2.0)) is float
+    assert every.experts_touched(3.0) == 8.0
+    got = every.experts_touched(np.array([1.0, 5.0, 1e6]))
+    assert isinstance(got, np.ndarray) and got.tolist() == [8.0, 8.0, 8.0]
+
+
+def test_flops_per_token_adds_the_indexer_by_hand():
+    # DeepSeek-V3.2 at 4,096 tokens (numbers as in
+    # test_attention_crossover_with_an_indexer_by_hand):
+    # 2 x 36,624,736,768 matmul FLOP, attention over its top 2,048 (278,528 FLOP a token and
+    # layer) and the indexer's scoring of all 4,096 (16,512 a token and layer), on 61 layers
+    v32 = models.get("DeepSeek-V3.2")
+    assert v32.flops_per_token(4096) == pytest.approx(
+        2 * 36_624_736_768 + 61 * 2048 * 278_528 + 61 * 4096 * 16_512, rel=1e-12)
+
+
+def test_mla_twin_has_a_kv_head_per_query_head_whatever_n_kv_heads_says():
+    # MLA caches a latent, so its n_kv_heads field plays no part; the twin still gets 128 K/V
+    # heads of 128 (2 x 128 x 128 numbers a layer, against 512 + 64 for the latent)
+    v3 = models.get("DeepSeek-V3").replace(name="V3, one KV head", n_kv_heads=1)
+    twin = models.mha_equivalent(v3)
+    assert (twin.model.n_kv_heads, twin.model.head_dim) == (128, 128)
+    assert twin.kv_ratio == pytest.approx(2 * 128 * 128 / 576, rel=1e-12)
+
+
+def test_sparse_mla_prefill_by_hand():
+    # DeepSeek-V3.2 (V3's MLA: 128 heads, latent 512, 81,920 FLOP a pair un-absorbed, 278,528
+    # absorbed) with a top-2048 selection, after 5,000 cached tokens: every new query attends to
+    # 2,048 keys. 100 new tokens: 204,800 pairs, all cheaper absorbed than expanding the 2,048
+    # selected latents (2,048 x 2 x 512 x 128 x 256 = 68,719,476,736 FLOP).
+    v32 = models.get("DeepSeek-V3.2")
+    assert v32.prefill_attention_flops(100, 5000) == pytest.approx(
+        61 * 100 * 2048 * 278_528, rel=1e-12)
+    # 4,000 new tokens: 8,192,000 pairs un-absorbed, plus expanding the 2,048 selected latents
+    # once (not all 5,000 cached ones)
+    assert v32.prefill_attention_flops(4000, 5000) == pytest.approx(
+        61 * (4000 * 2048 * 81_920 + 2048 * 2 * 512 * 128 * 256), rel=1e-12)

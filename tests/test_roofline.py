@@ -497,3 +497,12 @@ def test_step_bound_documents_itself():
     # the API reference reads Step.bound's docstring from the descriptor
     doc = Step.__dict__["bound"].__doc__
     assert doc and "compute" in doc and "memory" in doc
+
+
+def test_indexer_without_fp8_runs_at_the_step_peak_whatever_its_scale():
+    # a chip with no fp8 runs DeepSeek-V3.2's indexer at its bf16 peak, however slow: here half
+    # a FLOP a second. At 100 cached tokens one sequence's attention does 61 x 100 x 278,528 FLOP
+    # (absorbed MLA) and its indexer 61 x 100 x 16,512 (test_models), both at 0.5 FLOP/s
+    slow = Chip(name="half a flop", flops={"bf16": 0.5}, hbm_bandwidth=1.0, hbm_capacity=1e15)
+    step = decode_step(models.get("DeepSeek-V3.2"), slow, 1, 100)
+    assert step.attention_time == pytest.approx(61 * 100 * (278_528 + 16_512) / 0.5, rel=1e-12)

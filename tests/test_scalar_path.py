@@ -23,14 +23,23 @@ from llmmath.step import Step, decode_step, prefill_step
 
 MODELS = models.all_models()
 CHIPS = [chips.get("H100-SXM"), chips.get("A100-SXM-80GB"), chips.get("B200")]  # fp8 / none / fp4
+# 10 FLOP a byte: critical batches of a few dozen, where an MoE's batch touches only some experts
+# and the critical-batch solver takes several Newton steps (on the real chips a catalogue MoE's
+# critical batch touches every expert and the first step is the answer)
+SLOW = chips.Chip(name="slow", flops={"bf16": 1e14}, hbm_bandwidth=1e13, hbm_capacity=80e9)
+# 10^6 FLOP a byte: critical batches of about a million, past every vocabulary (all embedding
+# rows read, the read no longer growing with the batch)
+FAST = chips.Chip(name="fast", flops={"bf16": 1e18}, hbm_bandwidth=1e12, hbm_capacity=80e9)
 NUMBERS = [f.name for f in dataclasses.fields(Step) if f.name not in ("kind", "overlap", "model",
                                                                         "chip", "bound")]
-# A model whose every token uses every expert (Model._weight_params_read's k >= E branch), and
-# one with a tied embedding and sliding-window layers.
+# A model whose every token uses every expert (Model._weight_params_read's k >= E branch), one
+# with a tied embedding and sliding-window layers, and an MoE with a tied embedding (its critical
+# batch is solved by Newton's method with no embedding rows).
 ALL_EXPERTS = models.get("Mixtral-8x7B").replace(name="all-experts", experts_per_token=8)
 TIED_SLIDING = models.get("Llama-3-8B").replace(name="tied-sliding", tied_embeddings=True,
                                                  sliding_window=1024, n_sliding_layers=16)
-EXTRA = [ALL_EXPERTS, TIED_SLIDING]
+TIED_MOE = models.get("DeepSeek-V3").replace(name="tied-moe", tied_embeddings=True)
+EXTRA = [ALL_EXPERTS, TIED_SLIDING, TIED_MOE]
 
 
 def _contexts(model):
@@ -67,7 +76,9 @@ def test_decode_fast_path_matches_the_checked_and_vectorised_paths(model):
 @pytest.mark.parametrize("model", MODELS + EXTRA, ids=lambda m: m.name)
 def test_prefill_fast_path_matches_the_checked_and_vectorised_paths(model):
     top = model.max_context or 131072
-    prompts = ((1, 0), (512, 0), (top // 4, top // 8 + 1), (top // 2, top // 2 - 7))  # (P, past)
+    # (P, past): a past of one token, one inside a 1,024-token window, and past the window
+    prompts = ((1, 0), (512, 0), (300, 1), (300, 50), (top // 4, top // 8 + 1),
+               (top // 2, top // 2 - 7))
     for chip, batch, (prompt, past), kv_bytes, overlap, attention in itertools.product(
             CHIPS[1:], (3,), prompts, (2, 1), ("step", "per-op"), (True, False)):
         kw = dict(n_chips=4, kv_bytes=kv_bytes, overlap=overlap, attention_flops=attention,
@@ -81,7 +92,8 @@ def test_prefill_fast_path_matches_the_checked_and_vectorised_paths(model):
 @pytest.mark.parametrize("model", MODELS + EXTRA, ids=lambda m: m.name)
 def test_critical_batch_fast_path_matches_the_checked_and_vectorised_paths(model):
     for chip, context, kv_bytes, weight_bytes, overlap, attention in itertools.product(
-            CHIPS, (0, 100, 3000), (2, 1), (2, 0.5), ("step", "per-op"), (True, False)):
+            CHIPS + [SLOW, FAST], (0, 100, 3000), (2, 1), (2, 0.5), ("step", "per-op"),
+            (True, False)):
         kw = dict(context=context, kv_bytes=kv_bytes, overlap=overlap, attention_flops=attention)
         try:
             fast = critical_batch(model, chip, weight_bytes, **kw)
@@ -93,6 +105,20 @@ def test_critical_batch_fast_path_matches_the_checked_and_vectorised_paths(model
         assert fast == critical_batch(model, chip, np.array(float(weight_bytes)), **kw)
         vec = critical_batch(model, chip, np.array([weight_bytes]), **kw)
         assert fast == pytest.approx(float(vec[0]), rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("model", [m for m in MODELS if m.is_moe], ids=lambda m: m.name)
+def test_critical_batch_over_an_array_is_each_elements_scalar_answer(model):
+    """Over an array of weight widths Newton's method runs on every element at once: an element
+    that has converged must stay where it is while the others go on, so each element ends where
+    its own scalar iteration ends, to the last bit."""
+    widths = np.array([0.25, 0.5, 1.0, 2.0, 4.0, 8.0])
+    for chip in (SLOW, CHIPS[1]):
+        try:
+            got = critical_batch(model, chip, widths)
+        except ValueError:  # no critical batch on this chip
+            continue
+        assert got.tolist() == [critical_batch(model, chip, float(w)) for w in widths]
 
 
 def test_the_fast_path_is_taken_for_python_and_numpy_scalars(monkeypatch):
@@ -137,6 +163,34 @@ def test_bad_scalars_get_the_checked_paths_errors(bad, error, words):
         decode_step(**{**kw, **bad})
 
 
+NO_WINDOW = models.get("Llama-3-8B").replace(name="no-window", max_context=None)
+
+
+@pytest.mark.parametrize("bad, name", [
+    (dict(batch=0), "batch"),
+    (dict(prompt=0), "prompt"),
+    (dict(past=-1), "past"),
+    (dict(prompt=10**6), "past + prompt"),  # Llama-3-8B's window is 8,192 tokens
+    (dict(n_chips=0), "n_chips"),
+    (dict(weight_bytes=0), "weight_bytes"),
+    (dict(kv_bytes=0), "kv_bytes"),
+    (dict(compute_efficiency=0), "compute_efficiency"),
+    (dict(compute_efficiency=1.5), "compute_efficiency"),
+    (dict(memory_efficiency=0), "memory_efficiency"),
+    (dict(memory_efficiency=1.5), "memory_efficiency"),
+    # a model with no context limit: an infinite past is still refused, and so is a product
+    # batch x prompt (the step's ``tokens``) that overflows or underflows to zero
+    (dict(model=NO_WINDOW, past=float("inf")), "past"),
+    (dict(model=NO_WINDOW, batch=1e200, prompt=1e200), "tokens"),
+    (dict(batch=1e-200, prompt=1e-200), "tokens"),
+])
+def test_bad_prefill_scalars_get_the_checked_paths_errors(bad, name):
+    kw = dict(model=models.get("Llama-3-8B"), chip=chips.get("H100-SXM"), batch=1, prompt=512)
+    with pytest.raises(ValueError) as info:
+        prefill_step(**{**kw, **bad})
+    assert info.value.args[0].startswith(name), info.value.args[0]
+
+
 def test_bound_over_arrays_is_worked_out_when_first_read():
     """Step.bound over a grid is computed on first read: the same names as computing it at once."""
     llama, h100 = models.get("Llama-3-70B"), chips.get("H100-SXM")
@@ -149,6 +203,8 @@ def test_bound_over_arrays_is_worked_out_when_first_read():
     assert step.bound[0, 0] == "memory" and step.bound[0, 2] == "compute"
     assert step.bound.dtype == expected.dtype and (step.bound == expected).all()
     assert step.bound is step.bound  # kept once worked out
+    # what the API reference shows for the field
+    assert vars(Step)["bound"].__doc__.startswith('``"compute"`` or ``"memory"``: the resource')
     with pytest.raises(dataclasses.FrozenInstanceError):
         step.bound = "memory"
     assert (dataclasses.replace(step, n_chips=2.0).bound == expected).all()
@@ -176,7 +232,8 @@ def test_every_valid_scalar_call_takes_the_fast_path(model, monkeypatch):
                                            compute_efficiency=1.0, memory_efficiency=1.0)))
         cases.append(("prefill", chip, dict(batch=1, prompt=max(S, 1) - (S == top),
                                             past=int(S == top), weight_bytes=wb, kv_bytes=kb,
-                                            attention_flops=attention, n_chips=1)))
+                                            attention_flops=attention,
+                                            n_chips=1 if S else _check.MAX_CHIPS)))
         kw = dict(weight_bytes=wb, kv_bytes=kb, context=S, attention_flops=attention)
         try:
             critical_batch(model, chip, **kw)
@@ -192,6 +249,23 @@ def test_every_valid_scalar_call_takes_the_fast_path(model, monkeypatch):
         monkeypatch.setattr(f"{module}.positive", refuse)
     for (kind, chip, kw), want in zip(cases, expected, strict=True):
         assert _call(model, chip, kind, kw) == want, (kind, chip.name, kw)
+
+
+def test_a_critical_batch_with_under_a_byte_of_slack_takes_the_fast_path(monkeypatch):
+    """Just inside the critical context a sequence leaves under a byte of slack a step; that
+    is still a critical batch, and the fast path finds it. On this chip a token's matmuls and
+    100 tokens of Llama-3-8B's cache take 1 s each: 2^-20 tokens inside, 1/8 byte of slack."""
+    l8 = models.get("Llama-3-8B")
+    edge = chips.Chip(name="edge", flops={"bf16": 2.0 * l8.matmul_params_active},
+                      hbm_bandwidth=100 * l8.kv_bytes_per_token(2), hbm_capacity=80e9)
+    kw = dict(context=100.0 - 2.0**-20, attention_flops=False)
+    want = critical_batch(l8, edge, 1.0, **kw)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the checked path ran")
+
+    monkeypatch.setattr("llmmath.balance.positive", refuse)
+    assert critical_batch(l8, edge, 1.0, **kw) == want
 
 
 def _call(model, chip, kind, kw):
