@@ -15,7 +15,7 @@ In the static site saved widgets cannot recompute; chapters pair each explorer w
 kernel-free twin from :func:`llmmath.frames.slider`, built by the same plot builder.
 
 One module per chapter's explorer, beside the plot builder it drives (``plots.kv`` draws,
-``widgets.kv`` makes it live); :mod:`.explorer` holds the machinery they share.
+``widgets.kv`` makes it live); ``widgets.explorer`` holds the machinery they share.
 """
 
 from __future__ import annotations
