@@ -45,7 +45,6 @@ __all__ = [
     "checkpoint_price",
     "max_hold_time",
     "Bound",
-    "SUMMARY_ROWS",
     "summary_bounds",
 ]
 
@@ -249,10 +248,10 @@ class Bound:
     shown: str  # the number as the table prints it
 
 
-#: The summary table's words, in reading order: chapter, what is bounded, the formula (LaTeX, the
-#: book's notation) and the worked case; :func:`summary_bounds` computes each row's number for
-#: exactly that case. Words only (checked by reading the table in chapter 13), kept apart from
-#: the arithmetic that the tests check by hand.
+# The summary table's words, in reading order: chapter, what is bounded, the formula (LaTeX, the
+# book's notation) and the worked case; summary_bounds() computes each row's number for exactly
+# that case. Words only (checked by reading the table in chapter 13), kept apart from the
+# arithmetic that the tests check by hand; not in __all__ (the API page would print it whole).
 SUMMARY_ROWS = (
     ("01_hardware", "ridge point (FLOP per byte)",
      r"I^* = C / W",
