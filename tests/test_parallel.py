@@ -370,3 +370,133 @@ def test_expert_parallel_comm_time_by_hand():
         expert_parallel_comm_time(DSV3, 0, 8, 1e11)
     with pytest.raises(ValueError, match="^activation_bytes"):
         expert_parallel_comm_time(DSV3, 64, 8, 1e11, activation_bytes=0)
+
+
+# ----- issue 20, second pass: the collectives off their default path, torus sides passed on,
+# the step's compute, HBM edges (the mutation run's survivors) -----------------------------------
+# Hand numbers from the catalogue's Llama-3-70B (its config.json: D 8192, 80 layers, 64 query
+# heads of 128, 8 KV heads, MLP 28,672, vocabulary 128,256): 2 x 8192^2 + 2 x 8192 x 1024 +
+# 3 x 8192 x 28,672 = 855,638,016 matmul weights a layer, x 80 + the 1,050,673,152 of the output
+# head = 69,501,714,432; a token's cache is 80 x 2 x 8 x 128 = 163,840 numbers. H100 SXM
+# (datasheet): 1978.9 TFLOP/s fp8 dense, 3.35 TB/s, 80 GB.
+LLAMA_MATMUL = 69_501_714_432
+
+
+def test_collectives_zero_bytes_a_latency_and_a_ring_all_to_all():
+    D, bw = 1e9, 1e11
+    # a collective of no bytes is allowed and takes no time
+    for collective in (all_gather_time, reduce_scatter_time, all_reduce_time, all_to_all_time):
+        assert collective(0, 8, bw) == 0.0
+    # a (deliberately round) 1 s step through a switch: one step, two for an all-reduce, on top
+    # of 7/8 x 1e9 B / 1e11 B/s = 8.75 ms (twice that for an all-reduce)
+    assert all_gather_time(D, 8, bw, hop_latency=1) == pytest.approx(1 + 8.75e-3, rel=1e-12)
+    assert all_reduce_time(D, 8, bw, hop_latency=1) == pytest.approx(2 + 17.5e-3, rel=1e-12)
+    # all-to-all on a ring of 8, no latency: the D/8 meant for each other chip travels
+    # 1, 1, 2, 2, 3, 3 and 4 hops, 16 x D/8 = 2 D of link traffic a chip (7/8 D on a switch)
+    assert all_to_all_time(D, 8, bw, topology="ring") == pytest.approx(2 * D / bw, rel=1e-12)
+    assert all_to_all_time(D, 8, bw) == pytest.approx(7 / 8 * D / bw, rel=1e-12)
+
+
+# 16 chips as an 8 x 2 torus, not the default most nearly cubic 4 x 2 x 2: a ring along each side
+# in turn, (8 - 1) + (2 - 1) = 8 steps (16 for an all-reduce) at 1 us, and 15/16 of the bytes
+_TORUS = dict(hop_latency=1e-6, topology="torus", dims=(8, 2))
+
+
+def test_collectives_on_a_given_torus():
+    D, bw = 1e6, 1e11
+    assert all_gather_time(D, 16, bw, **_TORUS) == pytest.approx(8e-6 + 15 / 16 * 1e-5, rel=1e-12)
+    assert reduce_scatter_time(D, 16, bw, **_TORUS) == pytest.approx(8e-6 + 15 / 16 * 1e-5,
+                                                                     rel=1e-12)
+    assert all_reduce_time(D, 16, bw, **_TORUS) == pytest.approx(16e-6 + 2 * 15 / 16 * 1e-5,
+                                                                 rel=1e-12)
+    # all-to-all: on the ring of 8 a byte crosses 16/8 links on average, on the ring of 2 1/2
+    assert all_to_all_time(D, 16, bw, **_TORUS) == pytest.approx(8e-6 + 2.5 * 1e-5, rel=1e-12)
+    # tensor parallelism passes the sides on: Llama-3-70B at 16 tokens all-reduces
+    # 16 x 8192 x 2 = 262,144 B twice a layer
+    from llmmath.parallel import tensor_parallel_layer_comm_time
+
+    ar = 16e-6 + 2 * 15 / 16 * 262_144 / 1e11
+    assert tensor_parallel_layer_comm_time(LLAMA, 16, 16, 1e11, **_TORUS) == pytest.approx(
+        2 * ar, rel=1e-12)
+    assert tensor_parallel_comm_time(LLAMA, 16, 16, 1e11, **_TORUS) == pytest.approx(
+        160 * ar, rel=1e-12)
+
+
+@pytest.mark.parametrize("kv_shard", ["batch", "sequence"])
+def test_sharded_decode_on_a_given_torus(kv_shard):
+    s = sharded_decode(LLAMA, H100, 16, 4096, 16, kv_shard=kv_shard, bandwidth=1e11, **_TORUS)
+    ar = 16e-6 + 2 * 15 / 16 * 262_144 / 1e11  # as above: 16 x 8192 x 2 B
+    assert s.tp_comm == pytest.approx(160 * ar, rel=1e-12)
+    # queries of 16 x 64 x 128 x 2 = 262,144 B: batch sharding all-to-alls 262,144 / 16 =
+    # 16,384 B a chip out and back (8 steps, 2.5 x the bytes, as above); sequence sharding
+    # all-reduces them
+    kv = {"batch": 2 * (8e-6 + 2.5 * 16_384 / 1e11), "sequence": ar}[kv_shard]
+    assert s.kv_comm == pytest.approx(80 * kv, rel=1e-12)
+
+
+def test_sharded_decode_step_compute_by_hand():
+    # _KW's run (batch 12 on 8 chips, fp8, attention left out): 12 x 2 x 69,501,714,432 FLOPs
+    # over 8 chips at the fp8 peak
+    s = sharded_decode(LLAMA, H100, 12, 4096, 8, **_KW)
+    assert s.step.flops == pytest.approx(12 * 2 * LLAMA_MATMUL, rel=1e-12)
+    assert s.step.compute_time == pytest.approx(12 * 2 * LLAMA_MATMUL / (8 * 1978.9e12),
+                                                rel=1e-12)
+    # with attention: QK^T and AV over 4096 tokens, 2 x 2 x 64 x 128 x 4096 FLOPs a layer,
+    # x 80 = 10,737,418,240 a token
+    s = sharded_decode(LLAMA, H100, 12, 4096, 8, **{**_KW, "attention_flops": True})
+    assert s.step.flops == pytest.approx(12 * (2 * LLAMA_MATMUL + 10_737_418_240), rel=1e-12)
+
+
+def test_sharded_decode_fits_at_the_edges():
+    # two H100s hold half of Llama-3-70B's 141.1 GB of bf16 weights (70.55 GB of 80 GB each) but
+    # not also 64 sequences of 4096 tokens: 64 x 4096 x 327,680 B / 2 = 42.9 GB a chip
+    s = sharded_decode(LLAMA, H100, 64, 4096, 2)
+    assert s.weights_per_chip == pytest.approx(70_553_706_496, rel=1e-12)
+    assert s.kv_per_chip == pytest.approx(64 * 4096 * 327_680 / 2, rel=1e-12)
+    assert not bool(s.fits)
+    # HBM filled to the byte fits: one chip of exactly 141,107,412,992 B of weights plus one
+    # token's 327,680 B of cache; a byte less does not
+    cap = 2 * 70_553_706_496 + 327_680
+    for hbm, fits in ((cap, True), (cap - 1, False)):
+        chip = Chip(name="edge", flops={"bf16": 1e15}, hbm_bandwidth=3e12, hbm_capacity=hbm)
+        assert bool(sharded_decode(LLAMA, chip, 1, 1, 1, bandwidth=1e11).fits) is fits
+
+
+def test_ring_optimal_chips_compute_bound():
+    # 1024 sequences of 128 tokens on one H100 in fp8 are compute-bound: t1 = 1024 x
+    # (2 x 69,501,714,432 + 80 x 4 x 64 x 128 x 128) / 1978.9e12 = 72.1 ms, against
+    # (70.55 GB + 1024 x 128 x 163,840 B) / 3.35 TB/s = 27.5 ms of memory
+    t1 = 1024 * (2 * LLAMA_MATMUL + 335_544_320) / 1978.9e12
+    got = ring_optimal_chips(LLAMA, H100, 1024, 128, hop_latency=3e-6, weight_bytes=1,
+                             kv_bytes=1, dtype="fp8")
+    assert got == pytest.approx(np.sqrt(t1 / (2 * 160 * 3e-6)), rel=1e-12)
+
+
+def test_pipeline_memory_per_chip_by_hand():
+    # DeepSeek-V3: 671,026,419,200 parameters (the catalogue's count) in bf16 over 8 x 4 chips;
+    # its MLA cache holds 61 layers x (512 + 64) = 35,136 numbers a token, one byte each:
+    # 4096 x 35,136 = 143,917,056 B a sequence, 16 sequences over the 8 chips of a stage
+    m = pipeline_memory_per_chip(DSV3, 16, 4096, 8, 4, kv_bytes=1)
+    assert m.weights == pytest.approx(671_026_419_200 * 2 / 32, rel=1e-12)
+    assert m.kv == pytest.approx(16 * 143_917_056 / 8, rel=1e-12)
+    assert m.total == pytest.approx(671_026_419_200 / 16 + 2 * 143_917_056, rel=1e-12)
+    assert m.batch_in_flight == 64
+
+
+def test_ffn_comm_time_bytes_and_axis_tolerance():
+    # wg-opt is symmetric in the two widths: 2-byte activations and 1-byte weights give the
+    # same 4 E sqrt(T F b_a b_w) / (sqrt(n) bw) as the reverse
+    assert ffn_comm_time("wg-opt", 1000, 1024, 4096, 64, 1e11, activation_bytes=2,
+                         weight_bytes=1) == pytest.approx(
+        4 * 1024 * np.sqrt(1000 * 4096 * 2) / (8 * 1e11), rel=1e-12)
+    # the axes' product must equal n_chips to 1e-9 relative (room for round-off): 4 x 4 x
+    # (4 + 1e-10) for 64 chips (off by 2.5e-11 relative) is taken as the 4 x 4 x 4 cube
+    wg = 2 * 1024 * 4096 * 2 * 4 / (64 * 1e11) + 2 * 1000 * 1024 * 2 / (4 * 1e11)
+    assert ffn_comm_time("wg-x", 1000, 1024, 4096, 64, 1e11, axes=(4, 4, 4 + 1e-10)) == \
+        pytest.approx(wg, rel=1e-12)
+    # the bound is inclusive: at 125^3 = 1,953,125 chips 1e-9 n is 2^-9 exactly, and a product
+    # off by exactly that is accepted; weight-gathered over all N ~ n chips that is
+    # 2 E F b_w / bw + 2 T E b_a / (n bw)
+    n = 125**3
+    assert ffn_comm_time("wg-xyz", 1000, 1024, 4096, n, 1e11, axes=(n + 2**-9, 1, 1)) == \
+        pytest.approx(2 * 1024 * 4096 * 2 / 1e11 + 2 * 1000 * 1024 * 2 / (n * 1e11), rel=1e-9)
