@@ -11,12 +11,15 @@ STUDENT := _build/student
 SLIDES := _build/slides
 FIGURES := _build/figures
 
-.PHONY: book pdf test unit compat nbval build-check browser lab notebooks student psets psets-test slides figures execute bench mutate clean help
+.PHONY: book pdf test check unit unit-baseline compat nbval build-check browser lab notebooks student psets psets-test slides figures execute bench mutate clean help
 
 help:
 	@echo "make book     build the HTML site into $(HTML) (warnings are errors)"
 	@echo "make pdf      build the whole book as one PDF into _build/latex/book.pdf and test it"
-	@echo "make test     unit, compat, nbval, the PDF, the strict book build, slides, the student edition, the browser suite"
+	@echo "make test     unit, unit at numpy's baseline SIMD, compat, nbval, the PDF, the strict book build,"
+	@echo "              slides, the student edition, the browser suite (what CI runs)"
+	@echo "make check    the edit loop (under a minute): ruff, the unit tests on a sentinel catalogue,"
+	@echo "              strict nbval of the notebooks changed since main (BASE=<commit> to choose)"
 	@echo "make compat   the library alone (pip install .) tested on the oldest and newest Python"
 	@echo "make execute  re-execute the notebooks in place (deterministic; commit the result)"
 	@echo "make notebooks  write the reader's edition of every chapter into $(NOTEBOOKS)"
@@ -64,6 +67,39 @@ unit: $(STAMP)
 	$(BIN)/ruff check lib tests scripts _latex _ext problem_sets/*.py
 	$(BIN)/python -m pytest tests -m "not browser and not pdf" -n auto --dist loadgroup
 
+# numpy picks its SIMD kernels by CPU, and on AVX-512 its exp, expm1 and log1p differ from AVX2's
+# and from Python's math by an ulp on some inputs: the numerical unit tests (the ones `make mutate`
+# runs, [tool.mutmut] in pyproject.toml) again at numpy's X86_V2 baseline, so a test that holds at
+# one SIMD level only fails on the author's machine too. The first line checks it took effect.
+BASELINE_OFF := X86_V3 X86_V4 AVX512_ICL AVX512_SPR
+unit-baseline: $(STAMP)
+	@if [ "$$(uname -m)" != x86_64 ]; then echo "unit-baseline: not x86-64, nothing to do"; exit 0; fi; \
+	export NPY_DISABLE_CPU_FEATURES="$(BASELINE_OFF)"; \
+	$(BIN)/python -c "import numpy._core._multiarray_umath as u; \
+	  on = [f for f in u.__cpu_dispatch__ if u.__cpu_features__.get(f)]; \
+	  assert not on, f'numpy still dispatches to {on}'; \
+	  print('numpy at its baseline', u.__cpu_baseline__[-1], '(off:', ' '.join(u.__cpu_dispatch__) + ')')" && \
+	$(BIN)/python -m pytest -q -n auto -p no:randomly -o addopts="-p no:cacheprovider" \
+	  $$($(BIN)/python -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb')) \
+	  ['tool']['mutmut']['pytest_add_cli_args_test_selection']))")
+
+# The edit loop: ruff, the unit tests over the sentinel catalogue (tests/conftest.py), and strict
+# nbval of the notebooks changed since BASE (default: where this branch left main; on main, the
+# last commit), committed or not.
+BASE ?= $(shell b=$$(git merge-base HEAD main 2>/dev/null); \
+  [ "$$b" = "$$(git rev-parse HEAD)" ] && echo HEAD || echo $${b:-HEAD})
+check: $(STAMP)
+	@start=$$(date +%s); \
+	$(BIN)/ruff check lib tests scripts _latex _ext problem_sets/*.py && \
+	LLMMATH_SENTINELS=1 $(BIN)/python -m pytest tests -q -m "not browser and not pdf" -n auto \
+	  --dist loadgroup -o addopts="-p no:cacheprovider" && \
+	nbs=$$( { git diff --name-only $(BASE) -- 'book/*.ipynb'; \
+	  git ls-files --others --exclude-standard -- 'book/*.ipynb'; } | sort -u | \
+	  while read -r f; do [ -f "$$f" ] && echo "$$f"; done ); \
+	if [ -n "$$nbs" ]; then $(BIN)/python -m pytest -q -n auto --dist loadfile $$nbs; \
+	else echo "check: no notebook changed since $(BASE)"; fi && \
+	echo "make check: $$(( $$(date +%s) - start )) s"
+
 # No .venv needed: each Python gets its own venv under _build/compat (scripts/compat.sh).
 compat:
 	bash scripts/compat.sh
@@ -80,6 +116,7 @@ browser: $(STAMP)
 test: $(STAMP)
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory unit && t1=$$(date +%s) && \
+	$(MAKE) --no-print-directory unit-baseline && tb=$$(date +%s) && \
 	$(MAKE) --no-print-directory compat && tc=$$(date +%s) && \
 	$(MAKE) --no-print-directory nbval && t2=$$(date +%s) && \
 	$(MAKE) --no-print-directory pdf && tp=$$(date +%s) && \
@@ -88,10 +125,10 @@ test: $(STAMP)
 	$(MAKE) --no-print-directory student && tst=$$(date +%s) && \
 	$(MAKE) --no-print-directory browser && t4=$$(date +%s) && \
 	mkdir -p _build/bench && \
-	printf '{"unit_s": %s, "compat_s": %s, "nbval_s": %s, "pdf_s": %s, "build_s": %s, "slides_s": %s, "student_s": %s, "browser_s": %s}\n' \
-	  $$((t1-start)) $$((tc-t1)) $$((t2-tc)) $$((tp-t2)) $$((t3-tp)) $$((ts-t3)) $$((tst-ts)) $$((t4-tst)) \
+	printf '{"unit_s": %s, "unit_baseline_s": %s, "compat_s": %s, "nbval_s": %s, "pdf_s": %s, "build_s": %s, "slides_s": %s, "student_s": %s, "browser_s": %s, "total_s": %s}\n' \
+	  $$((t1-start)) $$((tb-t1)) $$((tc-tb)) $$((t2-tc)) $$((tp-t2)) $$((t3-tp)) $$((ts-t3)) $$((tst-ts)) $$((t4-tst)) $$((t4-start)) \
 	  > _build/bench/test_stages.json && \
-	echo "make test: unit $$((t1-start)) s, compat $$((tc-t1)) s, nbval $$((t2-tc)) s," \
+	echo "make test: unit $$((t1-start)) s, baseline SIMD $$((tb-t1)) s, compat $$((tc-tb)) s, nbval $$((t2-tc)) s," \
 	  "pdf $$((tp-t2)) s, build $$((t3-tp)) s, slides $$((ts-t3)) s, student $$((tst-ts)) s," \
 	  "browser $$((t4-tst)) s"
 

@@ -450,6 +450,7 @@ def test_bad_input_names_its_argument(call, name):
     assert message.startswith(name), message
 
 
+@pytest.mark.whole_catalogue
 def test_model_lookup_and_the_catalogue():
     assert models.get("llama-3-70b") is L70  # names are matched whatever their case
     assert models.all_models() == list(models.CATALOGUE.values())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from claims import each
 
 from llmmath import chips, models
 from llmmath.roofline import (
@@ -23,6 +24,7 @@ BF16 = [c for c in ALL if "bf16" in c.flops]
 BYTES = {"bf16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5}
 
 
+@pytest.mark.whole_catalogue
 def test_bf16_ridge_range_over_catalogue():
     # Chapter: "the bf16 ratio runs from 153 (A100) to 560 (TPU v6e)". Datasheets: references.bib
     # keys in each Chip.source (nvidia_a100_datasheet 312 TFLOPS / 2,039 GB/s; google_tpu_v6e_docs
@@ -32,6 +34,7 @@ def test_bf16_ridge_range_over_catalogue():
     assert max(r, key=r.get) == "TPU v6e" and 555 <= max(r.values()) <= 565
 
 
+@pytest.mark.whole_catalogue
 def test_gpus_since_2022_are_near_300():
     # Chapter: "every NVIDIA and AMD GPU from 2022 on sits between ~206 (H200) and ~312".
     recent = [c for c in BF16 if c.vendor in ("NVIDIA", "AMD") and c.year >= 2022]
@@ -55,7 +58,7 @@ def test_memory_only_upgrade_lowers_ridge():
     assert h200.ops_per_byte() < h.ops_per_byte()
 
 
-@pytest.mark.parametrize("model", models.all_models(), ids=lambda m: m.name)
+@each("model", models.all_models(), ids=lambda m: m.name)
 def test_matmul_intensity_is_about_batch_in_bf16(model):
     # Chapter: I(B) ~ B FLOP/byte in bf16 while B is under 5% of the matrix dimensions.
     d = model.d_model
@@ -81,6 +84,7 @@ def test_vector_add_share_of_peak():
     assert attainable_flops(h, elementwise_intensity()) / h.peak() < 1e-3
 
 
+@pytest.mark.whole_catalogue
 def test_fp8_is_twice_bf16_everywhere():
     both = [c for c in ALL if "fp8" in c.flops and "bf16" in c.flops]
     assert len(both) >= 8
@@ -118,6 +122,7 @@ def test_knee_batch_is_near_the_ridge_for_bf16():
         assert c.ops_per_byte() <= k <= 1.2 * c.ops_per_byte(), c.name
 
 
+@pytest.mark.whole_catalogue
 def test_drain_time_tens_of_ms_everywhere():
     # Chapter: "from 13 ms (Rubin) to 39 ms (A100)": every chip between 10 and 40 ms.
     d = {c.name: c.drain_time for c in ALL}

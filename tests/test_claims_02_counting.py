@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from claims import each
 
 from llmmath import models
 from llmmath.models import attention_crossover_context, kaplan_params, parameter_breakdown
@@ -51,7 +52,7 @@ def test_breakdown_by_hand_llama_3_8b_and_mixtral():
     assert b.active == 46_702_792_960 - 45_097_156_608 + 11_274_289_152
 
 
-@pytest.mark.parametrize("m", ALL, ids=IDS)
+@each("m", ALL, ids=IDS)
 def test_breakdown_adds_up_to_the_counts(m):
     b = parameter_breakdown(m)
     assert b.total == m.total_params
@@ -60,7 +61,7 @@ def test_breakdown_adds_up_to_the_counts(m):
 
 # Claim: "the MLP holds 2/3 of a dense MHA model's non-embedding parameters; GQA and MQA push
 # it to 80-90%; in an MoE model the experts hold 95% or more."
-@pytest.mark.parametrize("m", DENSE, ids=[m.name for m in DENSE])
+@each("m", DENSE, ids=[m.name for m in DENSE])
 def test_mlp_share_dense(m):
     share = parameter_breakdown(m).mlp_share
     if m.attention_kind == "MHA":
@@ -69,14 +70,14 @@ def test_mlp_share_dense(m):
         assert 0.80 <= share <= 0.90, (m.name, share)
 
 
-@pytest.mark.parametrize("m", MOE, ids=[m.name for m in MOE])
+@each("m", MOE, ids=[m.name for m in MOE])
 def test_mlp_share_moe(m):
     assert parameter_breakdown(m).mlp_share >= 0.95, m.name
 
 
 # Claim: "12 L D^2 is within 1% of a dense MHA model's non-embedding count and within a sixth
 # of every dense model's; for an MoE model it misses most of the parameters (under a fifth)."
-@pytest.mark.parametrize("m", DENSE, ids=[m.name for m in DENSE])
+@each("m", DENSE, ids=[m.name for m in DENSE])
 def test_kaplan_approximation_dense(m):
     ratio = kaplan_params(m) / parameter_breakdown(m).non_embedding
     if m.attention_kind == "MHA":
@@ -84,7 +85,7 @@ def test_kaplan_approximation_dense(m):
     assert abs(ratio - 1) <= 1 / 6, (m.name, ratio)
 
 
-@pytest.mark.parametrize("m", MOE, ids=[m.name for m in MOE])
+@each("m", MOE, ids=[m.name for m in MOE])
 def test_kaplan_approximation_fails_for_moe(m):
     assert kaplan_params(m) / parameter_breakdown(m).non_embedding < 0.2, m.name
 
@@ -92,7 +93,7 @@ def test_kaplan_approximation_fails_for_moe(m):
 # Claim: "embeddings are under 4% of any model above 50B parameters, but 12-13% of the 8B
 # models with 128k-256k vocabularies, and about a fifth of the active parameters of the
 # sparsest MoE models (under 4B active)."
-@pytest.mark.parametrize("m", ALL, ids=IDS)
+@each("m", ALL, ids=IDS)
 def test_embedding_share(m):
     b = parameter_breakdown(m)
     if m.total_params > 50e9:
@@ -106,7 +107,7 @@ def test_embedding_share(m):
 # Claim: "forward FLOPs per token at short context are 2 x N_act, less the input-embedding
 # gather and the norms: 2 N_act overstates them by at most about a tenth (the sparse MoE
 # models with big vocabularies), and by under 5% for every dense model above 50B."
-@pytest.mark.parametrize("m", ALL, ids=IDS)
+@each("m", ALL, ids=IDS)
 def test_two_flops_per_active_parameter(m):
     ratio = m.flops_per_token(0) / (2 * m.active_params)
     assert 0.88 <= ratio <= 1.0, (m.name, ratio)
@@ -118,7 +119,7 @@ def test_two_flops_per_active_parameter(m):
 # FLOPs at a context of about 6 D to 7 D; PaLM's MQA with wide heads puts it at 7-10 D; MoE
 # models range from under 1 D (MLA) to 12 D, so compute it; sparse attention may never get
 # there." (A previous measurement: GPT-3 6.0 D, LLaMA-2 6.1-6.4 D, Llama 3 6.0-7.0 D.)
-@pytest.mark.parametrize("m", ALL, ids=IDS)
+@each("m", ALL, ids=IDS)
 def test_attention_crossover_context(m):
     s = attention_crossover_context(m) / m.d_model
     if not m.is_moe and m.attention_kind in ("MHA", "GQA") and _full_width(m):
@@ -162,7 +163,7 @@ def test_mla_has_the_lowest_crossover():
 
 # Claim: "at a context equal to the model width, attention adds at most a sixth to a dense
 # MHA/GQA model's FLOPs" (follows from the 6-7 D crossover).
-@pytest.mark.parametrize("m", DENSE, ids=[m.name for m in DENSE])
+@each("m", DENSE, ids=[m.name for m in DENSE])
 def test_attention_small_at_context_equal_width(m):
     S = min(m.d_model, m.max_context or m.d_model)
     extra = m.attention_flops_per_token(S) / (2 * m.matmul_params_active)
@@ -170,7 +171,7 @@ def test_attention_small_at_context_equal_width(m):
 
 
 # Claim: "GQA with n_kv KV heads shrinks the KV cache by n_q / n_kv against MHA; MQA by n_q."
-@pytest.mark.parametrize("m", [m for m in ALL if m.attention_kind != "MLA"],
+@each("m", [m for m in ALL if m.attention_kind != "MLA"],
                          ids=[m.name for m in ALL if m.attention_kind != "MLA"])
 def test_gqa_saving_factor(m):
     mha = m.replace(n_kv_heads=m.n_heads)
@@ -193,7 +194,7 @@ def test_mla_saving_factor():
 
 # Claim: "every model released in 2024 or later holds between 50 kB and 550 kB of KV cache per
 # token in bf16, from 3B to 405B active parameters; the MHA models above 100B held 4-9 MB."
-@pytest.mark.parametrize("m", ALL, ids=IDS)
+@each("m", ALL, ids=IDS)
 def test_kv_bytes_per_token_ranges(m):
     kv = m.kv_bytes_per_token(2)
     if m.year and m.year >= 2024:
@@ -203,7 +204,7 @@ def test_kv_bytes_per_token_ranges(m):
 
 
 # Claim: "MoE sparsity N_tot / N_act spans 3.6x (Mixtral) to about 20x (DeepSeek-V3, gpt-oss)."
-@pytest.mark.parametrize("m", MOE, ids=[m.name for m in MOE])
+@each("m", MOE, ids=[m.name for m in MOE])
 def test_moe_sparsity_range(m):
     assert 3.5 <= m.sparsity <= 21, (m.name, m.sparsity)
 
@@ -212,7 +213,7 @@ def test_moe_sparsity_range(m):
 # DeepSeek-V3, Mixtral, Qwen3 and gpt-oss to within 0.3%" (published figures: each entry's
 # source; test_models.py checks 1% for the whole catalogue, this is the chapter's tighter
 # statement for the models it names).
-@pytest.mark.parametrize("name", ["Llama-3-8B", "Llama-3-70B", "Llama-3.1-405B", "PaLM-540B",
+@each("name", ["Llama-3-8B", "Llama-3-70B", "Llama-3.1-405B", "PaLM-540B",
                                   "DeepSeek-V3", "Mixtral-8x7B", "Qwen3-235B-A22B", "gpt-oss-120b"])
 def test_reality_check_totals(name):
     m = models.get(name)

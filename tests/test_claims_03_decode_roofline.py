@@ -8,6 +8,7 @@ import itertools
 
 import numpy as np
 import pytest
+from claims import each
 
 from llmmath import chips, models
 from llmmath.parallel import tensor_parallel_comm_time
@@ -43,7 +44,7 @@ def _contexts(model):
 
 # ----- "Batch 1 is memory-bound on every chip" -------------------------------------------------
 
-@pytest.mark.parametrize("model, chip", PAIRS, ids=IDS)
+@each("model, chip", PAIRS, ids=IDS)
 def test_batch_one_is_memory_bound_everywhere(model, chip):
     # for every dtype the chip has and every weight width from fp4 to bf16, at any context
     for dtype, wb in itertools.product(_dtypes(chip), (0.5, 1, 2)):
@@ -53,7 +54,7 @@ def test_batch_one_is_memory_bound_everywhere(model, chip):
 
 # ----- "the latency floor is the time to read the touched weights" -----------------------------
 
-@pytest.mark.parametrize("model, chip", PAIRS, ids=IDS)
+@each("model, chip", PAIRS, ids=IDS)
 def test_floor_is_reading_the_touched_weights(model, chip):
     for n, wb in itertools.product((1, 8, 64), (1, 2)):
         floor = min_latency(model, chip, n_chips=n, weight_bytes=wb, dtype=_dt(chip))
@@ -65,7 +66,7 @@ def test_floor_is_reading_the_touched_weights(model, chip):
         assert np.all(s.time >= floor * (1 - 1e-12))
 
 
-@pytest.mark.parametrize("model", [m for m in MODELS if not m.is_moe], ids=lambda m: m.name)
+@each("model", [m for m in MODELS if not m.is_moe], ids=lambda m: m.name)
 def test_dense_floor_is_all_weights(model):
     # dense: N_read(1) = N_tot less the input embedding table but one row ("within a few percent of
     # N_tot": at most 7% in the catalogue, Llama 3 8B's large vocabulary being the extreme)
@@ -77,7 +78,7 @@ def test_dense_floor_is_all_weights(model):
     assert floor == pytest.approx(t_all, rel=0.07)
 
 
-@pytest.mark.parametrize("model", [m for m in MODELS if m.is_moe], ids=lambda m: m.name)
+@each("model", [m for m in MODELS if m.is_moe], ids=lambda m: m.name)
 def test_moe_floor_is_only_the_touched_experts(model):
     # MoE at batch 1 reads the shared weights and k experts per layer: at most the active
     # parameters, and the read grows with the batch toward N_tot (never exceeding it)
@@ -103,7 +104,7 @@ def test_deepseek_v3_floor_numbers():
 
 # ----- "the per-operation bound is never below the whole-step bound, and at most twice it" -----
 
-@pytest.mark.parametrize("model, chip", PAIRS, ids=IDS)
+@each("model, chip", PAIRS, ids=IDS)
 def test_per_op_between_step_and_twice_step(model, chip):
     B, S = np.meshgrid(BATCHES, _contexts(model))
     for dtype in _dtypes(chip):
@@ -142,7 +143,7 @@ def test_per_op_example_in_text():
 
 # ----- "more chips divide both terms; critical batch and context do not depend on n" ----------
 
-@pytest.mark.parametrize("model, chip", PAIRS, ids=IDS)
+@each("model, chip", PAIRS, ids=IDS)
 def test_many_chips_divide_both_terms(model, chip):
     one = decode_step(model, chip, BATCHES, _contexts(model)[-1], dtype=_dt(chip))
     for n in (2, 8, 72):
@@ -171,7 +172,7 @@ def test_dense_critical_batch_on_h100_is_about_300():
             assert 280 < critical_batch(m, h100) < 310, m.name
 
 
-@pytest.mark.parametrize("model", [m for m in MODELS if m.is_moe], ids=lambda m: m.name)
+@each("model", [m for m in MODELS if m.is_moe], ids=lambda m: m.name)
 def test_moe_critical_batch_scales_with_sparsity(model):
     # the episode's "300 x sparsity" (with the real sparsity): within 12% on an H100 in bf16
     h100 = chips.get("H100-SXM")
@@ -236,6 +237,7 @@ def test_gqa_attention_changes_the_critical_context_by_at_most_twelve_percent():
                 assert 1 < ratio < 1.12, (m.name, c.name, ratio)
 
 
+@pytest.mark.whole_catalogue
 def test_mla_attention_flops_per_byte_near_the_ridge():
     # absorbed MLA: 2 x 128 x (2 x 512 + 64) FLOP per 576 x 2 B = 241.8 FLOP per cached byte
     ds = models.get("DeepSeek-V3")
@@ -258,10 +260,10 @@ def test_mla_attention_flops_per_byte_near_the_ridge():
 FULL_KV = [m for m in MODELS if m.attention_kind in ("MHA", "GQA") and not m.sparse_attention_topk]
 
 
-@pytest.mark.parametrize("model, chip",
+@each("model, chip",
                          [(m, c) for m in FULL_KV for c in CHIPS if "bf16" in c.flops],
                          ids=lambda x: x.name)
-@pytest.mark.parametrize("attention_flops", [True, False])
+@each("attention_flops", [True, False])
 def test_critical_context_inside_supported_window(model, chip, attention_flops):
     # "for every grouped-query or multi-head model that reads its whole KV cache, on every chip, the
     # critical context lies inside the model's own supported context", with or without attention
@@ -331,9 +333,9 @@ MEASURED = [
 ]
 
 
-@pytest.mark.parametrize("row", MEASURED,
+@each("row", MEASURED,
                          ids=[f"{r[0]}-B{r[3]}-{r[8] * 1e3:.2f}ms" for r in MEASURED])
-@pytest.mark.parametrize("overlap", ["step", "per-op"])
+@each("overlap", ["step", "per-op"])
 def test_bound_below_measured(row, overlap):
     name, chip, n, batch, ctx, wb, kvb, dtype, measured = row
     for eff in ((1.0, 1.0), (0.8, 0.9)):  # datasheet peaks and achievable ceilings
@@ -367,8 +369,8 @@ def test_h100_drain_time_about_20ms():
 DENSE = [m for m in MODELS if not m.is_moe]
 
 
-@pytest.mark.parametrize("model", DENSE, ids=[m.name for m in DENSE])
-@pytest.mark.parametrize("batch", [1, 64])
+@each("model", DENSE, ids=[m.name for m in DENSE])
+@each("batch", [1, 64])
 def test_hand_weight_read_exceeds_the_library_by_the_ungathered_embedding(model, batch):
     h100 = chips.get("H100-SXM")
     step = decode_step(model, h100, batch, 0, n_chips=8)

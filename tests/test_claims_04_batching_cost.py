@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 import pytest
+from claims import each
 
 from llmmath import chips, models
 from llmmath.cost import chip_seconds_per_token, fast_mode, latency_cost_frontier
@@ -58,9 +59,9 @@ def _fmt(c):
 
 # Claim: "cost per token never rises with batch, up to the memory limit" (every model, every chip,
 # short and long context), with the chip count the model needs plus headroom.
-@pytest.mark.parametrize("chip", CHIPS, ids=[c.name for c in CHIPS])
-@pytest.mark.parametrize("model", MODELS, ids=[m.name for m in MODELS])
-@pytest.mark.parametrize("context", [128, 4096])
+@each("chip", CHIPS, ids=[c.name for c in CHIPS])
+@each("model", MODELS, ids=[m.name for m in MODELS])
+@each("context", [128, 4096])
 def test_cost_per_token_non_increasing_up_to_max_batch(model, chip, context):
     context = min(context, model.max_context or context)
     d, b = _fmt(chip)
@@ -80,8 +81,8 @@ def test_cost_per_token_non_increasing_up_to_max_batch(model, chip, context):
 
 # Claim: "for a dense model B* = ridge point x b_w / 2" (context 0); the library's extra is the
 # untied input-embedding rows a step gathers (< 2%).
-@pytest.mark.parametrize("chip,dtype,b", PAIRS, ids=PAIR_IDS)
-@pytest.mark.parametrize("model", DENSE, ids=[m.name for m in DENSE])
+@each("chip,dtype,b", PAIRS, ids=PAIR_IDS)
+@each("model", DENSE, ids=[m.name for m in DENSE])
 def test_dense_bstar_is_ridge_times_half_bytes(model, chip, dtype, b):
     star = critical_batch(model, chip, weight_bytes=b, dtype=dtype)
     simple = chip.ops_per_byte(dtype) * b / 2
@@ -90,8 +91,8 @@ def test_dense_bstar_is_ridge_times_half_bytes(model, chip, dtype, b):
 
 # Claim: "B* ~ ridge x b_w/2 x N_tot/N_act for MoE" once the batch touches every expert: within
 # 15% (the library uses N_mm rather than N_act and the expected experts touched).
-@pytest.mark.parametrize("chip,dtype,b", PAIRS, ids=PAIR_IDS)
-@pytest.mark.parametrize("model", MOE, ids=[m.name for m in MOE])
+@each("chip,dtype,b", PAIRS, ids=PAIR_IDS)
+@each("model", MOE, ids=[m.name for m in MOE])
 def test_moe_bstar_is_300_times_sparsity(model, chip, dtype, b):
     star = critical_batch(model, chip, weight_bytes=b, dtype=dtype)
     simple = chip.ops_per_byte(dtype) * b / 2 * model.sparsity
@@ -100,7 +101,7 @@ def test_moe_bstar_is_300_times_sparsity(model, chip, dtype, b):
 
 # Claim: "the episode's constant: C b_w / 2W stays within a factor of two of 300 on every chip"
 # at matching compute and weight formats.
-@pytest.mark.parametrize("chip,dtype,b", PAIRS, ids=PAIR_IDS)
+@each("chip,dtype,b", PAIRS, ids=PAIR_IDS)
 def test_chip_constant_near_300(chip, dtype, b):
     const = chip.ops_per_byte(dtype) * b / 2
     if (chip.name, dtype) == ("TPU v4", "int8"):  # the exception the chapter names
@@ -111,8 +112,8 @@ def test_chip_constant_near_300(chip, dtype, b):
 
 
 # Claim: "at B*, compute time equals memory time" (the definition, checked at several contexts).
-@pytest.mark.parametrize("chip", CHIPS, ids=[c.name for c in CHIPS])
-@pytest.mark.parametrize("model", MODELS, ids=[m.name for m in MODELS])
+@each("chip", CHIPS, ids=[c.name for c in CHIPS])
+@each("model", MODELS, ids=[m.name for m in MODELS])
 def test_at_bstar_compute_equals_memory(model, chip):
     d, b = _fmt(chip)
     for S in (0, 256):
@@ -132,8 +133,8 @@ def test_at_bstar_compute_equals_memory(model, chip):
 
 # Claim: "batch 1 costs about B* times the floor": for a dense model, at least 100x on every chip
 # (no context); for an MoE model, at least 10x (batch 1 reads only k experts).
-@pytest.mark.parametrize("chip", CHIPS, ids=[c.name for c in CHIPS])
-@pytest.mark.parametrize("model", MODELS, ids=[m.name for m in MODELS])
+@each("chip", CHIPS, ids=[c.name for c in CHIPS])
+@each("model", MODELS, ids=[m.name for m in MODELS])
 def test_batch_one_is_far_costlier_than_bstar(model, chip):
     d, b = _fmt(chip)
     star = critical_batch(model, chip, weight_bytes=b, dtype=d)
@@ -148,7 +149,7 @@ def test_batch_one_is_far_costlier_than_bstar(model, chip):
 
 # Claim: "with no overlap a token costs at most twice the bound, about 2x at B*, 1.5x at 2B*,
 # 1.33x at 3B*" (context 0: the weight term is B*/B of the compute floor).
-@pytest.mark.parametrize("model", MODELS, ids=[m.name for m in MODELS])
+@each("model", MODELS, ids=[m.name for m in MODELS])
 def test_no_overlap_penalty_shrinks_above_bstar(model):
     chip = chips.get("H100-SXM")
     star = critical_batch(model, chip)
@@ -161,7 +162,7 @@ def test_no_overlap_penalty_shrinks_above_bstar(model):
 
 
 # Claim: "the train leaves every drain time: 10 to 40 ms on every catalogue chip".
-@pytest.mark.parametrize("chip", CHIPS, ids=[c.name for c in CHIPS])
+@each("chip", CHIPS, ids=[c.name for c in CHIPS])
 def test_drain_time_tens_of_ms(chip):
     assert 0.010 <= chip.drain_time <= 0.040, (chip.name, chip.drain_time)
 
@@ -184,8 +185,8 @@ def test_deepseek_v3_real_sparsity():
 
 # Claim: "verifying k drafted tokens costs about one memory-bound step": while B (k+1) stays below
 # B* the verify step takes the plain step's time (within 1%) for every model and chip.
-@pytest.mark.parametrize("chip", CHIPS, ids=[c.name for c in CHIPS])
-@pytest.mark.parametrize("model", DENSE, ids=[m.name for m in DENSE])
+@each("chip", CHIPS, ids=[c.name for c in CHIPS])
+@each("model", DENSE, ids=[m.name for m in DENSE])
 def test_speculative_verify_costs_one_memory_bound_step(model, chip):
     d, b = _fmt(chip)
     S = 256
@@ -229,7 +230,7 @@ def test_speculative_tokens_per_step():
 
 # Claim: "price ratio x speed ratio = batch ratio on fixed chips, and no batch beats the batch-1
 # step".
-@pytest.mark.parametrize("model", MODELS, ids=[m.name for m in MODELS])
+@each("model", MODELS, ids=[m.name for m in MODELS])
 def test_fast_mode_identity_and_ceiling(model):
     chip = chips.get("H100-SXM")
     n = 2 * min_chips(model, chip)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from claims import each
 
 from llmmath import chips, models
 from llmmath.parallel import pipeline_memory_per_chip
@@ -43,7 +44,7 @@ def _unlimited(m):
 
 # ----- KV bytes grow as B x S x b_kv -------------------------------------------------------
 
-@pytest.mark.parametrize("m", FULL, ids=[m.name for m in FULL])
+@each("m", FULL, ids=[m.name for m in FULL])
 def test_kv_linear_in_context_for_full_attention(m):
     S = np.array([1, 128, 1000, m.max_context // 2, m.max_context], dtype=float)
     held = m.kv_cache_bytes(S, 2)
@@ -51,7 +52,7 @@ def test_kv_linear_in_context_for_full_attention(m):
     assert np.allclose(m.kv_read_bytes(S, 2), held, rtol=1e-12)
 
 
-@pytest.mark.parametrize("m", ALL, ids=IDS)
+@each("m", ALL, ids=IDS)
 def test_kv_reads_linear_in_batch_and_not_amortised(m):
     # KV time per sequence does not fall with the batch (every model, every chip), unlike weights.
     h100 = chips.get("H100-SXM")
@@ -67,6 +68,7 @@ def test_kv_reads_linear_in_batch_and_not_amortised(m):
 
 # ----- MQA < MLA < GQA < MHA, per layer per token ------------------------------------------
 
+@pytest.mark.whole_catalogue
 def test_attention_kind_ordering_per_layer():
     # Claim: cached numbers per token per layer order MQA < MLA < GQA < MHA across the catalogue.
     per_layer = {}
@@ -77,7 +79,7 @@ def test_attention_kind_ordering_per_layer():
         assert max(per_layer[lo]) < min(per_layer[hi]), (lo, hi, per_layer)
 
 
-@pytest.mark.parametrize("m", [m for m in ALL if m.kv_lora_rank is None], ids=lambda m: m.name)
+@each("m", [m for m in ALL if m.kv_lora_rank is None], ids=lambda m: m.name)
 def test_gqa_saves_the_group_size(m):
     # Rebuilding a model with one KV head per query head (MHA) or a single one (MQA):
     # bytes per token scale with n_kv exactly, so GQA saves n_q / n_kv.
@@ -100,8 +102,8 @@ def test_mla_versus_its_mha_and_gqa_rebuilds():
 
 # ----- memory capacity caps the batch ------------------------------------------------------
 
-@pytest.mark.parametrize("m", ALL, ids=IDS)
-@pytest.mark.parametrize("chip", BF16, ids=lambda c: c.name)
+@each("m", ALL, ids=IDS)
+@each("chip", BF16, ids=lambda c: c.name)
 def test_max_batch_non_increasing_in_context(m, chip):
     n = min_chips(m, chip) * 2  # room for some KV
     S = np.unique(np.geomspace(128, m.max_context or 131072, 40).round())
@@ -113,8 +115,8 @@ def test_max_batch_non_increasing_in_context(m, chip):
         assert b2 in (b1 // 2, (b1 - 1) // 2, b1 // 2 - 1) or b1 < 2
 
 
-@pytest.mark.parametrize("m", [m for m in FULL if not m.is_moe], ids=lambda m: m.name)
-@pytest.mark.parametrize("chip", BF16, ids=lambda c: c.name)
+@each("m", [m for m in FULL if not m.is_moe], ids=lambda m: m.name)
+@each("chip", BF16, ids=lambda c: c.name)
 def test_full_hbm_step_takes_about_the_drain_time(m, chip):
     # Claim: when HBM is filled with weights and KV (B = B_max, dense model), a memory-bound decode
     # step reads nearly all of it, so it takes about the drain time M / W and never longer.
@@ -135,7 +137,7 @@ def test_min_chips_example_llama31_70b():
     assert min_chips(llama, chips.get("H100-SXM"), batch=64, context=131072) == 37
 
 
-@pytest.mark.parametrize("m", FULL, ids=[m.name for m in FULL])
+@each("m", FULL, ids=[m.name for m in FULL])
 def test_pipelining_divides_weights_not_kv(m):
     # Flashcard 13: with P micro-batches in flight, weights per chip fall as 1/P, KV per chip does
     # not.
@@ -150,7 +152,7 @@ def test_pipelining_divides_weights_not_kv(m):
 
 # ----- the critical context ----------------------------------------------------------------
 
-@pytest.mark.parametrize("m, chip", PAIRS, ids=PAIR_IDS)
+@each("m, chip", PAIRS, ids=PAIR_IDS)
 def test_critical_context_finite_and_memory_bound_at_every_batch_beyond(m, chip):
     # with attention FLOPs counted (the library's default); MLA on a chip with fewer FLOPs per byte
     # than its attention does has none (test_mla_attention_flops_are_near_the_ridge)
@@ -170,7 +172,7 @@ def test_critical_context_finite_and_memory_bound_at_every_batch_beyond(m, chip)
     assert below.bound == "compute"
 
 
-@pytest.mark.parametrize("m, chip", PAIRS, ids=PAIR_IDS)
+@each("m, chip", PAIRS, ids=PAIR_IDS)
 def test_critical_context_depends_on_the_chip_only_through_its_ridge(m, chip):
     # The closed form (the episode's approximation, attention FLOPs left out):
     # S* = 2 N W / (C b_kv): S* x C/W is the same on every chip; halving the KV bytes doubles it,
@@ -202,7 +204,7 @@ def test_critical_context_values_in_the_text():
     assert critical_context(ds, h100) == pytest.approx(19_460, rel=0.005)
 
 
-@pytest.mark.parametrize("m", FULL, ids=[m.name for m in FULL])
+@each("m", FULL, ids=[m.name for m in FULL])
 def test_critical_context_below_supported_context_for_long_context_models(m):
     # Claim: every grouped-query catalogue model supporting 32k+ tokens is memory-bound at any batch
     # over most of its window on every bf16 chip: S* is under 1/8 of max_context (and under 12k).
@@ -234,7 +236,7 @@ def test_no_chip_moves_s_star_more_than_twofold_from_an_h100():
         assert ratio == pytest.approx(h100 / c.ops_per_byte(), rel=1e-9), c.name
 
 
-@pytest.mark.parametrize("m", [m for m in FULL if m.attention_kind in ("MHA", "GQA")],
+@each("m", [m for m in FULL if m.attention_kind in ("MHA", "GQA")],
                          ids=lambda m: m.name)
 def test_attention_flops_move_gqa_mha_critical_context_little(m):
     # Leaving attention's FLOPs out of the compute side moves S* by under 12% for MHA/GQA models on
@@ -263,7 +265,7 @@ def test_mla_attention_flops_are_near_the_ridge():
 
 # ----- sliding windows and sparse attention ------------------------------------------------
 
-@pytest.mark.parametrize("m", CAPPED, ids=[m.name for m in CAPPED])
+@each("m", CAPPED, ids=[m.name for m in CAPPED])
 def test_capped_models_read_less_than_a_dense_rebuild_at_long_context(m):
     S = float(m.max_context)
     dense = m.kv_bytes_per_token(2) * S
@@ -278,14 +280,14 @@ def test_capped_models_read_less_than_a_dense_rebuild_at_long_context(m):
         assert m.kv_cache_bytes(S, 2) < 0.6 * dense
 
 
-@pytest.mark.parametrize("m", [m for m in CAPPED if m.n_sliding_layers], ids=lambda m: m.name)
+@each("m", [m for m in CAPPED if m.n_sliding_layers], ids=lambda m: m.name)
 def test_sliding_windows_raise_the_critical_context(m):
     full = m.replace(n_sliding_layers=0, sliding_window=None)
     for chip in BF16:
         assert critical_context(m, chip) > critical_context(full, chip)
 
 
-@pytest.mark.parametrize("chip", BF16, ids=lambda c: c.name)
+@each("chip", BF16, ids=lambda c: c.name)
 def test_sparse_topk_alone_has_a_critical_context_only_where_the_cap_exceeds_the_balance(chip):
     # Without its indexer's reads DeepSeek-V3.2 reads at most top-k = 2048 tokens per layer: 144 MB
     # per sequence per step in bf16. Where one token's compute time is worth more bytes than that
@@ -303,7 +305,7 @@ def test_sparse_topk_alone_has_a_critical_context_only_where_the_cap_exceeds_the
         assert critical_context(m, chip, attention_flops=False) <= m.sparse_attention_topk
 
 
-@pytest.mark.parametrize("chip", BF16, ids=lambda c: c.name)
+@each("chip", BF16, ids=lambda c: c.name)
 def test_v32_indexer_reads_give_it_a_critical_context_on_every_chip(chip):
     # The indexer's keys (132 B per token per layer) are read for every cached token, so the reads
     # grow without bound: V3.2 has a critical context on every chip, with or without attention

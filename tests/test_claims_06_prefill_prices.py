@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+from claims import each
 
 from llmmath import chips, cost, memory, models, prices
 from llmmath.cost import chunked_prefill_tokens, input_output_cost
@@ -47,7 +48,7 @@ def _kw(m, c, batch=1, context=0):
 
 # Claim: "prefill of a long prompt is compute-bound": a single prompt of the model's full context,
 # and any prompt longer than the critical batch (in tokens) by 20%, on every chip.
-@pytest.mark.parametrize("m,c", PAIRS, ids=IDS)
+@each("m,c", PAIRS, ids=IDS)
 def test_long_prefill_is_compute_bound(m, c):
     kw = _kw(m, c, context=m.max_context)
     assert prefill_step(m, c, 1, m.max_context, **kw).bound == "compute"
@@ -57,7 +58,7 @@ def test_long_prefill_is_compute_bound(m, c):
 
 
 # Claim: "a prompt much shorter than the critical batch is memory-bound, like decode".
-@pytest.mark.parametrize("m,c", PAIRS, ids=IDS)
+@each("m,c", PAIRS, ids=IDS)
 def test_short_prefill_is_memory_bound(m, c):
     kw = _kw(m, c, context=16)
     b_star = critical_batch(m, c, weight_bytes=kw["weight_bytes"], dtype=kw["dtype"])
@@ -66,7 +67,7 @@ def test_short_prefill_is_memory_bound(m, c):
 
 
 # Claim: "decode at small batch is memory-bound" (batch 1 to 8, any supported context).
-@pytest.mark.parametrize("m,c", PAIRS, ids=IDS)
+@each("m,c", PAIRS, ids=IDS)
 def test_small_batch_decode_is_memory_bound(m, c):
     kw = _kw(m, c, batch=8, context=m.max_context)
     S = np.array([128, 2048, m.max_context], dtype=float)
@@ -77,7 +78,7 @@ def test_small_batch_decode_is_memory_bound(m, c):
 # Claim: "output tokens cost more than input tokens at every batch below the critical batch, the
 # ratio falls as the decode batch grows, and no batch makes output much cheaper than input":
 # decode at context 4096 (or the model's maximum), a 2048-token prompt.
-@pytest.mark.parametrize("m,c", PAIRS, ids=IDS)
+@each("m,c", PAIRS, ids=IDS)
 def test_output_costs_more_than_input(m, c):
     S, P = min(4096, m.max_context), min(2048, m.max_context)
     kw = _kw(m, c, batch=1024, context=S)
@@ -94,7 +95,7 @@ def test_output_costs_more_than_input(m, c):
 
 # Claim: "at the critical batch (short context), output costs no more than input: the ratio falls to
 # about 1, and below 1 where a long prompt makes prefill pay for quadratic attention".
-@pytest.mark.parametrize("m,c", PAIRS, ids=IDS)
+@each("m,c", PAIRS, ids=IDS)
 def test_ratio_at_most_one_at_critical_batch(m, c):
     kw = _kw(m, c, batch=1, context=128)
     try:
@@ -134,7 +135,7 @@ def test_price_step_under_both_overlaps():
 
 
 # Claim: "its 300 is multiply-adds per byte: about 600 FLOP per byte, a Blackwell GPU in fp8".
-@pytest.mark.parametrize("name", ["B200", "GB200", "B300"])
+@each("name", ["B200", "GB200", "B300"])
 def test_600_flop_per_byte_is_blackwell_fp8(name):
     assert chips.get(name).ops_per_byte("fp8") == pytest.approx(600, rel=0.1)
 
@@ -143,8 +144,8 @@ def test_600_flop_per_byte_is_blackwell_fp8(name):
 DENSE_ATTN = [m for m in MODELS if not m.n_sliding_layers and not m.sparse_attention_topk]
 
 
-@pytest.mark.parametrize("m", DENSE_ATTN, ids=[m.name for m in DENSE_ATTN])
-@pytest.mark.parametrize("c", [c for c in CHIPS if "bf16" in c.flops], ids=lambda c: c.name)
+@each("m", DENSE_ATTN, ids=[m.name for m in DENSE_ATTN])
+@each("c", [c for c in CHIPS if "bf16" in c.flops], ids=lambda c: c.name)
 def test_price_step_inverts_critical_context(m, c):
     # the episode's first approximation (no attention FLOPs), which the price-step reading uses
     s = critical_context(m, c, kv_bytes=2, attention_flops=False)
@@ -164,14 +165,14 @@ def test_tier_drain_times_ordering():
     assert 1 * hour <= disk <= 72 * hour
 
 
-@pytest.mark.parametrize("c", CHIPS, ids=lambda c: c.name)
+@each("c", CHIPS, ids=lambda c: c.name)
 def test_hbm_drain_time_is_tens_of_ms(c):
     assert 0.010 <= c.drain_time <= 0.050
 
 
 # Claim: "HBM is never the cheapest place for a cache to wait" (every priced chip), and the
 # cheapest tier is DRAM for seconds, flash for a 5-minute cache, disk for a day.
-@pytest.mark.parametrize("c", [c for c in CHIPS if c.price_per_hour], ids=lambda c: c.name)
+@each("c", [c for c in CHIPS if c.price_per_hour], ids=lambda c: c.name)
 def test_hbm_never_cheapest(c):
     hbm = MemoryTier.from_chip(c)
     assert tier_crossover(hbm, memory.MEMORY_TIERS["DRAM"]) == 0.0
@@ -217,7 +218,7 @@ def test_flash_cache_beats_recompute():
 
 
 # Claim: the API price sheets quoted charge 5-6x for output and 0.1x for cached input.
-@pytest.mark.parametrize("p", prices.PRICE_SHEETS, ids=lambda p: p.model)
+@each("p", prices.PRICE_SHEETS, ids=lambda p: p.model)
 def test_price_sheets(p):
     assert 5.0 <= p.output_to_input <= 6.0
     assert p.cached_to_input == pytest.approx(0.1)
@@ -225,7 +226,7 @@ def test_price_sheets(p):
 
 # Claim: chunked prefill finds free compute in every memory-bound decode step, none in a
 # compute-bound one.
-@pytest.mark.parametrize("m,c", PAIRS, ids=IDS)
+@each("m,c", PAIRS, ids=IDS)
 def test_chunked_prefill_room(m, c):
     S = min(4096, m.max_context)
     kw = _kw(m, c, batch=8, context=S)

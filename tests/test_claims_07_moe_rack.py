@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from claims import each
 
 from llmmath import chips, models, moe
 from llmmath.roofline import critical_batch
@@ -36,7 +37,7 @@ def test_scale_out_is_about_an_order_of_magnitude_slower():
 # Claim: "an expert layer does not cross a domain": for every MoE model and every chip with both
 # network figures, an EP group of two domains has a slower all-to-all per layer than one domain,
 # at every batch the chapter uses (16 to 1,024 tokens per chip).
-@pytest.mark.parametrize("chip", NETWORKED, ids=lambda c: c.name)
+@each("chip", NETWORKED, ids=lambda c: c.name)
 def test_crossing_the_domain_slows_the_all_to_all(chip):
     d = chip.scale_up_domain
     for m in MOE:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from claims import each
 
 from llmmath import chips, models
 from llmmath import pipeline as pp
@@ -31,6 +32,7 @@ def _ctx(model, s):
 
 
 # Claim: "the catalogue's GPUs carry 9 to 18 times more per GPU over scale-up than over scale-out".
+@pytest.mark.whole_catalogue
 def test_gpu_scale_up_over_scale_out_is_9_to_18():
     ratios = [c.scale_up_bandwidth / c.scale_out_bandwidth for c in GPUS]
     assert len(ratios) >= 8
@@ -40,9 +42,9 @@ def test_gpu_scale_up_over_scale_out_is_9_to_18():
 # Claim: "for every MoE model routing >= 4 experts and every GPU, 3 layers per stage or fewer keep
 # the rack boundary off the critical path" (2 k L W_out/W_up >= 1 with W_up/W_out <= 18.1:
 # L >= 18.1/8).
-@pytest.mark.parametrize("model", [m for m in MODELS if (m.experts_per_token or 0) >= 4],
+@each("model", [m for m in MODELS if (m.experts_per_token or 0) >= 4],
                          ids=lambda m: m.name)
-@pytest.mark.parametrize("chip", GPUS, ids=lambda c: c.name)
+@each("chip", GPUS, ids=lambda c: c.name)
 def test_few_layers_per_stage_suffice_for_moe(model, chip):
     need = pp.min_layers_per_stage(model, chip)
     assert need <= 3
@@ -55,8 +57,8 @@ def test_few_layers_per_stage_suffice_for_moe(model, chip):
 
 # Claim: "weights per chip fall as 1/n_pp; the KV cache per chip does not change with n_pp"
 # (m = n_pp micro-batches in flight), for every model, short and long context.
-@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
-@pytest.mark.parametrize("context", [4096, 131072])
+@each("model", MODELS, ids=lambda m: m.name)
+@each("context", [4096, 131072])
 def test_weights_divide_cache_does_not(model, context):
     S = _ctx(model, context)
     one = pp.pipeline_memory(model, 16, S, 8, 1)
@@ -69,8 +71,8 @@ def test_weights_divide_cache_does_not(model, context):
 
 # Claim: "stages_to_fit is the fewest stages that fit, and infinite exactly when one micro-batch's
 # cache share B_mu S b_kv / n_st fills the chip" (every model, every chip).
-@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
-@pytest.mark.parametrize("chip", CHIPS, ids=lambda c: c.name)
+@each("model", MODELS, ids=lambda m: m.name)
+@each("chip", CHIPS, ids=lambda c: c.name)
 def test_stages_to_fit_is_the_fewest_that_fit(model, chip):
     S = _ctx(model, 32768)
     for b in (1, 16, 64):
@@ -88,8 +90,8 @@ def test_stages_to_fit_is_the_fewest_that_fit(model, chip):
 # Claim: "a pipeline never makes a token faster than its n_st chips would, and never matches the
 # same n_st n_pp chips in one group; with free hops and m = n_pp its throughput per chip equals an
 # n_st-chip replica's" (every model, every chip with a scale-out figure).
-@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
-@pytest.mark.parametrize("chip", [c for c in CHIPS if c.scale_out_bandwidth], ids=lambda c: c.name)
+@each("model", MODELS, ids=lambda m: m.name)
+@each("chip", [c for c in CHIPS if c.scale_out_bandwidth], ids=lambda c: c.name)
 def test_latency_neutral_at_best(model, chip):
     dt, _ = chip.resolve_dtype("bf16")
     S = _ctx(model, 4096)
@@ -104,15 +106,15 @@ def test_latency_neutral_at_best(model, chip):
 
 
 # Claim: "under 10% bubble needs m >= 9 (n_pp - 1)" (GPipe, 1F1B): (P-1)(1-0.1)/0.1 = 9 (P-1).
-@pytest.mark.parametrize("P", [2, 3, 4, 8, 16, 32, 64, 128])
+@each("P", [2, 3, 4, 8, 16, 32, 64, 128])
 def test_ten_percent_bubble_needs_nine_per_stage(P):
     assert pp.micro_batches_for_bubble(P, 0.10) == 9 * (P - 1)
     assert pp.bubble_fraction(P, 9 * (P - 1)) == pytest.approx(0.10)
 
 
 # Claims: "interleaving divides the bubble by v; ZB-H1 cuts it to a third at equal times".
-@pytest.mark.parametrize("P", [2, 4, 8, 16, 64])
-@pytest.mark.parametrize("m", [1, 8, 64, 512])
+@each("P", [2, 4, 8, 16, 64])
+@each("m", [1, 8, 64, 512])
 def test_interleaving_and_zero_bubble(P, m):
     for v in (2, 4):
         f = pp.bubble_fraction(P, m, "interleaved", virtual_stages=v)

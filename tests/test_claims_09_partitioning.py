@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from claims import each
 
 from llmmath import chips, models
 from llmmath.collectives import collective_time, latency_bandwidth_crossover
@@ -34,7 +35,7 @@ def _ctx(model, s):
 
 # Claim: "for every model and chip of the catalogue, a ring all-reduce of a decode step's
 # activations over 8 chips is latency-bound for every batch up to 64" (Q = B D 2 bytes).
-@pytest.mark.parametrize("chip", LINKED, ids=lambda c: c.name)
+@each("chip", LINKED, ids=lambda c: c.name)
 def test_decode_all_reduce_is_latency_bound(chip):
     for m in MODELS:
         q = 64 * m.d_model * 2
@@ -47,7 +48,7 @@ def test_decode_all_reduce_is_latency_bound(chip):
 
 # Claim: "the bandwidth factor is about 1 (2 for an all-reduce) on any topology; topology changes
 # the step count": (n-1)/n and 2(n-1)/n for switch, ring and torus; steps 2, 2(n-1), 2 sum(d_i - 1).
-@pytest.mark.parametrize("n, dims",
+@each("n, dims",
                          [(8, (2, 2, 2)), (16, (4, 2, 2)), (64, (4, 4, 4)), (256, (8, 8, 4))])
 def test_topology_changes_steps_not_bandwidth(n, dims):
     q, bw = 1e8, 1e11
@@ -64,8 +65,8 @@ def test_topology_changes_steps_not_bandwidth(n, dims):
 
 # Claim: "on a ring the fastest tensor-parallel degree is n* = sqrt(t1/(2 L n_ar t_lat))": the
 # fastest power of two (bandwidth made free, capacity ignored) lies within a factor 2 of n*.
-@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
-@pytest.mark.parametrize("chip", [chips.get("H100-SXM"), chips.get("GB200"), chips.get("TPU v4")],
+@each("model", MODELS, ids=lambda m: m.name)
+@each("chip", [chips.get("H100-SXM"), chips.get("GB200"), chips.get("TPU v4")],
                          ids=lambda c: c.name)
 def test_ring_optimum(model, chip):
     S = _ctx(model, 4096)
@@ -80,7 +81,7 @@ def test_ring_optimum(model, chip):
 
 # Claim: "a switch removes the optimum but leaves a floor of 2 L n_ar t_lat": every step is above
 # the floor, and with more chips the step falls toward it (every model on a GB200 rack).
-@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
+@each("model", MODELS, ids=lambda m: m.name)
 def test_switch_floor(model):
     gb = chips.get("GB200")
     S = _ctx(model, 4096)
@@ -95,7 +96,7 @@ def test_switch_floor(model):
 
 # Claim: "head sharding copies the cache n / n_kv times (every chip for MQA and MLA); batch sharding
 # keeps one copy while B >= n".
-@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
+@each("model", MODELS, ids=lambda m: m.name)
 def test_kv_copies(model):
     groups = 1 if model.kv_lora_rank is not None else model.n_kv_heads
     for n in (1, 8, 64, 512):
@@ -106,7 +107,7 @@ def test_kv_copies(model):
 
 # Claim: "2D weight-stationary beats 1D beyond 4F/D chips" (from the optimum
 # 4 T b sqrt(DF)/(sqrt(n) bw) against 2 T D b / bw), for every model's own D and F.
-@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
+@each("model", MODELS, ids=lambda m: m.name)
 def test_2d_beats_1d_beyond_4f_over_d(model):
     D, F = model.d_model, model.d_ff
     for n in (2 ** i for i in range(1, 13)):
@@ -124,7 +125,7 @@ def test_2d_beats_1d_beyond_4f_over_d(model):
 # term 2DF alone exceeds 256 sqrt(DF) whenever sqrt(DF) > 128; at T = 2^20 the WS term
 # 2^19 sqrt(DF) exceeds 2DF (plus the small 2^15 D) whenever sqrt(DF) is well below 2^18. Both
 # hold for every catalogue model (D and F in the thousands to tens of thousands).
-@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
+@each("model", MODELS, ids=lambda m: m.name)
 def test_ws_for_decode_wg_for_prefill(model):
     D, F = model.d_model, model.d_ff
     for T, wg_wins in ((512, False), (512 * 2048, True)):
@@ -138,7 +139,7 @@ def test_ws_for_decode_wg_for_prefill(model):
 
 # Claim: "more chips buy latency at a price": on a GB200 rack with switch all-reduces, the fastest
 # chip count costs at least as much per token as the fewest chips that hold the model.
-@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
+@each("model", MODELS, ids=lambda m: m.name)
 def test_fastest_is_not_cheapest(model):
     gb = chips.get("GB200")
     S = _ctx(model, 4096)

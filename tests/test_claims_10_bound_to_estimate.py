@@ -21,6 +21,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from claims import each
 
 from llmmath import chips, models
 from llmmath.estimate import DEFAULT_OVERHEADS, calibration_rows, estimate_step
@@ -74,7 +75,7 @@ def test_kernel_efficiency_adds_half_the_weight_read_at_batch_1():
             assert W_EXTRA - 0.005 <= ratio <= W_EXTRA + 0.03, (m.name, c.name, ratio)
 
 
-@pytest.mark.parametrize("chip", CHIPS, ids=lambda c: c.name)
+@each("chip", CHIPS, ids=lambda c: c.name)
 def test_tile_padding_is_free_in_decode_up_to_batch_64(chip):
     # "the padded matmul hides under its own weight read at every decode batch up to 64":
     # 64 padded rows do 128 FLOP per weight; with arithmetic at eta_mm (>= 0.68) of C and weights

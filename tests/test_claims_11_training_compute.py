@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from claims import each
 
 from llmmath import chips, models
 from llmmath import training as tr
@@ -27,7 +28,7 @@ NET = [(c, net) for c in CHIPS for net in ("scale_up", "scale_out")
 
 
 # Claim: "training costs 6 N_act D_pre FLOP; 8 with full recomputation" for every model.
-@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+@each("m", MODELS, ids=lambda m: m.name)
 def test_six_and_eight_per_active_parameter(m):
     assert tr.training_flops(m, 1e12) == pytest.approx(6 * m.active_params * 1e12, rel=1e-12)
     assert tr.training_flops(m, 1e12, recompute=True) == pytest.approx(
@@ -36,7 +37,7 @@ def test_six_and_eight_per_active_parameter(m):
 
 # Claim: "a mixture of experts pays for its active parameters only": N_tot / N_act times less
 # than if every parameter were active.
-@pytest.mark.parametrize("m", MOE, ids=lambda m: m.name)
+@each("m", MOE, ids=lambda m: m.name)
 def test_moe_trains_on_active_parameters(m):
     ratio = tr.training_flops(m.total_params, 1e12) / tr.training_flops(m, 1e12)
     assert ratio == pytest.approx(m.total_params / m.active_params, rel=1e-12)
@@ -46,7 +47,7 @@ def test_moe_trains_on_active_parameters(m):
 # Claim: attention's share of training FLOPs is about L n_q d_h S / N_act relative to 6 N_act, and
 # grows with S. Exact (up to the causal (S+1)/S) for models whose every layer attends to the whole
 # sequence with ordinary heads (no MLA, no sliding window, no sparse attention).
-@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+@each("m", MODELS, ids=lambda m: m.name)
 def test_attention_share_formula_and_growth(m):
     lengths = [S for S in (1024, 2048, 4096, 8192, 32768, 131072) if S <= m.max_context]
     shares = [tr.attention_training_share(m, S) for S in lengths]
@@ -61,7 +62,7 @@ def test_attention_share_formula_and_growth(m):
 
 # Claim: "attention is small while the sequence is short compared with twelve times the width":
 # at S = D every full-attention dense model of the catalogue spends under 10% on attention.
-@pytest.mark.parametrize("m", DENSE, ids=lambda m: m.name)
+@each("m", DENSE, ids=lambda m: m.name)
 def test_attention_small_below_twelve_widths(m):
     S = min(m.d_model, m.max_context)
     assert tr.attention_training_share(m, S) < 0.10, m.name
@@ -69,7 +70,7 @@ def test_attention_small_below_twelve_widths(m):
 
 # Claim: "training state is 16 bytes per parameter, over total parameters", and the fewest chips
 # is the state over one chip's HBM, rounded up.
-@pytest.mark.parametrize("c", CHIPS, ids=lambda c: c.name)
+@each("c", CHIPS, ids=lambda c: c.name)
 def test_fewest_chips_hold_sixteen_bytes_per_parameter(c):
     for m in MODELS:
         n = tr.min_training_chips(m, c)
@@ -79,7 +80,7 @@ def test_fewest_chips_hold_sixteen_bytes_per_parameter(c):
 
 # Claim (ZeRO table): stage 3 <= 2 <= 1 <= 0 per chip; stages 1 and 2 level off at 4 and 2 bytes
 # per parameter; only stage 3 falls as 1/n.
-@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+@each("m", MODELS, ids=lambda m: m.name)
 def test_zero_stages_order_and_limits(m):
     N = m.total_params
     for n in (2, 8, 64, 1024, 16384):
@@ -94,7 +95,7 @@ def test_zero_stages_order_and_limits(m):
 # Claim: "T* = (n-1)/n (b_g/3) (C/W) N_tot/N_act does not depend on the model's size, only on the
 # chip's FLOP-to-network ratio and the sparsity"; "faster chips need bigger per-chip batches";
 # scale-up's threshold is below scale-out's.
-@pytest.mark.parametrize("c,net", NET, ids=lambda x: getattr(x, "name", x))
+@each("c,net", NET, ids=lambda x: getattr(x, "name", x))
 def test_dp_threshold_formula(c, net):
     W = getattr(c, f"{net}_bandwidth")
     for n in (8, 1024):
@@ -127,7 +128,7 @@ def test_mfu_over_chip_hours_below_reported():
 
 # Claim: "full recomputation stores 17 times less than selective" (34 D over 2 D, for any model),
 # and selective recomputation drops exactly the 5 n_q S term.
-@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+@each("m", MODELS, ids=lambda m: m.name)
 def test_recomputation_ratios(m):
     S = min(8192, m.max_context)
     sel = tr.activation_bytes_per_token_per_layer(m, S, "selective")

@@ -12,6 +12,7 @@ published token counts. Expected values are derived by hand from those formulas.
 from __future__ import annotations
 
 import pytest
+from claims import each
 
 from llmmath import lifetime as lt
 from llmmath import models
@@ -22,8 +23,8 @@ D_INF = 50e6 * 60 * 86400  # the episode's deployment: 2.592e14 tokens
 
 # Claim: "spending the same on the three costs sets D_pre = D_inf / (3u) and D_RL = 2 D_inf / r,
 # whatever the model": the three costs come out equal for every model.
-@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
-@pytest.mark.parametrize("u, r", [(1 / 3, 3), (1 / 5, 3), (1 / 3, 6), (1 / 5, 2)])
+@each("m", MODELS, ids=lambda m: m.name)
+@each("u, r", [(1 / 3, 3), (1 / 5, 3), (1 / 3, 6), (1 / 5, 2)])
 def test_equal_spend_makes_three_equal_costs(m, u, r):
     e = lt.equal_spend_tokens(D_INF, u, r)
     assert e.pretrain_tokens == pytest.approx(D_INF / (3 * u), rel=1e-12)
@@ -35,7 +36,7 @@ def test_equal_spend_makes_three_equal_costs(m, u, r):
 
 # Claim: "at the episode's 50M tokens/s for 60 days, every model of the catalogue would be trained
 # more than 20x past compute-optimal (u = 1/3), and 5/3 as far again at u = 1/5".
-@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+@each("m", MODELS, ids=lambda m: m.name)
 def test_every_model_is_over_trained_at_the_episodes_volume(m):
     f3 = lt.equal_spend_overtraining(m, D_INF, 1 / 3)
     assert f3 == pytest.approx(D_INF / (20 * m.active_params), rel=1e-12)
@@ -46,7 +47,7 @@ def test_every_model_is_over_trained_at_the_episodes_volume(m):
 # Claim: the published runs' over-training factors (tokens from the papers, N_act counted from
 # the configurations): Llama 3 8B about 90x, Llama 3 70B about 10x, DeepSeek-V3 about 20x,
 # Chinchilla 1x, GPT-3 and PaLM under-trained.
-@pytest.mark.parametrize("name, lo, hi", [
+@each("name, lo, hi", [
     ("Llama 3 8B", 85, 100),      # 15e12 / (20 x 8.03e9) = 93
     ("Llama 3 70B", 10, 11.5),    # 15e12 / (20 x 70.55e9) = 10.6
     ("DeepSeek-V3", 19, 21),      # 14.8e12 / (20 x 37.55e9) = 19.7
@@ -64,7 +65,7 @@ def test_published_runs(name, lo, hi):
 # Claim: "equal spend is a rule of thumb: for every model of the catalogue, under both fits and at
 # u = 1/3 or 1/5, it costs less than 60% more than the exact optimum of the simple model, and the
 # least-total model is always smaller than the least-pre-training (Chinchilla) one".
-@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+@each("m", MODELS, ids=lambda m: m.name)
 def test_equal_spend_is_near_the_optimum_and_the_optimum_is_smaller_than_chinchilla(m):
     for u in (1 / 3, 1 / 5):
         for fit in lt.SCALING_FITS:
@@ -80,7 +81,7 @@ def test_equal_spend_is_near_the_optimum_and_the_optimum_is_smaller_than_chinchi
 # the optimum costs under 10% more, 1.5 times larger under 25% more; a smaller model climbs the
 # wall of the iso-loss curve (1.5 times smaller: 1.2 to 3 times the cost)", for the episode's
 # 100B model under both fits.
-@pytest.mark.parametrize("fit", list(lt.SCALING_FITS))
+@each("fit", list(lt.SCALING_FITS))
 def test_the_total_is_flat_above_its_minimum_and_steep_below(fit):
     loss = lt.scaling_loss(100e9, D_INF, fit)
     o = lt.lifetime_optimum(loss, D_INF, 1 / 3, fit)

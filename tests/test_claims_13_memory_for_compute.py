@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from claims import each
 
 from llmmath import chips, memory, models
 from llmmath import tradeoffs as tr
@@ -30,7 +31,7 @@ H100 = chips.get("H100-SXM")
 
 # Claim: "every model needs at least ten times the highest ridge point of any catalogue chip, at any
 # precision, to rebuild one cached byte": storing always beats recomputing per byte.
-@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+@each("m", MODELS, ids=lambda m: m.name)
 def test_rebuilding_a_byte_costs_far_more_than_reading_it(m):
     i_rb = 2 * m.matmul_params_active / m.kv_bytes_per_token(2)
     assert tr.recompute_intensity(m) == pytest.approx(i_rb, rel=1e-12)
@@ -40,7 +41,7 @@ def test_rebuilding_a_byte_costs_far_more_than_reading_it(m):
 # Claim: "quantising the cache to fp8 about doubles I_rb" (exactly, except where part of the
 # cache, a sparse-attention indexer's keys, is fp8 already); "fewer KV heads make each byte dearer
 # to rebuild".
-@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+@each("m", MODELS, ids=lambda m: m.name)
 def test_smaller_caches_are_dearer_per_byte(m):
     ratio = tr.recompute_intensity(m, kv_bytes=1) / tr.recompute_intensity(m)
     if not m.has_indexer:
@@ -53,7 +54,7 @@ def test_smaller_caches_are_dearer_per_byte(m):
 
 # Claim: "the longest context a step can recompute for free is about B*/B - 1" (dense models, every
 # chip with a bf16 peak; the exact solve adds the KV reads and attention, within 10%).
-@pytest.mark.parametrize("c", BF16, ids=lambda c: c.name)
+@each("c", BF16, ids=lambda c: c.name)
 def test_free_context_is_critical_batch_over_batch_minus_one(c):
     for m in DENSE:
         for batch in (1, 4, 16):
@@ -67,7 +68,7 @@ def test_free_context_is_critical_batch_over_batch_minus_one(c):
 
 # Claim: "past S_free the recompute is slower, and the gap grows with the context" (dense models;
 # a mixture of experts plateaus first, memory-bound on the experts its recompute touches).
-@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+@each("m", MODELS, ids=lambda m: m.name)
 def test_recompute_ratio_grows_past_the_free_context(m):
     for batch in (1, 64):
         s_free = tr.recompute_crossover(m, H100, batch=batch, n_chips=8)
@@ -83,7 +84,7 @@ def test_recompute_ratio_grows_past_the_free_context(m):
 
 # Claim: "for a mixture of experts at batch 1 nothing is free: the recomputed tokens touch experts
 # the cached step never reads" (every MoE model, every chip with a bf16 peak).
-@pytest.mark.parametrize("m", [m for m in MODELS if m.is_moe], ids=lambda m: m.name)
+@each("m", [m for m in MODELS if m.is_moe], ids=lambda m: m.name)
 def test_moe_recompute_is_never_free_at_batch_one(m):
     for c in BF16:
         assert tr.recompute_crossover(m, c, batch=1) < 1, c.name
@@ -92,7 +93,7 @@ def test_moe_recompute_is_never_free_at_batch_one(m):
 # Claim: "full recomputation costs exactly a third more FLOPs, whatever the model"; "selective
 # recomputation is cheap in FLOPs" (a few per cent, at most about a tenth, at the 8k-token sequences
 # of pre-training, where the model allows them) and saves the bytes that grow with S.
-@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+@each("m", MODELS, ids=lambda m: m.name)
 def test_checkpointing_prices(m):
     S = min(8192, m.max_context)
     full = tr.checkpoint_price(m, S, S, "full")
@@ -107,7 +108,7 @@ def test_checkpointing_prices(m):
 
 # Claim: "reversible layers keep 4D bytes per token whatever the depth, L/2 times less than full
 # recomputation, at the same FLOP price".
-@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+@each("m", MODELS, ids=lambda m: m.name)
 def test_reversible_memory(m):
     S = min(4096, m.max_context)
     rev = tr.checkpoint_price(m, S, S, "reversible")
@@ -122,7 +123,7 @@ def test_reversible_memory(m):
 # Claim: "the 5-minute and 1-hour caches on sale belong in DRAM or on flash": for every model with a
 # prefix prefilled on H100s, DRAM beats recomputing for longer than 5 minutes and flash for longer
 # than an hour; and recomputing beats holding in HBM within an hour.
-@pytest.mark.parametrize("m", MODELS, ids=lambda m: m.name)
+@each("m", MODELS, ids=lambda m: m.name)
 def test_hold_times_by_tier(m):
     prompt = min(8192, m.max_context)
     t = {name: tr.max_hold_time(m, H100, tier, prompt=prompt, n_chips=8)

@@ -355,6 +355,7 @@ def test_cell_is_short_plain_and_visible(stem):
     assert not HIDING_TAGS & set(cell["metadata"].get("tags", [])), "the reader must see it"
 
 
+@pytest.mark.whole_catalogue
 @pytest.mark.parametrize("stem", sorted(CHECKS))
 def test_from_scratch_agrees_with_the_library(stem):
     _, namespace = run_cell(stem)

@@ -105,6 +105,7 @@ def test_domain_of_carries_the_catalogue_figures():
     assert moe.domain_of(cm) is cm
 
 
+@pytest.mark.whole_catalogue
 def test_all_domains_lists_the_catalogue_then_the_announced():
     # one domain per catalogue chip with a domain figure, and the two announced systems
     with_domain = [c for c in chips.all_chips() if c.scale_up_domain]

@@ -31,14 +31,8 @@ LIMITS = {
        for name in ("weight_bytes", "kv_bytes", "bytes_per_element", "output_bytes")},
 }
 
-_SCALARS = (int, float)
+_LIMIT = {name: limit for name, (limit, _) in LIMITS.items()}
 _INF = math.inf
-
-#: The scalar types a fast path takes as they are, tested with ``type(x) in SCALAR_TYPES`` (one
-#: hash lookup): Python and NumPy real numbers. ``bool`` and ``np.bool_`` are not in it, nor any
-#: subclass: everything else goes through the checks below, which say what is wrong.
-SCALAR_TYPES = frozenset({int, float, np.float64, np.float32, np.float16, np.int64, np.int32,
-                          np.int16, np.int8, np.uint64, np.uint32, np.uint16, np.uint8})
 
 
 def number(name: str, value, *, single: bool = False):
@@ -80,13 +74,16 @@ def positive(name: str, value, *, allow_zero: bool = False, integer: bool = Fals
     ``integer=True`` asks for whole numbers; ``maximum`` is an inclusive upper limit;
     ``single=True`` refuses arrays (see :func:`number`).
     """
+    t = type(value)
+    if t is float or t is int:  # the commonest case, decided in a few comparisons
+        top = maximum if maximum is not None else _LIMIT.get(name)
+        if ((0 < value < _INF or (allow_zero and value == 0))
+                and (top is None or value <= top)
+                and (not integer or t is int or value.is_integer())):
+            return float(value)
     why = ""
     if maximum is None and name in LIMITS:
         maximum, why = LIMITS[name]
-    t = type(value)
-    if (t is float or t is int) and 0 < value < _INF and not integer and (
-            maximum is None or value <= maximum):
-        return float(value)  # the commonest case, decided in a few comparisons
     v = number(name, value, single=single)
     why = f" ({why})" if why else ""
     allowed = ">= 0" if allow_zero else "> 0"

@@ -10,23 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._check import MAX_BYTES_PER_ELEMENT, choice, positive
-from ._check import SCALAR_TYPES as _SCALAR
+from ._check import choice, positive
 from ._check import scalar_or_array as _out
-from .chips import Chip
-from .models import Model
-from .step import (
-    OVERLAPS,
-    _attention_peak,
-    _attention_rate,
-    _index_peak,
-    _read_spans,
-    _scalar_constants,
-    _weights_read,
-    _weights_read_and_slope,
-)
-
-_INF = float("inf")
+from .step import OVERLAPS, _attention_peak, _index_peak
 
 __all__ = ["critical_batch", "critical_context", "decode_balance", "implied_kv_bytes_per_token"]
 
@@ -160,13 +146,6 @@ def critical_batch(model, chip, weight_bytes=2, dtype="bf16", context=0, kv_byte
     Raises ValueError (``overlap="step"``) when ``context >= critical_context(...)``: decode is
     then memory-bound at every batch.
     """
-    if (type(weight_bytes) in _SCALAR and type(context) in _SCALAR and type(kv_bytes) in _SCALAR
-            and type(model) is Model and type(chip) is Chip and type(dtype) is str
-            and type(overlap) is str):
-        found = _critical_batch_scalar(model, chip, weight_bytes, dtype, context, kv_bytes,
-                                       attention_flops, overlap)
-        if found is not None:
-            return found
     weight_bytes = positive("weight_bytes", weight_bytes)
     kv_bytes = positive("kv_bytes", kv_bytes)
     context = positive("context", context, allow_zero=True)
@@ -198,49 +177,6 @@ def critical_batch(model, chip, weight_bytes=2, dtype="bf16", context=0, kv_byte
     return _out(_weight_balance(model, denom, weight_bytes))
 
 
-def _critical_batch_scalar(model, chip, weight_bytes, dtype, context, kv_bytes, attention_flops,
-                           overlap):
-    """:func:`critical_batch` for scalar arguments that pass every check and have a critical
-    batch, else None: the caller then runs the checked path, which raises what is wrong.
-
-    The checks are the checked path's as comparisons on Python floats (NaN fails them all), and
-    the arithmetic is :func:`_per_sequence_decode`'s and :func:`_weight_balance`'s in the same
-    order, so the result is the same to the last bit (tests/test_scalar_path.py).
-    """
-    try:  # the caller checked the types against SCALAR_TYPES
-        wb, S, kb = float(weight_bytes), float(context), float(kv_bytes)
-    except OverflowError:  # an int past 1e308
-        return None
-    C = chip.flops.get(dtype)
-    k = _scalar_constants(model)
-    top = k.max_context
-    if not (0.0 < wb <= MAX_BYTES_PER_ELEMENT and 0.0 < kb <= MAX_BYTES_PER_ELEMENT
-            and 0.0 <= S < _INF and (top is None or S <= top)
-            and C is not None and overlap in OVERLAPS):
-        return None
-    C, W = float(C), chip.hbm_bandwidth
-    # _per_sequence_decode on floats: Model._decode_flops and Model._read_bytes share one span
-    spans = _read_spans(k, S)
-    mm = 2.0 * k.n_mm / C
-    attn = 0.0 * S
-    if attention_flops:
-        attn = spans * k.attn_per_pair / _attention_rate(chip, C, kb)
-        if k.has_indexer:  # the indexer's scoring
-            attn = attn + k.n_global * S * k.index_flops_per_pair / _index_peak(chip, C)
-    kv = spans * k.kv_elements * kb
-    if k.has_indexer:
-        kv = kv + k.n_global * S * k.index_key_bytes
-    kv = kv / W
-    if overlap == "per-op":
-        attn, kv = 0.0 * attn, 0.0 * kv
-    denom = (mm + attn - kv) * W
-    if not denom > 0:
-        return None  # no critical batch: the checked path says why
-    if not k.is_moe and k.tied:  # dense and tied: the weights read do not depend on the batch
-        return _weights_read(model, k, 1e-9) * wb / denom
-    return _weight_balance_scalar(model, k, denom, wb)
-
-
 def _weight_balance(model, denom, weight_bytes):
     """The batch B where ``denom B = b_w N_read(B)``: Newton's method from above.
 
@@ -248,32 +184,22 @@ def _weight_balance(model, denom, weight_bytes):
     the vocabulary, experts saturate) with ``h <= 0`` at the shared weights' batch and
     ``h >= 0`` at ``hi = N_tot b_w / denom``. Newton steps from ``hi`` then decrease
     monotonically to the root, reaching float precision in a few steps; iteration stops when a
-    step no longer moves B. Python floats stay Python floats (no numpy on the scalar path).
+    step no longer moves B. Python floats stay Python floats (the model's read and its slope
+    take them without numpy).
     """
     B = model.total_params * weight_bytes / denom
-    if type(B) is float:
-        return _weight_balance_scalar(model, _scalar_constants(model), denom, weight_bytes)
-    for _ in range(100):  # arrays only: a Python float went to the scalar twin above
+    scalar = type(B) is float
+    for _ in range(100):
         h = denom * B - weight_bytes * model._weight_params_read(B)
         slope = denom - weight_bytes * model._weight_params_read_slope(B)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            new = np.where((h > 0) & (slope > 0), B - h / slope, B)
-        if not np.any(new < B):
-            return B
-        B = new
-    return B
-
-
-def _weight_balance_scalar(model, k, denom, weight_bytes):
-    """:func:`_weight_balance` on Python floats, reading the model's numbers once (``k``:
-    :func:`llmmath.step._scalar_constants`): the same iteration, the same result."""
-    B = k.total_params * weight_bytes / denom
-    for _ in range(100):
-        read, read_slope = _weights_read_and_slope(model, k, B)
-        h = denom * B - weight_bytes * read
-        slope = denom - weight_bytes * read_slope
-        new = B - h / slope if h > 0 and slope > 0 else B
-        if not new < B:
+        if scalar:
+            new = B - h / slope if h > 0 and slope > 0 else B
+            moved = new < B
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                new = np.where((h > 0) & (slope > 0), B - h / slope, B)
+            moved = np.any(new < B)
+        if not moved:
             return B
         B = new
     return B

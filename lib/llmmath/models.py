@@ -430,9 +430,15 @@ class Model:
         """
         context = self._context(context)
         positive("bytes_per_element", bytes_per_element)
+        return self._held_bytes(context, bytes_per_element)
+
+    def _held_bytes(self, context, bytes_per_element):
+        """:meth:`kv_cache_bytes` without the argument checks."""
         attn = (self._spans(context, read=False) * self.kv_elements_per_token_per_layer
                 * bytes_per_element)
-        return attn + self.indexer_cache_bytes(context) if self.has_indexer else attn
+        if self.has_indexer:
+            attn = attn + self._n_global * _floats(context) * self.index_key_bytes
+        return attn
 
     def kv_read_bytes(self, context, bytes_per_element: float = 2):
         """Bytes of KV cache one decode step reads for one sequence of `context` tokens.
@@ -571,6 +577,10 @@ class Model:
         every query scores every earlier token."""
         prompt = positive("prompt", prompt)
         past = self._context(past, "past")
+        return self._prefill_indexer_flops(prompt, past)
+
+    def _prefill_indexer_flops(self, prompt, past):
+        """:meth:`prefill_indexer_flops` without the argument checks."""
         return self._n_global * self._prefill_pairs(prompt, past, None) * self._index_flops_per_pair
 
 
