@@ -113,24 +113,10 @@ browser: $(STAMP)
 	bash scripts/ensure_chromium.sh
 	LLMMATH_REQUIRE_BROWSER=1 $(BIN)/python -m pytest tests/browser -m browser -n auto --dist load
 
+# Every stage, in two lanes side by side (scripts/test_stages.sh); each stage's seconds go to
+# _build/bench/test_stages.json.
 test: $(STAMP)
-	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory unit && t1=$$(date +%s) && \
-	$(MAKE) --no-print-directory unit-baseline && tb=$$(date +%s) && \
-	$(MAKE) --no-print-directory compat && tc=$$(date +%s) && \
-	$(MAKE) --no-print-directory nbval && t2=$$(date +%s) && \
-	$(MAKE) --no-print-directory pdf && tp=$$(date +%s) && \
-	$(MAKE) --no-print-directory book && t3=$$(date +%s) && \
-	$(MAKE) --no-print-directory slides && ts=$$(date +%s) && \
-	$(MAKE) --no-print-directory student && tst=$$(date +%s) && \
-	$(MAKE) --no-print-directory browser && t4=$$(date +%s) && \
-	mkdir -p _build/bench && \
-	printf '{"unit_s": %s, "unit_baseline_s": %s, "compat_s": %s, "nbval_s": %s, "pdf_s": %s, "build_s": %s, "slides_s": %s, "student_s": %s, "browser_s": %s, "total_s": %s}\n' \
-	  $$((t1-start)) $$((tb-t1)) $$((tc-tb)) $$((t2-tc)) $$((tp-t2)) $$((t3-tp)) $$((ts-t3)) $$((tst-ts)) $$((t4-tst)) $$((t4-start)) \
-	  > _build/bench/test_stages.json && \
-	echo "make test: unit $$((t1-start)) s, baseline SIMD $$((tb-t1)) s, compat $$((tc-tb)) s, nbval $$((t2-tc)) s," \
-	  "pdf $$((tp-t2)) s, build $$((t3-tp)) s, slides $$((ts-t3)) s, student $$((tst-ts)) s," \
-	  "browser $$((t4-tst)) s"
+	@MAKE="$(MAKE)" bash scripts/test_stages.sh
 
 execute: $(STAMP)
 	$(BIN)/python scripts/execute_notebooks.py
