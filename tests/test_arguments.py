@@ -26,14 +26,11 @@ from llmmath import (
     tradeoffs,
     training,
 )
-from llmmath.chips import Chip
 from llmmath.memory import MEMORY_TIERS
 
 L70, L8 = models.get("Llama-3-70B"), models.get("Llama-3-8B")
 DSV3, V32 = models.get("DeepSeek-V3"), models.get("DeepSeek-V3.2")
 H100, GB200 = chips.get("H100-SXM"), chips.get("GB200")
-NO_SCALE_UP = Chip(name="lonely", flops={"bf16": 1e15}, hbm_bandwidth=1e12, hbm_capacity=80e9,
-                   scale_out_bandwidth=50e9)
 
 
 def _same(a, b):
@@ -267,7 +264,6 @@ NAMES = [
     (lambda: training.zero_memory_per_chip(L70, 64, zero_stage=4), "zero_stage"),
     (lambda: training.min_training_chips(L70, H100, activation_bytes=-1), "activation_bytes"),
     (lambda: training.dp_gradient_sync_time(L70, H100, 64, network="wifi"), "network"),
-    (lambda: training.dp_gradient_sync_time(L70, NO_SCALE_UP, 8, network="scale_up"), "network"),
     (lambda: training.dp_compute_time(L70, H100, 0), "tokens_per_chip"),
     (lambda: training.dp_compute_time(L70, H100, 4096, mfu=0), "mfu"),
     (lambda: training.dp_critical_tokens(L70, H100, 64, mfu=2), "mfu"),
@@ -317,8 +313,6 @@ NAMES = [
     (lambda: parallel.tensor_parallel_layer_comm_time(L70, 0, 8, 1e11), "tokens"),
     (lambda: parallel.tensor_parallel_layer_comm_time(L70, 64, 8, 1e11, activation_bytes=0),
      "activation_bytes"),
-    (lambda: moe.domain_memory(NO_SCALE_UP), "n_chips"),
-    (lambda: moe.domain_of(NO_SCALE_UP), "chip"),
     (lambda: moe.max_total_params(H100, weight_bytes=0), "weight_bytes"),
     (lambda: moe.max_total_params(H100, kv_fraction="0.5"), "kv_fraction"),
     (lambda: moe.max_total_params(H100, kv_fraction=-0.5), "kv_fraction"),
@@ -341,8 +335,6 @@ NAMES = [
     (lambda: moe.expert_all_to_all(DSV3, 128, 72, GB200, domain=0), "domain"),
     (lambda: moe.expert_all_to_all(DSV3, 128, 72, GB200, dispatch_bytes=0), "dispatch_bytes"),
     (lambda: moe.expert_all_to_all(DSV3, 128, 72, GB200, combine_bytes=0), "combine_bytes"),
-    (lambda: moe.expert_all_to_all(DSV3, 128, 8, NO_SCALE_UP, domain=1), "chip"),
-    (lambda: moe.scale_up_over_scale_out(NO_SCALE_UP), "chip"),
     (lambda: moe.two_batch_overlap_time(-1, 1), "compute_time"),
     (lambda: moe.two_batch_overlap_time(1, -1), "comm_time"),
     (lambda: moe.two_batch_overlap_time(1, 1, 0), "n_layers"),
@@ -414,7 +406,6 @@ NAMES = [
      "expert_parallel"),
     (lambda: estimate.estimate_step(L8, H100, 1, 128, activation_bytes=0), "activation_bytes"),
     (lambda: estimate.estimate_step(L8, H100, 1, 128, activation_bytes=9), "activation_bytes"),
-    (lambda: estimate.estimate_step(L8, NO_SCALE_UP, 1, 128, n_chips=2), "chip"),
     (lambda: estimate.padded_rows(0), "tokens"),
     (lambda: estimate.padded_rows(8, tile_m=0), "tile_m"),
     (lambda: estimate.padded_rows(8, tile_m=4097), "tile_m"),
@@ -442,12 +433,32 @@ NAMES = [
 ]
 
 
-@pytest.mark.parametrize("call, name", NAMES, ids=[n for _, n in NAMES])
-def test_bad_input_names_its_argument(call, name):
+# the same on a chip with a scale-out link but no scale-up domain (conftest.py's no_scale_up_chip)
+NAMES_NO_SCALE_UP = [
+    (lambda chip: training.dp_gradient_sync_time(L70, chip, 8, network="scale_up"), "network"),
+    (lambda chip: moe.domain_memory(chip), "n_chips"),
+    (lambda chip: moe.domain_of(chip), "chip"),
+    (lambda chip: moe.expert_all_to_all(DSV3, 128, 8, chip, domain=1), "chip"),
+    (lambda chip: moe.scale_up_over_scale_out(chip), "chip"),
+    (lambda chip: estimate.estimate_step(L8, chip, 1, 128, n_chips=2), "chip"),
+]
+
+
+def _error_starts_with(call, name):
     with pytest.raises((ValueError, KeyError, TypeError)) as info:
         call()
     message = info.value.args[0]
     assert message.startswith(name), message
+
+
+@pytest.mark.parametrize("call, name", NAMES, ids=[n for _, n in NAMES])
+def test_bad_input_names_its_argument(call, name):
+    _error_starts_with(call, name)
+
+
+@pytest.mark.parametrize("call, name", NAMES_NO_SCALE_UP, ids=[n for _, n in NAMES_NO_SCALE_UP])
+def test_bad_input_on_a_chip_without_scale_up_names_its_argument(call, name, no_scale_up_chip):
+    _error_starts_with(lambda: call(no_scale_up_chip), name)
 
 
 @pytest.mark.whole_catalogue

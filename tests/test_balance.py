@@ -1,10 +1,10 @@
 """llmmath.balance where the balance is piecewise (windows), by hand, and its messages (issue 20).
 
-The toy chip does 1 PFLOP/s in bf16 and reads 1 TB/s. gpt-oss-120b (OpenAI's model card and
-config): 36 layers, 18 of them with a 128-token window, 8 KV heads of 64 (1024 K and V elements
-per token per layer), 64 query heads of 64 (4 x 64 x 64 = 16,384 attention FLOP per cached
-token per layer), 5,132,636,928 matmul parameters active per token (2 x that = 10,265,273,856
-FLOP, 10.265273856 us on the toy chip).
+The toy chip (``toy_chip`` in tests/conftest.py) does 1 PFLOP/s in bf16 and reads 1 TB/s.
+gpt-oss-120b (OpenAI's model card and config): 36 layers, 18 of them with a 128-token window,
+8 KV heads of 64 (1024 K and V elements per token per layer), 64 query heads of 64
+(4 x 64 x 64 = 16,384 attention FLOP per cached token per layer), 5,132,636,928 matmul
+parameters active per token (2 x that = 10,265,273,856 FLOP, 10.265273856 us on the toy chip).
 """
 
 import warnings
@@ -21,79 +21,79 @@ from llmmath.balance import (
 )
 from llmmath.chips import Chip
 
-TOY = Chip(name="toy", flops={"bf16": 1e15}, hbm_bandwidth=1e12, hbm_capacity=100e9)
 GPT_OSS = models.get("gpt-oss-120b")
 L8 = models.get("Llama-3-8B")
 MM = 10.265273856e-6  # gpt-oss' matmul seconds per token on the toy chip
 
 
-def test_critical_context_inside_the_window_by_hand():
+def test_critical_context_inside_the_window_by_hand(toy_chip):
     # fp32 KV (4 B): below the window all 36 layers read S x 4096 B, 147.456 ns a token:
     # S* = 10.265273856 us / 147.456 ns = 69.6159, inside the window
-    assert critical_context(GPT_OSS, TOY, kv_bytes=4, attention_flops=False) == pytest.approx(
+    assert critical_context(GPT_OSS, toy_chip, kv_bytes=4, attention_flops=False) == pytest.approx(
         MM / 147.456e-9, rel=1e-12)
     # attention adds 36 x 16,384 FLOP a cached token (0.589824 ns):
     # S* = 10.265273856 us / (147.456 - 0.589824) ns = 69.8955
-    assert critical_context(GPT_OSS, TOY, kv_bytes=4) == pytest.approx(
+    assert critical_context(GPT_OSS, toy_chip, kv_bytes=4) == pytest.approx(
         MM / (147.456e-9 - 0.589824e-9), rel=1e-12)
-    assert critical_context(GPT_OSS, TOY, kv_bytes=4) == pytest.approx(69.8955, rel=1e-5)
+    assert critical_context(GPT_OSS, toy_chip, kv_bytes=4) == pytest.approx(69.8955, rel=1e-5)
 
 
-def test_critical_context_past_the_window_by_hand():
+def test_critical_context_past_the_window_by_hand(toy_chip):
     # bf16 KV: at 128 tokens the reads (36 x 128 x 2048 B = 9.437 us) are still below compute;
     # past it only the 18 global layers grow (18 x 2048 B = 36.864 ns a token) on top of the
     # windows' 18 x 128 x 2048 B (4.718592 us): S* = (10.265274 - 4.718592) / 0.036864
     # = 150.4634 tokens
     want = (MM - 4.718592e-6) / 36.864e-9
-    assert critical_context(GPT_OSS, TOY, attention_flops=False) == pytest.approx(want, rel=1e-12)
+    assert critical_context(GPT_OSS, toy_chip, attention_flops=False) == pytest.approx(
+        want, rel=1e-12)
     assert want == pytest.approx(150.4634, rel=1e-6)
     # with attention: past the window 18 x 16,384 FLOP a token (0.294912 ns) grow with S and
     # the windows' 18 x 128 x 16,384 FLOP (37.749 ns) are fixed: (10.265274 + 0.037749
     # - 4.718592) us / (36.864 - 0.294912) ns = 152.709 tokens
     want = (MM + 37.748736e-9 - 4.718592e-6) / (36.864e-9 - 0.294912e-9)
-    assert critical_context(GPT_OSS, TOY) == pytest.approx(want, rel=1e-12)
+    assert critical_context(GPT_OSS, toy_chip) == pytest.approx(want, rel=1e-12)
     # one array of byte widths gives one root each, the same as one at a time
-    both = critical_context(GPT_OSS, TOY, kv_bytes=np.array([2.0, 4.0]), attention_flops=False)
+    both = critical_context(GPT_OSS, toy_chip, kv_bytes=np.array([2.0, 4.0]), attention_flops=False)
     assert both.shape == (2,)
     assert both == pytest.approx([(MM - 4.718592e-6) / 36.864e-9, MM / 147.456e-9], rel=1e-12)
 
 
-def test_decode_balance_by_hand():
+def test_decode_balance_by_hand(toy_chip):
     # Llama-3-8B on the toy chip, per sequence at 50 tokens: reads 50 x 131,072 B = 6.5536 us,
     # computes (15,009,316,864 + 4 x 4096 x 50 x 32) FLOP = 15.035531 us: 0.435874
-    assert decode_balance(L8, TOY, 50) == pytest.approx(6.5536e-6 / 15.035531264e-6, rel=1e-12)
-    assert decode_balance(L8, TOY, 50, attention_flops=False) == pytest.approx(
+    assert decode_balance(L8, toy_chip, 50) == pytest.approx(6.5536e-6 / 15.035531264e-6, rel=1e-12)
+    assert decode_balance(L8, toy_chip, 50, attention_flops=False) == pytest.approx(
         6.5536e-6 / 15.009316864e-6, rel=1e-12)
-    assert decode_balance(L8, TOY, 50, kv_bytes=1) == pytest.approx(
+    assert decode_balance(L8, toy_chip, 50, kv_bytes=1) == pytest.approx(
         3.2768e-6 / 15.035531264e-6, rel=1e-12)
-    assert decode_balance(L8, TOY, 0) == 0.0  # no cache yet: nothing to read
+    assert decode_balance(L8, toy_chip, 0) == 0.0  # no cache yet: nothing to read
 
 
-def test_critical_batch_without_attention_flops_by_hand():
+def test_critical_batch_without_attention_flops_by_hand(toy_chip):
     # At 50 tokens, attention's FLOPs left out: B* = 15.009849e-3 / (15.009317e-6 - 6.561792e-6)
     # (weights, norms and B embedding rows over the compute left after each sequence's reads)
     want = 2 * 7_504_924_672 / 1e12 / (15.009316864e-6 - 6.561792e-6)
-    assert critical_batch(L8, TOY, context=50, attention_flops=False) == pytest.approx(
+    assert critical_batch(L8, toy_chip, context=50, attention_flops=False) == pytest.approx(
         want, rel=1e-9)
-    assert critical_batch(L8, TOY, np.array([2.0]), context=50, attention_flops=False)[0] == \
+    assert critical_batch(L8, toy_chip, np.array([2.0]), context=50, attention_flops=False)[0] == \
         pytest.approx(want, rel=1e-9)
 
 
-def test_no_critical_batch_names_the_critical_context():
+def test_no_critical_batch_names_the_critical_context(toy_chip):
     # 114.97 tokens is Llama-3-8B's critical context on the toy chip (test_values_physics)
     with pytest.raises(ValueError, match=r"^context: got 1000 tokens; at or beyond the critical "
                                          r"context of Llama-3-8B on toy \(115 tokens\) decode is "
                                          r"memory-bound at every batch, so there is no critical "
                                          r"batch$"):
-        critical_batch(L8, TOY, context=1000)
+        critical_batch(L8, toy_chip, context=1000)
     with pytest.raises(ValueError, match=r"\(115 tokens\)"):
-        critical_batch(L8, TOY, np.array([2.0, 1.0]), context=1000)
+        critical_batch(L8, toy_chip, np.array([2.0, 1.0]), context=1000)
     # fp8 KV: 15.009317 us / (65.536 - 0.524288) ns = 230.87 tokens; the message says so
     with pytest.raises(ValueError, match=r"\(231 tokens\)"):
-        critical_batch(L8, TOY, context=1000, kv_bytes=1)
+        critical_batch(L8, toy_chip, context=1000, kv_bytes=1)
 
 
-def test_no_critical_context_says_why():
+def test_no_critical_context_says_why(toy_chip):
     # attention that does more FLOPs per cached byte than the chip's ridge: a chip with a ridge
     # of 2 FLOP/B against Llama-3-8B's 4 x 4096 / (8 x 128 x 2 x 2 B) = 4 FLOP per byte
     slow = Chip(name="slow", flops={"bf16": 2e12}, hbm_bandwidth=1e12, hbm_capacity=100e9)
@@ -108,30 +108,30 @@ def test_no_critical_context_says_why():
     with pytest.raises(ValueError, match=r"^model 'Llama-3-8B' on toy: its KV reads per step "
                                          r"are capped \(sliding window / sparse top-k\) below "
                                          r"the bytes that balance one token's compute; decode"):
-        critical_context(win, TOY)
+        critical_context(win, toy_chip)
     with pytest.raises(ValueError, match="^overlap: got 'per-op'; under the per-operation bound "
                                          "the matmuls pair only with the weight reads, which a "
                                          "large enough batch amortises at every context, so "
                                          "there is no critical context"):
-        critical_context(L8, TOY, overlap="per-op")
+        critical_context(L8, toy_chip, overlap="per-op")
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda: critical_batch(L8, TOY, context=-1), "context"),
-    (lambda: critical_batch(L8, TOY, np.array([2.0]), context=-1), "context"),
-    (lambda: critical_batch(L8, TOY, np.array([2.0]), overlap="none"), "overlap"),
-    (lambda: critical_batch(L8, TOY, weight_bytes=0), "weight_bytes"),
-    (lambda: critical_batch(L8, TOY, kv_bytes=0), "kv_bytes"),
-    (lambda: critical_context(L8, TOY, kv_bytes=0), "kv_bytes"),
-    (lambda: critical_context(L8, TOY, overlap="none"), "overlap"),
-    (lambda: decode_balance(L8, TOY, -1), "context"),
-    (lambda: decode_balance(L8, TOY, 10, kv_bytes=0), "kv_bytes"),
-    (lambda: implied_kv_bytes_per_token(0, TOY, 100), "active_params"),
-    (lambda: implied_kv_bytes_per_token(1e9, TOY, 0), "critical_context"),
+    (lambda chip: critical_batch(L8, chip, context=-1), "context"),
+    (lambda chip: critical_batch(L8, chip, np.array([2.0]), context=-1), "context"),
+    (lambda chip: critical_batch(L8, chip, np.array([2.0]), overlap="none"), "overlap"),
+    (lambda chip: critical_batch(L8, chip, weight_bytes=0), "weight_bytes"),
+    (lambda chip: critical_batch(L8, chip, kv_bytes=0), "kv_bytes"),
+    (lambda chip: critical_context(L8, chip, kv_bytes=0), "kv_bytes"),
+    (lambda chip: critical_context(L8, chip, overlap="none"), "overlap"),
+    (lambda chip: decode_balance(L8, chip, -1), "context"),
+    (lambda chip: decode_balance(L8, chip, 10, kv_bytes=0), "kv_bytes"),
+    (lambda chip: implied_kv_bytes_per_token(0, chip, 100), "active_params"),
+    (lambda chip: implied_kv_bytes_per_token(1e9, chip, 0), "critical_context"),
 ])
-def test_bad_input_names_its_argument(call, name):
+def test_bad_input_names_its_argument(call, name, toy_chip):
     with pytest.raises(ValueError, match=f"^{name}"):
-        call()
+        call(toy_chip)
 
 
 # Llama-3-8B (llama3_herd Table 3, config.json): 8,030,261,248 parameters; the matmuls use all but

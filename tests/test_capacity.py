@@ -71,27 +71,26 @@ def test_max_context_under_sliding_windows_by_hand():
         max_context(win, chip(W_L8 + 4 * 16_777_216), 4)  # room for exactly a full window
 
 
-def test_max_context_with_an_indexer_by_hand():
+def test_max_context_with_an_indexer_by_hand(deepseek_v32_windowed):
     # DeepSeek-V3.2, 8 sequences at 1000 tokens: 61 x 1284 x 1000 = 78,324,000 B each
     assert max_context(DSV32, chip(1_342_052_838_400 + 8 * 78_324_000), 8) == 1000
     # with 31 of its 61 layers given a 512-token window (no indexer keys on those): at 300
     # tokens 30 x 1284 x 300 + 31 x 1152 x 300 = 22,269,600 B; at 1000 tokens
     # 30 x 1284 x 1000 + 31 x 1152 x 512 = 56,804,544 B
-    mixed = DSV32.replace(sliding_window=512, n_sliding_layers=31)
+    mixed = deepseek_v32_windowed
     assert max_context(mixed, chip(1_342_052_838_400 + 8 * 22_269_600), 8) == 300
     assert max_context(mixed, chip(1_342_052_838_400 + 8 * 56_804_544), 8) == 1000
 
 
-def test_weights_that_do_not_fit_name_the_chips_needed():
+def test_weights_that_do_not_fit_name_the_chips_needed(small_chip):
     # 16.06 GB of weights on 10 GB chips, half of each usable: ceil(16.06 / 5) = 4 chips
-    small = Chip(name="small", flops={"bf16": 1e15}, hbm_bandwidth=1e12, hbm_capacity=10e9)
     msg = ("^n_chips, weight_bytes, memory_fraction: got n_chips=1; the Llama-3-8B weights "
            r"alone \(16.06 GB at 2 B/weight\) do not fit; at least 4 x small are needed "
            r"\(memory_fraction=0.5\)$")
     with pytest.raises(ValueError, match=msg):
-        max_batch(L8, small, 8192, memory_fraction=0.5)
+        max_batch(L8, small_chip, 8192, memory_fraction=0.5)
     with pytest.raises(ValueError, match=msg):
-        max_context(L8, small, 1, memory_fraction=0.5)
+        max_context(L8, small_chip, 1, memory_fraction=0.5)
 
 
 def test_counts_no_integer_holds_are_refused_by_name():

@@ -141,14 +141,13 @@ def test_attention_crossover_by_hand_llama_3_8b():
                                                                                   rel=1e-4)
 
 
-def test_sparse_attention_crossover_is_set_by_its_indexer():
+def test_sparse_attention_crossover_is_set_by_its_indexer(deepseek_v32_no_indexer):
     # DeepSeek-V3.2 attends to at most 2048 tokens per query (deepseek_v32), so without its indexer
     # its attention FLOPs stop growing below the matmul FLOPs; the indexer scores every cached token
     # (2 x 64 x 129 FLOP per token per layer) and brings the crossing back:
     # 2 N_mm = 61 (2048 x 278,528 + S x 16,512)  ->  S = (2 N_mm / 61 - 2048 x 278,528) / 16,512
     m = models.get("DeepSeek-V3.2")
-    no_indexer = m.replace(index_n_heads=None, index_head_dim=None, index_key_bytes=None)
-    assert math.isinf(attention_crossover_context(no_indexer))
+    assert math.isinf(attention_crossover_context(deepseek_v32_no_indexer))
     hand = (2 * m.matmul_params_active / 61 - 2048 * 278_528) / 16_512
     assert attention_crossover_context(m) == pytest.approx(hand, rel=1e-9)
     assert 2048 < hand < m.max_context

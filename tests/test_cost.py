@@ -18,42 +18,36 @@ from llmmath.cost import (
     tokens_per_second,
     tokens_per_second_per_chip,
 )
-from llmmath.models import Model
 from llmmath.roofline import decode_step, max_batch, prefill_step
 
 H100 = chips.get("H100-SXM")
 LLAMA = models.get("Llama-3-70B")
 DSV3 = models.get("DeepSeek-V3")
-TOY_MOE = Model(name="toy-moe", n_layers=8, d_model=1024, d_ff=4096, n_heads=8, n_kv_heads=2,
-                vocab_size=1000, n_experts=64, experts_per_token=4, d_ff_expert=512)
 NO_PRICE = Chip(name="unpriced", flops={"bf16": 1e15}, hbm_bandwidth=2e12, hbm_capacity=1e12)
 
 
-TOY = Chip(name="toy", flops={"bf16": 1e15}, hbm_bandwidth=1e12, hbm_capacity=100e9)
-
-
-def test_throughput_and_chip_seconds():
+def test_throughput_and_chip_seconds(toy_chip):
     # By hand: Llama-3-8B has 32 x (4096 x 6144 + 4096^2 + 3 x 4096 x 14336) + 128,256 x 4096
     # = 7,504,658,432 matmul parameters (Meta's model card: 8.03e9 with the embedding table,
     # which is gathered, not read). Batch 128 at context 0 on 4 toy chips (1 PFLOP/s, 1 TB/s):
     # memory 2 x 7.5047e9 B / 4e12 B/s = 3.7523 ms against compute 128 x 2 x 7.5047e9 / 4e15
     # = 0.48 ms, so the step takes 3.7523 ms: 128 / 3.7523e-3 = 34,112 tokens/s, 8,528 per
     # chip, 4 x 3.7523e-3 / 128 = 1.1726e-4 chip-seconds per token.
-    s = decode_step(models.get("Llama-3-8B"), TOY, 128, 0, n_chips=4)
+    s = decode_step(models.get("Llama-3-8B"), toy_chip, 128, 0, n_chips=4)
     assert tokens_per_second(s) == pytest.approx(34_112, rel=1e-3)
     assert tokens_per_second_per_chip(s) == pytest.approx(8_528, rel=1e-3)
     assert chip_seconds_per_token(s) == pytest.approx(1.1726e-4, rel=1e-3)
     # Prefill of 2 x 1000 tokens on one toy chip is compute-bound: 2000 x 2 x 7.5047e9 / 1e15
     # = 30.02 ms (+ causal attention 4 x 4096 x 500 x 32 = 0.26e9 FLOP a token, 1.7%): about
     # 30.5 ms, 65,500 tokens/s.
-    p = prefill_step(models.get("Llama-3-8B"), TOY, 2, 1000)
+    p = prefill_step(models.get("Llama-3-8B"), toy_chip, 2, 1000)
     assert tokens_per_second(p) == pytest.approx(2000 / 30.53e-3, rel=0.01)
 
 
-def test_cost_per_token_uses_chip_price_or_given_price():
+def test_cost_per_token_uses_chip_price_or_given_price(toy_chip):
     # The step above at $2/chip-hour: 1.1726e-4 chip-s x 2 / 3600 = 6.514e-8 $/token,
     # $0.06514 per million; the H100's catalogue price p gives 1.1726e-4 x p / 3600.
-    s = decode_step(models.get("Llama-3-8B"), TOY, 128, 0, n_chips=4)
+    s = decode_step(models.get("Llama-3-8B"), toy_chip, 128, 0, n_chips=4)
     assert cost_per_token(s, price_per_chip_hour=2.0) == pytest.approx(6.514e-8, rel=1e-3)
     assert cost_per_million_tokens(s, price_per_chip_hour=2.0) == pytest.approx(0.06514, rel=1e-3)
     h = decode_step(models.get("Llama-3-8B"), H100, 128, 0, n_chips=4)
@@ -116,12 +110,13 @@ def test_input_output_cost_output_dearer():
 
 
 @settings(max_examples=200, deadline=None)
-@given(m=st.sampled_from([LLAMA, DSV3, TOY_MOE]), b1=st.floats(1, 1e5), b2=st.floats(1, 1e5),
-       s=st.integers(0, 8192), overlap=st.sampled_from(["step", "per-op"]))
-def test_cost_per_token_never_rises_with_batch(m, b1, b2, s, overlap):
+@given(name=st.sampled_from(["LLAMA", "DSV3", "toy_moe"]), b1=st.floats(1, 1e5),
+       b2=st.floats(1, 1e5), s=st.integers(0, 8192), overlap=st.sampled_from(["step", "per-op"]))
+def test_cost_per_token_never_rises_with_batch(toy_moe, name, b1, b2, s, overlap):
     # Holds for MoE too: expected distinct experts touched, E(1-(1-k/E)^B), is concave in B with a
     # positive intercept (the shared weights), so weights read per token never rise with the batch.
     # (Until the memory limit: beyond it the configuration does not fit at all.)
+    m = {"LLAMA": LLAMA, "DSV3": DSV3, "toy_moe": toy_moe}[name]
     lo, hi = sorted((b1, b2))
     c_lo = cost_per_token(decode_step(m, H100, lo, s, overlap=overlap))
     c_hi = cost_per_token(decode_step(m, H100, hi, s, overlap=overlap))
@@ -152,20 +147,21 @@ def _toy_l8_step(batch, context):
     return compute, memory
 
 
-def test_chunked_prefill_tokens_by_hand():
+def test_chunked_prefill_tokens_by_hand(toy_chip):
     # batch 8 at 128 tokens: compute 120.611 us, memory 15.1441 ms; the idle FLOPs hold
     # (15.1441e-3 / 120.611e-6 - 1) x 8 = 996.49 prompt tokens
     c, m = _toy_l8_step(8, 128)
-    got = cost_chunked(L8, TOY, 8, 128)
+    got = cost_chunked(L8, toy_chip, 8, 128)
     assert got == pytest.approx((m / c - 1) * 8, rel=1e-9)
     assert got == pytest.approx(996.4909, rel=1e-6)
     # compute-bound (batch 4000 at context 0: 60.04 ms of compute, 15.04 ms of reads): none
-    assert cost_chunked(L8, TOY, 4000, 0) == 0.0
+    assert cost_chunked(L8, toy_chip, 4000, 0) == 0.0
     # int8 KV halves the KV read: (15.0099e-3 + 8 x 128 x 65,536e-12) / c - 1, x 8
     m8 = (2 * (7_504_924_672 + 4096 * 8) + 8 * 128 * 65_536) / 1e12
-    assert cost_chunked(L8, TOY, 8, 128, kv_bytes=1) == pytest.approx((m8 / c - 1) * 8, rel=1e-9)
+    assert cost_chunked(L8, toy_chip, 8, 128, kv_bytes=1) == pytest.approx((m8 / c - 1) * 8,
+                                                                            rel=1e-9)
     # two chips halve both times: the ratio, and so the tokens, stay
-    assert cost_chunked(L8, TOY, 8, 128, n_chips=2) == pytest.approx(996.4909, rel=1e-6)
+    assert cost_chunked(L8, toy_chip, 8, 128, n_chips=2) == pytest.approx(996.4909, rel=1e-6)
 
 
 def cost_chunked(*args, **kw):
@@ -173,25 +169,25 @@ def cost_chunked(*args, **kw):
     return chunked_prefill_tokens(*args, **kw)
 
 
-def test_cost_per_million_tokens_is_exactly_a_million_tokens():
+def test_cost_per_million_tokens_is_exactly_a_million_tokens(toy_chip):
     # batch 64 at context 0 on one toy chip at $3.6/chip-hour (a millionth of a dollar per
     # chip-second): memory-bound, 2 x (7,504,924,672 + 262,144) / 1e12 = 15.010373632 ms a step;
     # 15.010373632e-3 / 64 chip-s a token = $2.3453709e-10; a million tokens $2.3453709e-4
-    s = decode_step(L8, TOY, 64, 0)
+    s = decode_step(L8, toy_chip, 64, 0)
     per_token = 15.010373632e-3 / 64 * 3.6 / 3600
     assert cost_per_token(s, price_per_chip_hour=3.6) == pytest.approx(per_token, rel=1e-12)
     assert cost_per_million_tokens(s, price_per_chip_hour=3.6) == pytest.approx(
         1e6 * per_token, rel=1e-12)
 
 
-def test_chip_hour_price_rules():
+def test_chip_hour_price_rules(toy_chip):
     from llmmath.cost import ASSUMED_PRICE_PER_CHIP_HOUR, chip_hour_price
 
-    assert chip_hour_price(TOY, 2.5) == (2.5, "")  # the caller's price first
+    assert chip_hour_price(toy_chip, 2.5) == (2.5, "")  # the caller's price first
     assert chip_hour_price(H100, 2.5) == (2.5, "")
     assert chip_hour_price(H100) == (H100.price_per_hour, "")  # then the catalogue's
     assert isinstance(chip_hour_price(H100)[0], float)
-    price, note = chip_hour_price(TOY)  # then the assumption, said so
+    price, note = chip_hour_price(toy_chip)  # then the assumption, said so
     assert price == ASSUMED_PRICE_PER_CHIP_HOUR
     assert note == f"assumed ${ASSUMED_PRICE_PER_CHIP_HOUR:g}/chip-h"
     for bad in (0, -1.0, float("nan")):
@@ -199,7 +195,7 @@ def test_chip_hour_price_rules():
             chip_hour_price(H100, bad)
 
 
-def test_fast_mode_by_hand():
+def test_fast_mode_by_hand(toy_chip):
     from llmmath.cost import fast_mode
 
     # Context 50: compute 15.035531264 us a sequence; memory 15.009849344 ms + 6.561792 us a
@@ -209,7 +205,7 @@ def test_fast_mode_by_hand():
     t0 = max(c0, m0)
     t1 = max(_toy_l8_step(1, 50))
     assert t0 == pytest.approx(60.142125056e-3, rel=1e-12)
-    f = fast_mode(L8, TOY, 4000, 3.0, 50)
+    f = fast_mode(L8, toy_chip, 4000, 3.0, 50)
     assert (f.batch, f.speedup) == (4000, 3.0)
     assert f.max_speedup == pytest.approx(t0 / t1, rel=1e-12)
     # 3x faster: t = 20.047375 ms, which the memory line reaches at
@@ -220,17 +216,17 @@ def test_fast_mode_by_hand():
     # cost per token (t / B) at the fast batch over at 4000: (4000 / 767.71) / 3 = 1.7368
     assert f.price_ratio == pytest.approx((4000 / bf) / 3, rel=1e-9)
     # 2x faster stays compute-bound (B = 2000 > the critical 1771): the same price
-    g = fast_mode(L8, TOY, 4000, 2.0, 50)
+    g = fast_mode(L8, toy_chip, 4000, 2.0, 50)
     assert g.fast_batch == pytest.approx(2000, rel=1e-9) and g.price_ratio == pytest.approx(1.0)
     # exactly the largest speed-up is batch 1; past it, or below 1x, there is no fast batch
-    top = fast_mode(L8, TOY, 4000, t0 / t1, 50)
+    top = fast_mode(L8, toy_chip, 4000, t0 / t1, 50)
     assert top.fast_batch == pytest.approx(1.0, rel=1e-9)
     for s in (t0 / t1 * 1.001, 0.999):
-        none = fast_mode(L8, TOY, 4000, s, 50)
+        none = fast_mode(L8, toy_chip, 4000, s, 50)
         assert np.isnan(none.fast_batch) and np.isnan(none.price_ratio)
         assert none.batch == 4000 and none.speedup == s
         assert none.max_speedup == pytest.approx(t0 / t1, rel=1e-12)
-    assert fast_mode(L8, TOY, 4000, 1.0, 50).fast_batch == pytest.approx(4000, rel=1e-9)
+    assert fast_mode(L8, toy_chip, 4000, 1.0, 50).fast_batch == pytest.approx(4000, rel=1e-9)
 
 
 # ----- every argument reaches the step it describes (a dropped keyword changes some number) ----
@@ -311,14 +307,14 @@ def test_kv_to_compute_ratio_of_whole_numbers_does_not_overflow():
         5e12, rel=1e-12)
 
 
-def test_fast_mode_with_fp8_weights_and_cache_by_hand():
+def test_fast_mode_with_fp8_weights_and_cache_by_hand(toy_chip):
     from llmmath.cost import fast_mode
 
     # fp8 weights and cache, context 50: memory 7.504924672 ms + 3.280896 us a sequence
     # (4096 B of embedding row, 50 x 65,536 B of cache); compute 15.035531264 us a sequence.
     # Batch 4000 is compute-bound (60.142 ms), batch 1 takes 7.508205568 ms: up to 8.01x.
     t0, t1 = 4000 * 15.035531264e-6, 7.504924672e-3 + 3.280896e-6
-    f = fast_mode(L8, TOY, 4000, 7.0, 50, weight_bytes=1, kv_bytes=1)
+    f = fast_mode(L8, toy_chip, 4000, 7.0, 50, weight_bytes=1, kv_bytes=1)
     assert f.max_speedup == pytest.approx(t0 / t1, rel=1e-12)
     # 7x faster: t = 8.5917 ms, on the memory line at B = (8.5917 - 7.5049) ms / 3.2809 us
     # = 331.26 (compute there 4.98 ms)
@@ -326,16 +322,16 @@ def test_fast_mode_with_fp8_weights_and_cache_by_hand():
     assert f.fast_batch == pytest.approx(bf, rel=1e-9)
     # a fast batch below e (the bisection runs in log B from B = 1): 1.5 sequences
     target = 7.504924672e-3 + 1.5 * 3.280896e-6
-    assert fast_mode(L8, TOY, 4000, t0 / target, 50, weight_bytes=1,
+    assert fast_mode(L8, toy_chip, 4000, t0 / target, 50, weight_bytes=1,
                      kv_bytes=1).fast_batch == pytest.approx(1.5, rel=1e-9)
     # within the 1e-12 slack above the largest speed-up: batch 1, not an error
-    top = fast_mode(L8, TOY, 4000, t0 / t1 * (1 + 5e-13), 50, weight_bytes=1, kv_bytes=1)
+    top = fast_mode(L8, toy_chip, 4000, t0 / t1 * (1 + 5e-13), 50, weight_bytes=1, kv_bytes=1)
     assert top.fast_batch == 1.0
     # a context of 0 is allowed
-    assert fast_mode(L8, TOY, 4000, 2.0, 0).fast_batch == pytest.approx(2000, rel=1e-9)
+    assert fast_mode(L8, toy_chip, 4000, 2.0, 0).fast_batch == pytest.approx(2000, rel=1e-9)
     for bad, name in ((dict(batch=0), "batch"), (dict(speedup=0), "speedup"),
                       (dict(context=-1), "context"), (dict(weight_bytes=0), "weight_bytes"),
                       (dict(kv_bytes=0), "kv_bytes")):
-        args = dict(model=L8, chip=TOY, batch=4000, speedup=2.0, context=50)
+        args = dict(model=L8, chip=toy_chip, batch=4000, speedup=2.0, context=50)
         with pytest.raises(ValueError, match=f"^{name}"):
             fast_mode(**{**args, **bad})

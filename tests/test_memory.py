@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from llmmath import chips, models
-from llmmath.chips import Chip
 from llmmath.memory import (
     MEMORY_TIERS,
     MemoryTier,
@@ -60,10 +59,9 @@ def test_tier_from_chip_uses_hbm_and_rental_price():
     assert MemoryTier.from_chip(H100, price_per_hour=4.0).price_per_hour == 4.0
 
 
-def test_tier_from_chip_without_price_raises():
-    bare = Chip(name="bare", flops={"bf16": 1e15}, hbm_bandwidth=1e12, hbm_capacity=1e10)
+def test_tier_from_chip_without_price_raises(small_chip):
     with pytest.raises(ValueError, match="price_per_hour"):
-        MemoryTier.from_chip(bare)
+        MemoryTier.from_chip(small_chip)  # a chip with no price
 
 
 # ----- amortised_price_per_hour ----------------------------------------------------------------
@@ -241,16 +239,15 @@ def test_price_sheets_catalogue():
 
 # ----- the edges and the wiring (issue 20: what the mutation run found untested) ---------------
 
-def test_tier_from_chip_fills_every_field():
+def test_tier_from_chip_fills_every_field(small_chip):
     hbm = MemoryTier.from_chip(H100)
     assert (hbm.name, hbm.device) == ("HBM", "H100-SXM HBM (whole GPU rented)")
     assert (hbm.date, hbm.source, hbm.price_source) == (
         H100.price_date, H100.source, H100.price_source)
-    bare = Chip(name="bare", flops={"bf16": 1e15}, hbm_bandwidth=1e12, hbm_capacity=1e10)
-    assert MemoryTier.from_chip(bare, price_per_hour=1.0).date == ""  # no price date: empty
-    with pytest.raises(ValueError, match="^price_per_hour: chip 'bare' has no price; pass one "
+    assert MemoryTier.from_chip(small_chip, price_per_hour=1.0).date == ""  # no price date: empty
+    with pytest.raises(ValueError, match="^price_per_hour: chip 'small' has no price; pass one "
                                          "in USD per hour$"):
-        MemoryTier.from_chip(bare)
+        MemoryTier.from_chip(small_chip)
 
 
 def test_amortised_price_default_lifetime_is_five_years():

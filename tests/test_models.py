@@ -539,10 +539,10 @@ def test_attention_crossover_with_an_indexer_by_hand():
         full / (61 * (278_528 + 16_512)), rel=1e-12)
 
 
-def test_context_for_read_span_with_two_caps_by_hand():
+def test_context_for_read_span_with_two_caps_by_hand(deepseek_v32_windowed):
     # DeepSeek-V3.2 with 31 of its 61 layers windowed at 512 (30 global, top-2048):
     # f(S) = 30 min(S, 2048) + 31 min(S, 512); f(512) = 31,232, f(2048) = 77,312
-    m = models.get("DeepSeek-V3.2").replace(sliding_window=512, n_sliding_layers=31)
+    m = deepseek_v32_windowed
     s, ok = m.context_for_read_span(np.array([10_000.0, 50_000.0, 77_312.0, 80_000.0]))
     assert list(ok) == [True, True, True, False]
     assert s == pytest.approx([10_000 / 61, 512 + (50_000 - 31_232) / 30, 2048, 0.0], rel=1e-12)

@@ -20,9 +20,8 @@ from llmmath.chips import Chip
 DSV3 = models.get("DeepSeek-V3")
 LLAMA = models.get("Llama-3-70B")
 H100, GB200 = chips.get("H100-SXM"), chips.get("GB200")
-# Made-up chips: one with no scale-up domain at all, one with a domain but no network figures.
-NO_DOMAIN = Chip(name="no-domain", flops={"bf16": 1e15}, hbm_bandwidth=1e12, hbm_capacity=80e9,
-                 scale_out_bandwidth=50e9)
+# A made-up chip with a scale-up domain but no network figures (and conftest.py's
+# no_scale_up_chip, "no-domain", with no scale-up domain at all).
 NO_LINKS = Chip(name="no-links", flops={"bf16": 1e15}, hbm_bandwidth=1e12, hbm_capacity=80e9,
                 scale_up_domain=8)
 # A duck-typed "chip" with none of the attributes: the functions read them with getattr, so it
@@ -69,13 +68,13 @@ def test_domain_memory_and_max_total_params():
         moe.max_total_params(H100, weight_bytes="2")
 
 
-def test_a_chip_without_a_domain_is_named():
+def test_a_chip_without_a_domain_is_named(no_scale_up_chip):
     # The error names the chip by its name (not the whole record) and says what to do.
     with pytest.raises(ValueError, match="^n_chips: 'no-domain' has no scale_up_domain figure; "
                                          "pass n_chips$"):
-        moe.domain_memory(NO_DOMAIN)
+        moe.domain_memory(no_scale_up_chip)
     with pytest.raises(ValueError, match="^chip: 'no-domain' has no scale_up_domain figure$"):
-        moe.domain_of(NO_DOMAIN)
+        moe.domain_of(no_scale_up_chip)
     # an object with no attributes at all is shown as it is (its repr: "namespace()")
     with pytest.raises(ValueError, match=re.escape("n_chips: namespace() has no scale_up_domain "
                                                    "figure; pass n_chips")):
@@ -84,7 +83,7 @@ def test_a_chip_without_a_domain_is_named():
                                                    "figure")):
         moe.domain_of(BARE)
     # with n_chips given the domain figure is not needed: 2 x 80 GB = 160 GB
-    assert moe.domain_memory(NO_DOMAIN, n_chips=2) == pytest.approx(160e9)
+    assert moe.domain_memory(no_scale_up_chip, n_chips=2) == pytest.approx(160e9)
 
 
 def test_domain_of_carries_the_catalogue_figures():
@@ -352,7 +351,7 @@ def test_all_to_all_bytes_and_edge_cases():
     assert e.time == pytest.approx(128 * per_token * 63 * (1 - (63 / 64) ** 8) / 600e9)
 
 
-def test_scale_up_over_scale_out():
+def test_scale_up_over_scale_out(no_scale_up_chip):
     assert moe.scale_up_over_scale_out(H100) == pytest.approx(450e9 / 50e9)   # 9
     assert moe.scale_up_over_scale_out(GB200) == pytest.approx(900e9 / 50e9)  # 18
     with pytest.raises(ValueError, match="TPU v4"):
@@ -360,7 +359,7 @@ def test_scale_up_over_scale_out():
     # the chip is named by its name, and the message says which figure is missing
     with pytest.raises(ValueError, match="^chip: 'no-domain' lacks a scale-up or scale-out "
                                          "bandwidth figure$"):
-        moe.scale_up_over_scale_out(NO_DOMAIN)
+        moe.scale_up_over_scale_out(no_scale_up_chip)
     with pytest.raises(ValueError, match=re.escape("chip: namespace() lacks a scale-up or "
                                                    "scale-out bandwidth figure")):
         moe.scale_up_over_scale_out(BARE)

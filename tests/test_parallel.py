@@ -198,15 +198,14 @@ def test_sharded_decode_bad_input():
         sharded_decode(LLAMA, H100, 8, 4096, 8, hop_latency=-1.0)
 
 
-def test_best_tensor_parallel_default_counts_and_wiring():
+def test_best_tensor_parallel_default_counts_and_wiring(toy_chip):
     # powers of two up to the scale-up domain (8 on an H100, 72 on a GB200 rack: up to 64), at
     # most 1024 (a TPU v4 pod's 4096), and 8 for a chip that lists no domain
     assert sorted(best_tensor_parallel(LLAMA, H100, 8, 4096)[1]) == [1, 2, 4, 8]
     assert sorted(best_tensor_parallel(LLAMA, chips.get("GB200"), 8, 4096)[1]) == [
         1, 2, 4, 8, 16, 32, 64]
     assert max(best_tensor_parallel(LLAMA, chips.get("TPU v4"), 8, 4096)[1]) == 1024
-    bare = Chip(name="bare", flops={"bf16": 1e15}, hbm_bandwidth=3e12, hbm_capacity=80e9)
-    assert sorted(best_tensor_parallel(LLAMA, bare, 8, 0, bandwidth=1e11)[1]) == [1, 2, 4, 8]
+    assert sorted(best_tensor_parallel(LLAMA, toy_chip, 8, 0, bandwidth=1e11)[1]) == [1, 2, 4, 8]
     # the keyword arguments reach every run; a context of 0 is allowed
     best, runs = best_tensor_parallel(LLAMA, H100, 8, 0, hop_latency=5e-6, topology="ring")
     assert runs[4].time == sharded_decode(LLAMA, H100, 8, 0, 4, hop_latency=5e-6,
@@ -261,7 +260,7 @@ def test_sharded_decode_by_hand(kv_shard):
     assert (s.n_chips, s.batch) == (8, 12)
 
 
-def test_sharded_decode_edges():
+def test_sharded_decode_edges(toy_chip):
     # one chip: no communication at all, whatever the layout
     one = sharded_decode(LLAMA, H100, 12, 4096, 1, **_KW)
     assert one.comm == 0.0 and one.tp_comm == 0.0 and one.kv_comm == 0.0
@@ -269,10 +268,9 @@ def test_sharded_decode_edges():
     # the default bandwidth is the chip's scale-up link; a chip without one must be given one
     assert sharded_decode(LLAMA, H100, 12, 4096, 8).tp_comm == pytest.approx(
         sharded_decode(LLAMA, H100, 12, 4096, 8, bandwidth=H100.scale_up_bandwidth).tp_comm)
-    bare = Chip(name="bare", flops={"bf16": 1e15}, hbm_bandwidth=3e12, hbm_capacity=80e9)
-    with pytest.raises(ValueError, match="^bandwidth: chip 'bare' lists no scale_up_bandwidth; "
+    with pytest.raises(ValueError, match="^bandwidth: chip 'toy' lists no scale_up_bandwidth; "
                                          "pass bandwidth=$"):
-        sharded_decode(LLAMA, bare, 12, 4096, 8)
+        sharded_decode(LLAMA, toy_chip, 12, 4096, 8)
     for bad, name in ((dict(batch=0), "batch"), (dict(bandwidth=0), "bandwidth"),
                       (dict(kv_bytes=0), "kv_bytes"), (dict(kv_shard="rows"), "kv_shard")):
         args = dict(model=LLAMA, chip=H100, batch=12, context=4096, n_chips=8)

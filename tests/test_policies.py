@@ -27,12 +27,11 @@ def test_cap_context_caps_at_the_window_and_says_so():
     assert ctx == llama.max_context and "capped" in note
 
 
-def test_chip_hour_price_order_caller_then_catalogue_then_assumed():
+def test_chip_hour_price_order_caller_then_catalogue_then_assumed(small_chip):
     h100 = chips.get("H100-SXM")
     assert chip_hour_price(h100, 7.5) == (7.5, "")
     assert chip_hour_price(h100) == (h100.price_per_hour, "")
-    bare = Chip(name="bare", flops={"bf16": 1e15}, hbm_bandwidth=1e12, hbm_capacity=1e10)
-    price, note = chip_hour_price(bare)
+    price, note = chip_hour_price(small_chip)  # a chip with no price
     assert price == ASSUMED_PRICE_PER_CHIP_HOUR and "assumed" in note
 
 

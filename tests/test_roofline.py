@@ -30,11 +30,17 @@ LLAMA = models.get("Llama-3-70B")
 DSV3 = models.get("DeepSeek-V3")
 TOY = Model(name="toy", n_layers=64, d_model=4096, d_ff=16384, n_heads=32, n_kv_heads=8,
             head_dim=256, vocab_size=32128, tied_embeddings=True)
-TOY_MOE = Model(name="toy-moe", n_layers=8, d_model=1024, d_ff=4096, n_heads=8, n_kv_heads=2,
-                vocab_size=1000, tied_embeddings=True, n_experts=64, experts_per_token=4,
-                d_ff_expert=512, n_shared_experts=1)
 CHIP = Chip(name="unit chip", flops={"bf16": 1e15, "fp8": 2e15}, hbm_bandwidth=2e12,
             hbm_capacity=100e9, price_per_hour=2.0)
+# The models the sweeps and property tests run over, by name: toy_moe is conftest.py's fixture
+# (a small MoE with a shared expert and tied embeddings), so a test reads them from models_by_name.
+MODELS = ["LLAMA", "DSV3", "TOY", "toy_moe"]
+
+
+@pytest.fixture(scope="module")
+def models_by_name(toy_moe):
+    """The models of MODELS by their names there."""
+    return {"LLAMA": LLAMA, "DSV3": DSV3, "TOY": TOY, "toy_moe": toy_moe}
 
 
 # ----- decode_step ---------------------------------------------------------------------------
@@ -227,9 +233,10 @@ def test_critical_batch_dense_tied_is_ops_per_byte_times_bw_over_2():
     assert critical_batch(TOY, CHIP, weight_bytes=1) == pytest.approx(cb / 2)
 
 
-@pytest.mark.parametrize("model", [LLAMA, DSV3, TOY, TOY_MOE])
+@pytest.mark.parametrize("name", MODELS)
 @pytest.mark.parametrize("frac", [0, 0.5])
-def test_at_critical_batch_compute_equals_memory(model, frac):
+def test_at_critical_batch_compute_equals_memory(models_by_name, name, frac):
+    model = models_by_name[name]
     context = int(frac * critical_context(model, H100))
     cb = critical_batch(model, H100, context=context)
     s = decode_step(model, H100, cb, context)
@@ -303,10 +310,9 @@ def test_critical_context_raises_when_reads_are_capped():
     assert critical_batch(m, H100, context=100_000) > 0
 
 
-def test_sparse_attention_without_indexer_has_no_critical_context():
+def test_sparse_attention_without_indexer_has_no_critical_context(deepseek_v32_no_indexer):
     # Top-k reads alone (no indexer reading every key) stop growing: compute-bound at any context.
-    m = models.get("DeepSeek-V3.2").replace(index_n_heads=None, index_head_dim=None,
-                                            index_key_bytes=None)
+    m = deepseek_v32_no_indexer
     with pytest.raises(ValueError, match="capped"):
         critical_context(m, H100, attention_flops=False)
     k = m.sparse_attention_topk
@@ -424,15 +430,15 @@ def test_arithmetic_intensity_and_attainable():
 
 # ----- properties ----------------------------------------------------------------------------
 
-MODELS = [LLAMA, DSV3, TOY, TOY_MOE]
 batches = st.floats(min_value=1, max_value=1e5, allow_nan=False)
 contexts = st.integers(min_value=0, max_value=8192)
 
 
 @settings(max_examples=200, deadline=None)
-@given(m=st.sampled_from(MODELS), b1=batches, b2=batches, s=contexts,
+@given(name=st.sampled_from(MODELS), b1=batches, b2=batches, s=contexts,
        overlap=st.sampled_from(["step", "per-op"]), attn=st.booleans())
-def test_more_batch_never_lowers_step_time(m, b1, b2, s, overlap, attn):
+def test_more_batch_never_lowers_step_time(models_by_name, name, b1, b2, s, overlap, attn):
+    m = models_by_name[name]
     lo, hi = sorted((b1, b2))
     t_lo = decode_step(m, H100, lo, s, overlap=overlap, attention_flops=attn).time
     t_hi = decode_step(m, H100, hi, s, overlap=overlap, attention_flops=attn).time
@@ -440,8 +446,9 @@ def test_more_batch_never_lowers_step_time(m, b1, b2, s, overlap, attn):
 
 
 @settings(max_examples=200, deadline=None)
-@given(m=st.sampled_from(MODELS), b=batches, s=contexts, attn=st.booleans())
-def test_per_op_never_faster_than_step(m, b, s, attn):
+@given(name=st.sampled_from(MODELS), b=batches, s=contexts, attn=st.booleans())
+def test_per_op_never_faster_than_step(models_by_name, name, b, s, attn):
+    m = models_by_name[name]
     a = decode_step(m, H100, b, s, attention_flops=attn)
     p = decode_step(m, H100, b, s, overlap="per-op", attention_flops=attn)
     assert p.time >= a.time * (1 - 1e-12)
@@ -449,33 +456,37 @@ def test_per_op_never_faster_than_step(m, b, s, attn):
 
 
 @settings(max_examples=200, deadline=None)
-@given(m=st.sampled_from(MODELS), b=batches, s=contexts, n=st.integers(1, 512),
+@given(name=st.sampled_from(MODELS), b=batches, s=contexts, n=st.integers(1, 512),
        overlap=st.sampled_from(["step", "per-op"]))
-def test_decode_time_scales_as_one_over_chips(m, b, s, n, overlap):
+def test_decode_time_scales_as_one_over_chips(models_by_name, name, b, s, n, overlap):
+    m = models_by_name[name]
     one = decode_step(m, H100, b, s, overlap=overlap)
     many = decode_step(m, H100, b, s, n_chips=n, overlap=overlap)
     assert many.time == pytest.approx(one.time / n, rel=1e-9)
 
 
 @settings(max_examples=200, deadline=None)
-@given(m=st.sampled_from(MODELS), b=batches, s=contexts)
-def test_step_time_is_at_least_each_term(m, b, s):
+@given(name=st.sampled_from(MODELS), b=batches, s=contexts)
+def test_step_time_is_at_least_each_term(models_by_name, name, b, s):
+    m = models_by_name[name]
     x = decode_step(m, H100, b, s)
     assert x.time >= x.compute_time and x.time >= x.memory_time
     assert x.time == max(x.compute_time, x.memory_time)
 
 
 @settings(max_examples=100, deadline=None)
-@given(m=st.sampled_from(MODELS), p1=st.integers(1, 4000), p2=st.integers(1, 4000),
+@given(name=st.sampled_from(MODELS), p1=st.integers(1, 4000), p2=st.integers(1, 4000),
        b=st.integers(1, 64))
-def test_longer_prompt_never_prefills_faster(m, p1, p2, b):
+def test_longer_prompt_never_prefills_faster(models_by_name, name, p1, p2, b):
+    m = models_by_name[name]
     lo, hi = sorted((p1, p2))
     assert prefill_step(m, H100, b, hi).time >= prefill_step(m, H100, b, lo).time
 
 
 @settings(max_examples=100, deadline=None)
-@given(m=st.sampled_from(MODELS), s=st.integers(0, 2048), f=st.floats(0.05, 0.95))
-def test_bound_flips_at_critical_batch(m, s, f):
+@given(name=st.sampled_from(MODELS), s=st.integers(0, 2048), f=st.floats(0.05, 0.95))
+def test_bound_flips_at_critical_batch(models_by_name, name, s, f):
+    m = models_by_name[name]
     try:
         cb = critical_batch(m, H100, context=s)
     except ValueError:

@@ -8,7 +8,8 @@ published model sizes, never from the library's output:
   = 5,637,144,576; norm scales 65 x 4096 = 266,240. Total 8,030,261,248 (the card's 8.03e9);
   matmul parameters (the head, not the gathered embedding) 7,504,658,432. KV in bf16:
   32 x 2 x 8 x 128 x 2 = 131,072 B per token.
-- TOY: 1 PFLOP/s in bf16, 1 TB/s, 100 GB (so the ridge is 1000 FLOP/B).
+- the toy chip (``toy_chip`` in tests/conftest.py): 1 PFLOP/s in bf16, 1 TB/s, 100 GB (so the
+  ridge is 1000 FLOP/B).
 """
 
 import numpy as np
@@ -59,27 +60,26 @@ from llmmath.training import (
 L8 = models.get("Llama-3-8B")
 L70 = models.get("Llama-3-70B")
 H100 = chips.get("H100-SXM")
-TOY = Chip(name="toy", flops={"bf16": 1e15}, hbm_bandwidth=1e12, hbm_capacity=100e9)
 N_TOT, N_MM, KV = 8_030_261_248, 7_504_658_432, 131_072
 
 
-def test_serial_step_adds_compute_and_memory():
+def test_serial_step_adds_compute_and_memory(toy_chip):
     # Batch 128 at context 0 on the toy chip: compute 128 x 2 x 7,504,658,432 / 1e15
     # = 1.921193 ms; memory (7,504,658,432 + 266,240 norms + 128 x 4096 embedding rows) x 2 B
     # / 1e12 = 15.010898 ms. The bound is the larger, 15.010898 ms; with no overlap 16.932091 ms.
-    s = decode_step(L8, TOY, 128, 0)
+    s = decode_step(L8, toy_chip, 128, 0)
     assert s.time == pytest.approx(15.010898e-3, rel=1e-6)
     assert serial_step(s).time == pytest.approx(16.932091e-3, rel=1e-6)
     assert serial_step(s).tokens == 128
 
 
-def test_price_per_chip_second():
+def test_price_per_chip_second(toy_chip):
     # $7.20 per chip-hour is $0.002 per chip-second; a chip with no price and no price given is
     # an error naming the argument.
-    assert price_per_chip_second(TOY, 7.2) == pytest.approx(0.002, rel=1e-12)
+    assert price_per_chip_second(toy_chip, 7.2) == pytest.approx(0.002, rel=1e-12)
     assert price_per_chip_second(H100) == pytest.approx(H100.price_per_hour / 3600, rel=1e-12)
     with pytest.raises(ValueError, match="price_per_chip_hour"):
-        price_per_chip_second(TOY)
+        price_per_chip_second(toy_chip)
 
 
 def test_tensor_parallel_layer_comm_time():
@@ -132,15 +132,15 @@ def test_memory_held():
     assert memory_held(L8, 4, 8192, weight_bytes=1) == 8_030_261_248 + 4_294_967_296
 
 
-def test_decode_balance():
+def test_decode_balance(toy_chip):
     # One sequence at 8192 tokens on the toy chip: KV read 8192 x 131,072 / 1e12 = 1.07374 ms;
     # its matmuls 2 x 7,504,658,432 / 1e15 = 15.0093 us, its attention 4 x 4096 x 8192 x 32
     # / 1e15 = 4.2950 us. Ratio 71.538 without attention FLOPs, 55.620 with.
-    assert decode_balance(L8, TOY, 8192, attention_flops=False) == pytest.approx(71.538,
+    assert decode_balance(L8, toy_chip, 8192, attention_flops=False) == pytest.approx(71.538,
                                                                                  rel=1e-4)
-    assert decode_balance(L8, TOY, 8192) == pytest.approx(55.620, rel=1e-4)
+    assert decode_balance(L8, toy_chip, 8192) == pytest.approx(55.620, rel=1e-4)
     # int8 KV halves the read (attention still at the bf16 peak here): 35.769
-    assert decode_balance(L8, TOY, 8192, kv_bytes=1, attention_flops=False) == pytest.approx(
+    assert decode_balance(L8, toy_chip, 8192, kv_bytes=1, attention_flops=False) == pytest.approx(
         35.769, rel=1e-4)
 
 
@@ -293,12 +293,12 @@ def test_speculative_tokens_per_step():
         speculative_tokens_per_step(3, 1.1)
 
 
-def test_speculative_step_by_hand():
+def test_speculative_step_by_hand(toy_chip):
     # Llama-3-8B, batch 4, 3 drafts, context 1000, toy chip: 16 scored tokens. Compute
     # 16 x (2 x 7,504,658,432 + 4 x 4096 x 1000 x 32) / 1e15 = 0.248538 ms; memory: weights
     # read once, (7,504,658,432 + 266,240 + 16 x 4096) x 2 B, plus 4 caches of 1000 x 131,072 B:
     # 15,534,268,416 B / 1e12 = 15.534268 ms. Tokens: 4 x 2.952 = 11.808.
-    s = speculative_step(L8, TOY, 4, 1000, 3, 0.8)
+    s = speculative_step(L8, toy_chip, 4, 1000, 3, 0.8)
     # exactly (240,149,069,824 + 8,388,608,000) FLOP, nothing for an indexer this model lacks
     assert s.compute_time == pytest.approx(248.537677824e-6, rel=1e-13, abs=0)
     assert s.memory_time == pytest.approx(15.534268e-3, rel=1e-6)
@@ -307,123 +307,123 @@ def test_speculative_step_by_hand():
     assert s.bound == "memory"
 
 
-def test_speculative_critical_batch_by_hand():
+def test_speculative_critical_batch_by_hand(toy_chip):
     # Context 0, 3 drafts: B x 4 x 2 x 7,504,658,432 / 1e15 = ((7,504,924,672 + 4B x 4096)
     # x 2) / 1e12, so B = 15.009849e-3 / (60.037267e-6 - 32.768e-9) = 250.145.
-    assert speculative_critical_batch(L8, TOY, 3) == pytest.approx(250.145, rel=1e-5)
+    assert speculative_critical_batch(L8, toy_chip, 3) == pytest.approx(250.145, rel=1e-5)
     # Context 100 adds attention 4 x 4096 x 100 x 32 FLOP and 100 x 131,072 B a scored token
     # and sequence: B = 15.009849e-3 / (60.246982e-6 - 13.139968e-6) = 318.633.
-    assert speculative_critical_batch(L8, TOY, 3, context=100) == pytest.approx(318.633,
+    assert speculative_critical_batch(L8, toy_chip, 3, context=100) == pytest.approx(318.633,
                                                                                 rel=1e-5)
     # At 1000 tokens the KV read (131 us a sequence) outgrows the compute (62 us): no batch
     with pytest.raises(ValueError, match="memory-bound at every batch"):
-        speculative_critical_batch(L8, TOY, 3, context=1000)
+        speculative_critical_batch(L8, toy_chip, 3, context=1000)
 
 
 # ----- capacity ---------------------------------------------------------------------------------
 
-def test_fits_max_batch_max_context_min_chips_by_hand():
+def test_fits_max_batch_max_context_min_chips_by_hand(toy_chip, small_chip):
     # Llama-3-8B on the 100 GB toy chip: bf16 weights 16,060,522,496 B; one 8192-token
     # sequence's KV 8192 x 131,072 = 1,073,741,824 B. 78 sequences: 99,812,384,768 B (fits),
     # 79: 100,886,126,592 B (does not). At 90% of the chip, 68 fit (89.07 GB), 69 do not
     # (90.15 GB); on 2 chips 171 fit (199.67 GB), 172 do not (200.74 GB).
-    assert fits_in_memory(L8, TOY, 78, 8192) and not fits_in_memory(L8, TOY, 79, 8192)
-    assert fits_in_memory(L8, TOY, 68, 8192, memory_fraction=0.9)
-    assert not fits_in_memory(L8, TOY, 69, 8192, memory_fraction=0.9)
-    assert fits_in_memory(L8, TOY, 171, 8192, n_chips=2)
-    assert not fits_in_memory(L8, TOY, 172, 8192, n_chips=2)
-    assert list(fits_in_memory(L8, TOY, np.array([78, 79]), 8192)) == [True, False]
+    assert fits_in_memory(L8, toy_chip, 78, 8192) and not fits_in_memory(L8, toy_chip, 79, 8192)
+    assert fits_in_memory(L8, toy_chip, 68, 8192, memory_fraction=0.9)
+    assert not fits_in_memory(L8, toy_chip, 69, 8192, memory_fraction=0.9)
+    assert fits_in_memory(L8, toy_chip, 171, 8192, n_chips=2)
+    assert not fits_in_memory(L8, toy_chip, 172, 8192, n_chips=2)
+    assert list(fits_in_memory(L8, toy_chip, np.array([78, 79]), 8192)) == [True, False]
     # max_batch, 2 chips at 90%, int8 weights: (180e9 - 8,030,261,248) / 1,073,741,824
     # = 160.16 -> 160
-    assert max_batch(L8, TOY, 8192, n_chips=2, weight_bytes=1, memory_fraction=0.9) == 160
+    assert max_batch(L8, toy_chip, 8192, n_chips=2, weight_bytes=1, memory_fraction=0.9) == 160
     # weights alone over a 10 GB chip: 16.06 GB need at least 2
-    small = Chip(name="small", flops={"bf16": 1e15}, hbm_bandwidth=1e12, hbm_capacity=10e9)
     with pytest.raises(ValueError, match="at least 2 x small"):
-        max_batch(L8, small, 8192)
+        max_batch(L8, small_chip, 8192)
     # max_context, batch 4: 83,939,477,504 / (4 x 131,072) = 160,101.8 -> 160,101 tokens;
     # with 30% of HBM for KV (Pope et al. 2022's Table 1 rule) 30e9 / 524,288 = 57,220; two
     # replicas of each KV byte halve it: 28,610.
-    assert max_context(L8, TOY, 4) == 160_101
-    assert max_context(L8, TOY, 4, kv_fraction=0.3) == 57_220
-    assert max_context(L8, TOY, 4, kv_fraction=0.3, kv_replicas=2) == 28_610
+    assert max_context(L8, toy_chip, 4) == 160_101
+    assert max_context(L8, toy_chip, 4, kv_fraction=0.3) == 57_220
+    assert max_context(L8, toy_chip, 4, kv_fraction=0.3, kv_replicas=2) == 28_610
     # min_chips: (16.06e9 + 100 x 1.0737e9) / 100e9 = 1.234 -> 2; at 50%, 2.469 -> 3; the
     # weights alone -> 1
-    assert min_chips(L8, TOY, 100, 8192) == 2
-    assert min_chips(L8, TOY, 100, 8192, memory_fraction=0.5) == 3
-    assert min_chips(L8, TOY) == 1
+    assert min_chips(L8, toy_chip, 100, 8192) == 2
+    assert min_chips(L8, toy_chip, 100, 8192, memory_fraction=0.5) == 3
+    assert min_chips(L8, toy_chip) == 1
     # drain time: 100e9 B / 1e12 B/s = 0.1 s
-    assert drain_time(TOY) == pytest.approx(0.1)
+    assert drain_time(toy_chip) == pytest.approx(0.1)
 
 
 # ----- balance points -----------------------------------------------------------------------
 
-def test_critical_batch_by_hand():
+def test_critical_batch_by_hand(toy_chip):
     # Llama-3-8B on the toy chip, context 0: B x 2 x 7,504,658,432 / 1e15
     # = (7,504,924,672 + 4096 B) x 2 / 1e12 (weights, norms and B embedding rows), so
     # B* = 15.009849e-3 / (15.009317e-6 - 8.192e-9) = 1000.58; int8 weights halve the right
     # side: 500.15.
-    assert critical_batch(L8, TOY) == pytest.approx(1000.58, rel=1e-5)
-    assert critical_batch(L8, TOY, weight_bytes=1) == pytest.approx(500.154, rel=1e-5)
+    assert critical_batch(L8, toy_chip) == pytest.approx(1000.58, rel=1e-5)
+    assert critical_batch(L8, toy_chip, weight_bytes=1) == pytest.approx(500.154, rel=1e-5)
     # At 50 tokens each sequence adds 4 x 4096 x 50 x 32 FLOP and 50 x 131,072 B:
     # B* = 15.009849e-3 / (15.035531e-6 - 6.561792e-6) = 1771.34
-    assert critical_batch(L8, TOY, context=50) == pytest.approx(1771.34, rel=1e-5)
+    assert critical_batch(L8, toy_chip, context=50) == pytest.approx(1771.34, rel=1e-5)
     # At 1000 tokens the KV read (131 us a sequence) outgrows the compute (15.5 us): none
     with pytest.raises(ValueError):
-        critical_batch(L8, TOY, context=1000)
+        critical_batch(L8, toy_chip, context=1000)
 
 
-def test_critical_context_and_its_inverse_by_hand():
+def test_critical_context_and_its_inverse_by_hand(toy_chip):
     # S* = 2 N_mm W / (C b_kv) = 2 x 7,504,658,432 x 1e12 / (1e15 x 131,072) = 114.512 tokens;
     # counting attention's 4 x 4096 x 32 FLOP per cached token: 15.009317e-6
     # / (131.072e-9 - 0.524288e-9) = 114.972; int8 KV doubles the first: 229.024.
-    assert critical_context(L8, TOY, attention_flops=False) == pytest.approx(114.512, rel=1e-6)
-    assert critical_context(L8, TOY) == pytest.approx(114.9719, rel=1e-6)
-    assert critical_context(L8, TOY, kv_bytes=1, attention_flops=False) == pytest.approx(
+    assert critical_context(L8, toy_chip, attention_flops=False) == pytest.approx(114.512, rel=1e-6)
+    assert critical_context(L8, toy_chip) == pytest.approx(114.9719, rel=1e-6)
+    assert critical_context(L8, toy_chip, kv_bytes=1, attention_flops=False) == pytest.approx(
         229.024, rel=1e-6)
     with pytest.raises(ValueError, match="overlap"):
-        critical_context(L8, TOY, overlap="per-op")
+        critical_context(L8, toy_chip, overlap="per-op")
     # read backwards, 114.512 tokens on the toy chip means 131,072 B a token
-    assert implied_kv_bytes_per_token(N_MM, TOY, 114.512) == pytest.approx(131_072, rel=1e-6)
+    assert implied_kv_bytes_per_token(N_MM, toy_chip, 114.512) == pytest.approx(131_072, rel=1e-6)
 
 
 # ----- errors start with the argument's name; the edges the mutation run found --------------
 
+# every call is given the toy chip (the fixture), whether it uses it or not
 @pytest.mark.parametrize("call, name", [
-    (lambda: arithmetic_intensity(0, 1, 1), "m"),
-    (lambda: arithmetic_intensity(1, 0, 1), "k"),
-    (lambda: arithmetic_intensity(1, 1, 0), "n"),
-    (lambda: arithmetic_intensity(1, 1, 1, bytes_per_element=0), "bytes_per_element"),
-    (lambda: arithmetic_intensity(1, 1, 1, weight_bytes=0), "weight_bytes"),
-    (lambda: arithmetic_intensity(1, 1, 1, output_bytes=0), "output_bytes"),
-    (lambda: attainable_flops(TOY, 0), "intensity"),
-    (lambda: elementwise_intensity(0), "flops_per_element"),
-    (lambda: elementwise_intensity(1, -1), "inputs"),
-    (lambda: elementwise_intensity(1, 1, -1), "outputs"),
-    (lambda: elementwise_intensity(1, 1, 1, 0), "bytes_per_element"),
-    (lambda: elementwise_intensity(1, 0, 0), "inputs, outputs"),
-    (lambda: matmul_ridge_batch(TOY, 0, 1), "k"),
-    (lambda: matmul_ridge_batch(TOY, 1, 0), "n"),
-    (lambda: matmul_ridge_batch(TOY, 1, 1, bytes_per_element=0), "bytes_per_element"),
-    (lambda: matmul_ridge_batch(TOY, 1, 1, weight_bytes=0), "weight_bytes"),
-    (lambda: matmul_ridge_batch(TOY, 1, 1, output_bytes=0), "output_bytes"),
-    (lambda: kv_bytes_from_price_ratio(0, 1, 1, 1.5), "active_params"),
-    (lambda: kv_bytes_from_price_ratio(1, 0, 1, 1.5), "context"),
-    (lambda: kv_bytes_from_price_ratio(1, 1, 0, 1.5), "ops_per_byte"),
-    (lambda: kv_bytes_from_price_ratio(1, 1, 1, 0), "price_ratio"),
-    (lambda: kv_bytes_from_price_ratio(1, 1, 1, 1.5, overlap="x"), "overlap"),
-    (lambda: speculative_tokens_per_step(-1, 0.5), "draft_tokens"),
-    (lambda: speculative_tokens_per_step(1, -0.5), "acceptance"),
-    (lambda: speculative_step(L8, TOY, 0, 10, 1), "batch"),
-    (lambda: speculative_step(L8, TOY, 1, -1, 1), "context"),
-    (lambda: speculative_step(L8, TOY, 1, 10, -1), "draft_tokens"),
-    (lambda: speculative_critical_batch(L8, TOY, -1), "draft_tokens"),
-    (lambda: speculative_critical_batch(L8, TOY, 1, context=-1), "context"),
-    (lambda: speculative_critical_batch(L8, TOY, 1, weight_bytes=0), "weight_bytes"),
-    (lambda: speculative_critical_batch(L8, TOY, 1, kv_bytes=0), "kv_bytes"),
+    (lambda chip: arithmetic_intensity(0, 1, 1), "m"),
+    (lambda chip: arithmetic_intensity(1, 0, 1), "k"),
+    (lambda chip: arithmetic_intensity(1, 1, 0), "n"),
+    (lambda chip: arithmetic_intensity(1, 1, 1, bytes_per_element=0), "bytes_per_element"),
+    (lambda chip: arithmetic_intensity(1, 1, 1, weight_bytes=0), "weight_bytes"),
+    (lambda chip: arithmetic_intensity(1, 1, 1, output_bytes=0), "output_bytes"),
+    (lambda chip: attainable_flops(chip, 0), "intensity"),
+    (lambda chip: elementwise_intensity(0), "flops_per_element"),
+    (lambda chip: elementwise_intensity(1, -1), "inputs"),
+    (lambda chip: elementwise_intensity(1, 1, -1), "outputs"),
+    (lambda chip: elementwise_intensity(1, 1, 1, 0), "bytes_per_element"),
+    (lambda chip: elementwise_intensity(1, 0, 0), "inputs, outputs"),
+    (lambda chip: matmul_ridge_batch(chip, 0, 1), "k"),
+    (lambda chip: matmul_ridge_batch(chip, 1, 0), "n"),
+    (lambda chip: matmul_ridge_batch(chip, 1, 1, bytes_per_element=0), "bytes_per_element"),
+    (lambda chip: matmul_ridge_batch(chip, 1, 1, weight_bytes=0), "weight_bytes"),
+    (lambda chip: matmul_ridge_batch(chip, 1, 1, output_bytes=0), "output_bytes"),
+    (lambda chip: kv_bytes_from_price_ratio(0, 1, 1, 1.5), "active_params"),
+    (lambda chip: kv_bytes_from_price_ratio(1, 0, 1, 1.5), "context"),
+    (lambda chip: kv_bytes_from_price_ratio(1, 1, 0, 1.5), "ops_per_byte"),
+    (lambda chip: kv_bytes_from_price_ratio(1, 1, 1, 0), "price_ratio"),
+    (lambda chip: kv_bytes_from_price_ratio(1, 1, 1, 1.5, overlap="x"), "overlap"),
+    (lambda chip: speculative_tokens_per_step(-1, 0.5), "draft_tokens"),
+    (lambda chip: speculative_tokens_per_step(1, -0.5), "acceptance"),
+    (lambda chip: speculative_step(L8, chip, 0, 10, 1), "batch"),
+    (lambda chip: speculative_step(L8, chip, 1, -1, 1), "context"),
+    (lambda chip: speculative_step(L8, chip, 1, 10, -1), "draft_tokens"),
+    (lambda chip: speculative_critical_batch(L8, chip, -1), "draft_tokens"),
+    (lambda chip: speculative_critical_batch(L8, chip, 1, context=-1), "context"),
+    (lambda chip: speculative_critical_batch(L8, chip, 1, weight_bytes=0), "weight_bytes"),
+    (lambda chip: speculative_critical_batch(L8, chip, 1, kv_bytes=0), "kv_bytes"),
 ])
-def test_errors_start_with_the_arguments_name(call, name):
+def test_errors_start_with_the_arguments_name(call, name, toy_chip):
     with pytest.raises(ValueError) as e:
-        call()
+        call(toy_chip)
     assert str(e.value).startswith(f"{name}: "), str(e.value)
 
 
@@ -448,21 +448,21 @@ def test_intensity_and_price_edges():
         pytest.approx(1666.6667, rel=1e-6))
 
 
-def test_speculative_edges_by_hand():
+def test_speculative_edges_by_hand(toy_chip):
     # whole draft counts only, zero allowed (then it is a decode step: 1 token a sequence)
     for bad in (1.5, np.array([1, 2.5])):
         with pytest.raises(ValueError, match="^draft_tokens: "):
             speculative_tokens_per_step(bad, 0.5)
         with pytest.raises(ValueError, match="^draft_tokens: "):
-            speculative_step(L8, TOY, 4, 100, bad)
+            speculative_step(L8, toy_chip, 4, 100, bad)
     with pytest.raises(ValueError, match="^draft_tokens: "):
-        speculative_critical_batch(L8, TOY, 1.5)
+        speculative_critical_batch(L8, toy_chip, 1.5)
     with pytest.raises(TypeError, match="^kv_bytes: "):
-        speculative_critical_batch(L8, TOY, 1, kv_bytes=np.array([1.0, 2.0]))
+        speculative_critical_batch(L8, toy_chip, 1, kv_bytes=np.array([1.0, 2.0]))
     assert speculative_tokens_per_step(0, 0.0) == 1.0
     # k = 0: critical_batch's 1000.58 (the decode step); draft_tokens 0 is decode_step, DeepSeek
     # V3.2's indexer included
-    assert speculative_critical_batch(L8, TOY, 0) == pytest.approx(1000.58, rel=1e-5)
+    assert speculative_critical_batch(L8, toy_chip, 0) == pytest.approx(1000.58, rel=1e-5)
     v32 = models.get("DeepSeek-V3.2")
     a, b = speculative_step(v32, H100, 8, 50_000, 0), decode_step(v32, H100, 8, 50_000)
     for f in ("compute_time", "memory_time", "time", "tokens"):
@@ -470,17 +470,17 @@ def test_speculative_edges_by_hand():
     a, b = speculative_step(v32, H100, 8, 50_000, 2), decode_step(v32, H100, 24, 50_000)
     assert a.compute_time == pytest.approx(b.compute_time, rel=1e-12)  # 3 scored per sequence
     # acceptance defaults to 1: every draft accepted, k + 1 tokens a sequence
-    s = speculative_step(L8, TOY, 4, 1000, 3)
+    s = speculative_step(L8, toy_chip, 4, 1000, 3)
     assert s.tokens == pytest.approx(16.0)
     assert (s.kind, s.overlap, s.model.name) == ("decode", "step", "Llama-3-8B")
-    assert speculative_step(L8, TOY, 4, 1000, 3, overlap="per-op").overlap == "per-op"
+    assert speculative_step(L8, toy_chip, 4, 1000, 3, overlap="per-op").overlap == "per-op"
     # no attention FLOPs: exactly 16 x 2 x 7,504,658,432 FLOP = 240.1490698e9 at 1e15 FLOP/s
-    s = speculative_step(L8, TOY, 4, 1000, 3, attention_flops=False)
+    s = speculative_step(L8, toy_chip, 4, 1000, 3, attention_flops=False)
     assert s.compute_time == pytest.approx(240.149069824e-6, rel=1e-13, abs=0)
     assert s.attention_time == 0
     # ... and the critical batch without them, at 100 tokens:
     # 15.009849e-3 / (60.037267e-6 - (32.768e-9 + 13.1072e-6)) = 320.058
-    assert speculative_critical_batch(L8, TOY, 3, context=100, attention_flops=False) == (
+    assert speculative_critical_batch(L8, toy_chip, 3, context=100, attention_flops=False) == (
         pytest.approx(320.058, rel=1e-5))
     # An fp8 step with int8 KV: the KV read halves (4 x 1000 x 65,536 B) and attention runs in
     # the cache's format at 2e15: 16 x 4 x 4096 x 1000 x 32 / 2e15 = 4.194304 us; with a bf16
@@ -492,12 +492,12 @@ def test_speculative_edges_by_hand():
     assert s.attention_time == pytest.approx(8.388608e-6, rel=1e-9)
 
 
-def test_speculative_critical_batch_formats_and_small_batches():
+def test_speculative_critical_batch_formats_and_small_batches(toy_chip):
     # int8 weights: B = 7.504925e-3 / (60.037267e-6 - 16.384e-9) = 125.04
-    assert speculative_critical_batch(L8, TOY, 3, weight_bytes=1) == pytest.approx(125.04,
+    assert speculative_critical_batch(L8, toy_chip, 3, weight_bytes=1) == pytest.approx(125.04,
                                                                                    rel=1e-4)
     # int8 KV at 100 tokens: B = 15.009849e-3 / (60.246982e-6 - 6.586368e-6) = 279.72
-    assert speculative_critical_batch(L8, TOY, 3, context=100, kv_bytes=1) == pytest.approx(
+    assert speculative_critical_batch(L8, toy_chip, 3, context=100, kv_bytes=1) == pytest.approx(
         279.72, rel=1e-4)
     # fp8 compute doubles C: B = 15.009849e-3 / (30.018634e-6 - 32.768e-9) = 500.57
     assert speculative_critical_batch(L8, TOY8, 3, dtype="fp8") == pytest.approx(500.564,
