@@ -2,9 +2,10 @@
 chips and toy models that several test files use, each defined once as a fixture (issue 29).
 
 ``make check`` sets ``LLMMATH_SENTINELS=1``: the tests that sweep the whole catalogue
-(``chips.all_chips()``, ``models.all_models()``) then sweep a few chips and models that between
-them take every branch of the library (no fp8, fp8, fp4; a TPU and an AMD chip; MHA, GQA, MLA,
-a sparse-attention indexer, sliding windows, dense and MoE), so the edit loop stays under a
+(``chips.all_chips()``, ``models.all_models()``, their ``names()``) then sweep a few chips and
+models that between them take every branch of the library (no fp8, fp8, fp4; a 72-chip scale-up
+domain; a TPU and an AMD chip; MHA, GQA, MLA, a sparse-attention indexer, sliding windows, dense
+and MoE), so the edit loop stays under a
 minute. A test of a fact about the whole catalogue (its range of ridge points, say) is marked
 ``whole_catalogue`` and skipped there. ``make test`` never sets it: CI sweeps everything.
 
@@ -26,7 +27,7 @@ from llmmath import chips, models
 from llmmath.chips import Chip
 from llmmath.models import Model
 
-SENTINEL_CHIPS = ("A100-SXM-80GB", "H100-SXM", "B200", "MI300X", "TPU v5e")
+SENTINEL_CHIPS = ("A100-SXM-80GB", "H100-SXM", "B200", "GB200", "MI300X", "TPU v5e")
 SENTINEL_MODELS = ("GPT-3-175B", "Llama-3-8B", "Llama-3-70B", "Mixtral-8x7B", "DeepSeek-V3",
                    "DeepSeek-V3.2", "gpt-oss-120b")
 
@@ -34,6 +35,8 @@ if os.environ.get("LLMMATH_SENTINELS"):
     # before any test module is imported: their module-level lists read these functions
     chips.all_chips = lambda: [chips.get(name) for name in SENTINEL_CHIPS]
     models.all_models = lambda: [models.get(name) for name in SENTINEL_MODELS]
+    chips.names = lambda: list(SENTINEL_CHIPS)
+    models.names = lambda: list(SENTINEL_MODELS)
 
 
 def pytest_report_header(config):

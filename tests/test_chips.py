@@ -26,6 +26,7 @@ def bib_keys() -> set[str]:
     return keys
 
 
+@pytest.mark.whole_catalogue
 def test_required_chips_present():
     missing = [n for n in REQUIRED if n not in chips.names()]
     assert not missing, f"catalogue lacks {missing}"

@@ -212,24 +212,22 @@ KEYS = [pytest.param(k, id=k, marks=pytest.mark.xdist_group(f"figure-{k}")) for 
 
 # ----- geometry ---------------------------------------------------------------------------------
 
-def _clip(p0, p1, box):
-    """Liang-Barsky: does the segment p0-p1 cross the box (x0, y0, x1, y1)?"""
-    (x0, y0), (x1, y1) = p0, p1
-    dx, dy = x1 - x0, y1 - y0
-    t0, t1 = 0.0, 1.0
-    for p, q in ((-dx, x0 - box[0]), (dx, box[2] - x0), (-dy, y0 - box[1]), (dy, box[3] - y0)):
-        if p == 0:
-            if q < 0:
-                return False
-            continue
-        r = q / p
-        if p < 0:
-            t0 = max(t0, r)
-        else:
-            t1 = min(t1, r)
-        if t0 > t1:
-            return False
-    return True
+def _crosses(p0, p1, box):
+    """Liang-Barsky over arrays of segments: which segments p0[i]-p1[i] cross the box
+    (x0, y0, x1, y1). t0 only grows and t1 only shrinks, so "t0 <= t1 at the end" is the
+    scalar algorithm's "never t0 > t1 on the way"."""
+    d = p1 - p0
+    t0, t1 = np.zeros(len(p0)), np.ones(len(p0))
+    inside = np.ones(len(p0), dtype=bool)
+    for p, q in ((-d[:, 0], p0[:, 0] - box[0]), (d[:, 0], box[2] - p0[:, 0]),
+                 (-d[:, 1], p0[:, 1] - box[1]), (d[:, 1], box[3] - p0[:, 1])):
+        parallel = p == 0
+        inside &= ~(parallel & (q < 0))  # parallel to this edge and outside it
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = q / p
+        t0 = np.where(~parallel & (p < 0), np.maximum(t0, r), t0)
+        t1 = np.where(~parallel & (p > 0), np.minimum(t1, r), t1)
+    return inside & (t0 <= t1)
 
 
 def _inter(a, b):
@@ -253,9 +251,9 @@ def _line_hits(ln, box, axbox):
         pts = ln.get_transform().transform(xy)
     ok = np.all(np.isfinite(pts), axis=1)
     if ln.get_linestyle() not in ("None", "", " ", "none"):
-        for i in range(len(pts) - 1):
-            if ok[i] and ok[i + 1] and _clip(pts[i], pts[i + 1], area):
-                return True
+        both = ok[:-1] & ok[1:]  # segments with both ends finite
+        if _crosses(pts[:-1][both], pts[1:][both], area).any():
+            return True
     if ln.get_marker() not in (None, "None", "", " ", "none"):
         r = 0.5 * ln.get_markersize() * ln.figure.dpi / 72.0
         grown = (area[0] - r, area[1] - r, area[2] + r, area[3] + r)
@@ -421,3 +419,22 @@ def test_role_colours_come_from_the_style_map(figures):
                 assert colour.lower() == style.chip_colour(role[5:]).lower(), f"{key}: {role}"
             if role.startswith("model ") and hasattr(style, "model_colour"):
                 assert colour.lower() == style.model_colour(role[6:]).lower(), f"{key}: {role}"
+
+
+def test_segment_box_crossing_by_hand():
+    box = (0.0, 0.0, 1.0, 1.0)
+    p0 = np.array([[-1.0, 0.5], [2.0, 2.0], [-1.0, -1.0], [0.5, 2.0], [1.5, -1.0], [0.2, 0.2]])
+    p1 = np.array([[2.0, 0.5], [3.0, 3.0], [2.0, 2.0], [0.5, 1.5], [1.5, 3.0], [0.3, 0.3]])
+    # through, beside, diagonal through, vertical stopping short, vertical beside, inside
+    assert _crosses(p0, p1, box).tolist() == [True, False, True, False, False, True]
+
+
+def test_a_label_on_a_line_is_found():
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label="data", color="#1f77b4")
+    ax.text(0.5, 0.5, "on the line", ha="center", va="center")
+    ax.text(0.05, 0.9, "clear of it")
+    fig.canvas.draw()
+    found = overlaps(fig)
+    plt.close(fig)
+    assert found == ["'on the line' covers the line 'data' (#1f77b4)"]
