@@ -50,6 +50,9 @@ site_lane() {
   stage browser $MAKE --no-print-directory browser
 }
 
+# Under CI no person looks at the browser suite's full-page screenshots (tests/browser/test_layout.py)
+case "${CI:-}" in ""|0|false|no) ;; *) export LLMMATH_SCREENSHOTS=${LLMMATH_SCREENSHOTS:-0} ;; esac
+
 start=$(date +%s)
 library_lane > "$OUT/lane-library.log" 2>&1 &
 lib_pid=$!
