@@ -189,3 +189,9 @@ def test_bound_is_read_from_the_two_times():
     slower = dataclasses.replace(step, compute_time=step.compute_time * 1e6)
     assert (slower.bound == "compute").all()
     assert Step(1.0, 1.0, 1.0, 2.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0).bound == "memory"
+
+
+def test_bound_of_numpy_scalars_is_one_name():
+    step = decode_step(models.get("Llama-3-70B"), chips.get("H100-SXM"), 1, 0)
+    held = dataclasses.replace(step, compute_time=np.float64(2.0), memory_time=np.float32(1.0))
+    assert held.bound == "compute" and type(held.bound) is str

@@ -32,7 +32,7 @@ def _bound(compute_time, memory_time):
     """``"compute"`` where compute time reaches memory time, else ``"memory"`` (an array of
     names over arrays)."""
     is_compute = compute_time >= memory_time
-    if type(is_compute) is bool:
+    if type(is_compute) is bool or np.ndim(is_compute) == 0:  # two numbers: one name
         return "compute" if is_compute else "memory"
     return np.where(is_compute, "compute", "memory")
 
