@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
-from llmmath import models
+from llmmath import chips, models
 from llmmath.balance import (
     critical_batch,
     critical_context,
@@ -209,3 +209,20 @@ def test_critical_context_between_two_caps_by_hand():
     model = L8.replace(sliding_window=50, n_sliding_layers=16, sparse_attention_topk=200)
     assert critical_context(model, EDGE, dtype="fp8", attention_flops=False) == pytest.approx(
         150.0, rel=1e-12)
+
+
+def test_per_op_critical_batch_at_no_context_is_the_whole_step_one():
+    """With no context and no attention FLOPs there is nothing for attention to overlap: the
+    matmul kernel's balance (per-op) is the whole step's. (Zeroing attention's seconds must
+    not divide by them.)"""
+    for name in ("Llama-3-70B", "DeepSeek-V3"):
+        m, h100 = models.get(name), chips.get("H100-SXM")
+        whole = critical_batch(m, h100, context=0, attention_flops=False)
+        assert critical_batch(m, h100, context=0, attention_flops=False,
+                              overlap="per-op") == whole
+        # over an array of widths too, element by element within a few ulps
+        widths = np.array([0.5, 1.0, 2.0])
+        np.testing.assert_array_max_ulp(
+            critical_batch(m, h100, widths, context=0, attention_flops=False, overlap="per-op"),
+            [critical_batch(m, h100, float(w), context=0, attention_flops=False) for w in widths],
+            maxulp=64)

@@ -214,7 +214,39 @@ def test_prefill_past_adds_kv_read_and_attention():
         LLAMA.kv_cache_bytes(4608) - LLAMA.kv_cache_bytes(4096) + LLAMA.kv_read_bytes(4096))
     assert cached.flops > fresh.flops
     no_attn = prefill_step(LLAMA, H100, 1, 512, attention_flops=False)
-    assert no_attn.flops == pytest.approx(512 * 2 * LLAMA.matmul_params_active)
+    # whole numbers below 2**53: the matmul FLOPs alone, exactly, and nothing for attention
+    assert no_attn.flops == 512 * 2 * LLAMA.matmul_params_active
+    assert no_attn.attention_time == 0.0 and no_attn.model is LLAMA
+
+
+def test_prefill_overlap_is_the_one_asked_for():
+    """A prompt of 64 after 100,000 cached tokens on Llama 3.1 405B (H100): the matmuls are
+    memory-bound (the 810 GB weight read outlasts 64 tokens' FLOPs) while attention is
+    compute-bound (64 x 100,064 pairs against 100,000 tokens of cache), so the two overlap
+    models differ: max(compute, memory) for the whole step, the sum of each kernel's max."""
+    m = models.get("Llama-3.1-405B")
+    step = prefill_step(m, H100, 1, 64, past=100_000)
+    per_op = prefill_step(m, H100, 1, 64, past=100_000, overlap="per-op")
+    assert step.matmul_time < step.weight_time and step.attention_time > step.kv_time
+    assert step.time == max(step.compute_time, step.memory_time) and step.overlap == "step"
+    assert per_op.time == pytest.approx(step.attention_time + step.weight_time, rel=1e-12)
+    assert per_op.time > 1.1 * step.time
+
+
+def test_prefill_counts_the_indexer_of_sparse_attention():
+    """DeepSeek-V3.2's indexer scores every earlier token for each prompt token: its FLOPs join
+    the step's, per sequence (2 sequences here), and a model without one adds none."""
+    v32 = models.get("DeepSeek-V3.2")
+    s = prefill_step(v32, H100, 2, 1000)
+    assert s.flops == pytest.approx(2 * (1000 * 2 * v32.matmul_params_active
+                                         + v32.prefill_attention_flops(1000)
+                                         + v32.prefill_indexer_flops(1000)), rel=1e-12)
+    assert v32.prefill_indexer_flops(1000) > 0
+    no_indexer = v32.replace(name="no indexer", index_n_heads=None, index_head_dim=None,
+                             index_key_bytes=None)
+    s = prefill_step(no_indexer, H100, 2, 1000)
+    assert s.flops == pytest.approx(2 * (1000 * 2 * no_indexer.matmul_params_active
+                                         + no_indexer.prefill_attention_flops(1000)), rel=1e-12)
 
 
 def test_prefill_validates():
@@ -222,6 +254,10 @@ def test_prefill_validates():
         prefill_step(TOY, CHIP, 1, 0)
     with pytest.raises(ValueError, match="past"):
         prefill_step(TOY, CHIP, 1, 10, past=-1)
+    # a past beyond the model's window is named as the past, before past + prompt is
+    l8 = models.get("Llama-3-8B")
+    with pytest.raises(ValueError, match=r"^past: got 1e\+06 tokens; Llama-3-8B supports at most"):
+        prefill_step(l8, H100, 1, 1, past=10**6)
 
 
 # ----- critical batch and context ------------------------------------------------------------

@@ -169,9 +169,6 @@ def critical_batch(model, chip, weight_bytes=2, dtype="bf16", context=0, kv_byte
             "is no "
             "critical batch"
         )
-    if not (type(denom) is float and type(weight_bytes) is float):
-        denom, weight_bytes = np.broadcast_arrays(np.asarray(denom, float),
-                                                  np.asarray(weight_bytes, float))
     if not model.is_moe and model.tied_embeddings:  # weights read do not depend on the batch
         return _out(model.weight_params_read(1e-9) * weight_bytes / denom)
     return _out(_weight_balance(model, denom, weight_bytes))
