@@ -195,3 +195,13 @@ def test_bound_of_numpy_scalars_is_one_name():
     step = decode_step(models.get("Llama-3-70B"), chips.get("H100-SXM"), 1, 0)
     held = dataclasses.replace(step, compute_time=np.float64(2.0), memory_time=np.float32(1.0))
     assert held.bound == "compute" and type(held.bound) is str
+
+
+def test_a_tie_is_compute_bound():
+    """Exactly at the balance (compute time equal to memory time, the critical batch) the step
+    is named compute-bound, as the documentation says (compute_time >= memory_time)."""
+    tie = Step(1.0, 0.5, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
+    assert tie.compute_time == tie.memory_time and tie.bound == "compute"
+    grid = Step(np.array([1.0, 2.0]), 0.5, 0.5, np.array([1.0, 1.0]), 1.0, 1.0, 1.0, 1.0, 1.0,
+                1.0, 1.0)
+    assert grid.bound.tolist() == ["compute", "compute"]
