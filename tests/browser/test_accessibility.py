@@ -37,11 +37,14 @@ def axe_problems(page, rel) -> list[str]:
     """Serious or critical axe violations on a loaded page: light theme, then dark (colours).
     test_layout.py calls this during its desktop visit of every page (one load per page)."""
     page.add_script_tag(path=str(AXE))
-    problems = _serious(page.evaluate(RUN, None), f"{rel} (light)")
-    # Colours are measured once they settle: the theme fades some of them (a transition
-    # caught half-way on a loaded CI machine read as a contrast failure of the search button).
+    # Colours are measured once they settle: the theme fades some of them in (a transition
+    # caught half-way read as a contrast failure: the search button on a loaded CI machine, a
+    # code cell's strings when axe ran straight after the load), so no transitions, in either
+    # theme.
     page.add_style_tag(content="*, *::before, *::after { transition: none !important;"
                                " animation: none !important; }")
+    page.wait_for_timeout(100)
+    problems = _serious(page.evaluate(RUN, None), f"{rel} (light)")
     page.evaluate("() => { document.documentElement.dataset.theme = 'dark';"
                   " document.documentElement.dataset.mode = 'dark'; }")
     page.wait_for_timeout(300)
