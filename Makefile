@@ -63,8 +63,9 @@ pdf: $(STAMP)
 # pytest-xdist: one worker per core (2 on CI). A notebook stays whole on one worker (--dist
 # loadfile: its cells share a kernel); browser tests spread one by one (each worker starts its own
 # server, Chromium and JupyterLab), so the JupyterLab tests are not one worker's long tail.
+RUFF := $(BIN)/ruff check lib tests scripts _latex _ext problem_sets/*.py
 unit: $(STAMP)
-	$(BIN)/ruff check lib tests scripts _latex _ext problem_sets/*.py
+	$(RUFF)
 	$(BIN)/python -m pytest tests -m "not browser and not pdf" -n auto --dist loadgroup
 
 # numpy picks its SIMD kernels by CPU, and on AVX-512 its exp, expm1 and log1p differ from AVX2's
@@ -92,7 +93,7 @@ BASE ?= $(shell b=$$(git merge-base HEAD main 2>/dev/null); \
   [ "$$b" = "$$(git rev-parse HEAD)" ] && echo HEAD || echo $${b:-HEAD})
 check: $(STAMP)
 	@set -e; start=$$(date +%s); \
-	$(BIN)/ruff check lib tests scripts _latex _ext problem_sets/*.py; \
+	$(RUFF); \
 	LLMMATH_SENTINELS=1 $(BIN)/python -m pytest tests -q -m "not browser and not pdf" -n auto \
 	  --dist loadgroup -o addopts="-p no:cacheprovider" \
 	  --ignore=tests/test_figure_quality.py --ignore=tests/test_frames.py; \
