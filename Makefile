@@ -80,9 +80,7 @@ unit-baseline: $(STAMP)
 	  on = [f for f in u.__cpu_dispatch__ if u.__cpu_features__.get(f)]; \
 	  assert not on, f'numpy still dispatches to {on}'; \
 	  print('numpy at its baseline', u.__cpu_baseline__[-1], '(off:', ' '.join(u.__cpu_dispatch__) + ')')" && \
-	$(BIN)/python -m pytest -q -n auto -p no:randomly -o addopts="-p no:cacheprovider" \
-	  $$($(BIN)/python -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb')) \
-	  ['tool']['mutmut']['pytest_add_cli_args_test_selection']))")
+	$(BIN)/python -m pytest tests -m physics -q -n auto -p no:randomly -o addopts="-p no:cacheprovider"
 
 # The edit loop, under a minute: ruff, the unit tests over the sentinel catalogue
 # (tests/conftest.py) but the two suites that redraw every figure of the book (figure quality and
@@ -195,9 +193,11 @@ MUTANTS ?=
 MODULES ?=
 TESTS ?=
 CHILDREN ?= 1
-PHYSICS := step models cost memory prices parallel training moe collectives pipeline capacity \
-  balance intensity speculative lifetime tradeoffs estimate
-PRESENTATION := lib/llmmath/plots lib/llmmath/widgets lib/llmmath/widgets.py lib/llmmath/frames.py
+# by rule, not by list: every physics module (llmmath.physics_modules()), and the presentation
+# layer (llmmath.PRESENTATION) that no physics module imports
+PHYSICS = $(shell $(BIN)/python -c "import llmmath; print(*llmmath.physics_modules())")
+PRESENTATION = $(shell $(BIN)/python -c "import llmmath, pathlib; \
+  print(*(p for n in llmmath.PRESENTATION for p in pathlib.Path('lib/llmmath').glob(n + '*')))")
 mutate:
 	@test -x $(BIN)/mutmut || { echo "no $(BIN)/mutmut: make unit (or pip install -r requirements.txt) first"; exit 1; }
 ifeq ($(RESUME),)
@@ -218,13 +218,11 @@ else
 	cp pyproject.toml $(MUTATE)/ && cp pyproject.toml $(MUTATE)/mutants/
 endif
 	find $(MUTATE) -name __pycache__ -prune -exec rm -rf {} +
-ifneq ($(MODULES),)
 	$(BIN)/python -c "import re, sys; p = sys.argv[1]; s = open(p).read(); \
 	  mods = ', '.join('\"src/llmmath/%s.py\"' % m for m in sys.argv[2:]); \
 	  open(p, 'w').write(re.sub(r'only_mutate = \[.*?\]', 'only_mutate = [' + mods + ']', s, flags=re.S))" \
-	  $(MUTATE)/pyproject.toml $(MODULES)
+	  $(MUTATE)/pyproject.toml $(or $(MODULES),$(PHYSICS))
 	-test -f $(MUTATE)/mutants/pyproject.toml && cp $(MUTATE)/pyproject.toml $(MUTATE)/mutants/
-endif
 ifneq ($(TESTS),)
 	$(BIN)/python -c "import re, sys; p = sys.argv[1]; s = open(p).read(); \
 	  t = ', '.join('\"%s\"' % x for x in sys.argv[2:]); s = re.sub( \

@@ -14,6 +14,8 @@ import pathlib
 import re
 import sys
 
+from llmmath import physics_modules
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 KILLED = {1, 3}  # pytest failed (3: an internal error while the mutant ran also counts)
 TIMEOUT = {36, -24, 24, 152, 255}
@@ -110,7 +112,7 @@ def main(argv=None):
     for module in modules:
         modules[module]["commit"] = commit  # the code this module's record was measured on
         modules[module]["wall_seconds"] = seconds if len(modules) == 1 else None
-        modules[module]["tests"] = "all unit tests of [tool.mutmut]" if len(tests) > 10 else \
+        modules[module]["tests"] = "every physics test" if tests == ["tests"] else \
             " ".join(pathlib.Path(t).name for t in tests)
     old_file = a.out / "summary.json"
     if a.merge and old_file.exists():  # a run over some modules: keep the others' record
@@ -155,6 +157,10 @@ def main(argv=None):
                   f"{c.get('commit') or ''} | {c.get('tests', '')} |")
     if empty:
         md += ["", f"No code of its own to mutate: {', '.join(empty)} (re-exports)."]
+    unmeasured = sorted(set(physics_modules()) - set(modules))
+    if unmeasured:
+        md += ["", f"Not measured yet (physics modules by rule, never mutated): "
+                   f"{', '.join(unmeasured)}."]
     md += ["", "## Equivalent mutants (reviewed, data/mutation/equivalent.txt)", ""]
     md += [f"- `{k}`: {v}" for k, v in sorted(equivalent.items())] or ["(none)"]
     md += ["", "## Survivors still to kill", ""]

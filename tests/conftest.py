@@ -20,9 +20,11 @@ next to the tests.
 from __future__ import annotations
 
 import os
+import pathlib
 
 import pytest
 
+import llmmath
 from llmmath import chips, models
 from llmmath.chips import Chip
 from llmmath.models import Model
@@ -46,7 +48,19 @@ def pytest_report_header(config):
     return None
 
 
+def is_physics_test(path) -> bool:
+    """The unit tests that check the physics, by rule: a chapter's claims
+    (``test_claims_<chapter>.py``), a physics module's own tests (``test_<module>.py``), and any
+    file that says ``pytestmark = pytest.mark.physics``. ``make mutate`` and
+    ``make unit-baseline`` run these (``-m physics``); a new chapter's files join by their names."""
+    name = pathlib.Path(path).stem
+    return name.startswith("test_claims_") or name[len("test_"):] in llmmath.physics_modules()
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if is_physics_test(item.path):
+            item.add_marker(pytest.mark.physics)
     if not os.environ.get("LLMMATH_SENTINELS"):
         return
     skip = pytest.mark.skip(reason="a fact about the whole catalogue: make test runs it")

@@ -28,6 +28,9 @@ from llmmath import (
 )
 from llmmath.memory import MEMORY_TIERS
 
+# checks physics: make mutate and make unit-baseline run it (tests/conftest.py)
+pytestmark = pytest.mark.physics
+
 L70, L8 = models.get("Llama-3-70B"), models.get("Llama-3-8B")
 DSV3, V32 = models.get("DeepSeek-V3"), models.get("DeepSeek-V3.2")
 H100, GB200 = chips.get("H100-SXM"), chips.get("GB200")

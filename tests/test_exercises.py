@@ -6,6 +6,9 @@ from hypothesis import strategies as st
 
 from llmmath.exercises import UNANSWERED, check
 
+# checks physics: make mutate and make unit-baseline run it (tests/conftest.py)
+pytestmark = pytest.mark.physics
+
 
 @pytest.mark.parametrize("answer, start", [
     (100, "right"), (104, "right"), (96, "right"),

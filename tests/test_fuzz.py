@@ -15,7 +15,6 @@ import dataclasses
 import importlib
 import inspect
 import math
-import pkgutil
 
 import numpy as np
 import pytest
@@ -27,20 +26,16 @@ from llmmath import capacity, chips, cost, models, speculative
 from llmmath._check import MAX_CHIPS, whole_count
 from llmmath.roofline import decode_step
 
-#: Modules that draw or explain rather than compute: not fuzzed here (tests/test_plots.py,
-#: tests/test_widgets.py and friends cover them).
-NOT_PHYSICS = {"plots", "widgets", "frames", "book", "exercises"}
+# checks physics: make mutate and make unit-baseline run it (tests/conftest.py)
+pytestmark = pytest.mark.physics
 
 
 def _physics_modules():
-    """Every public ``llmmath`` module with an ``__all__``, discovered, not listed by hand."""
-    found = []
-    for info in pkgutil.iter_modules(llmmath.__path__):
-        if info.name.startswith("_") or info.name in NOT_PHYSICS:
-            continue
-        if hasattr(importlib.import_module(f"llmmath.{info.name}"), "__all__"):
-            found.append(info.name)
-    return sorted(found)
+    """The package's physics modules (``llmmath.physics_modules``, discovered) that declare an
+    ``__all__``: figures, explorers and notebook helpers are tested in tests/test_plots.py,
+    tests/test_widgets.py and friends."""
+    return [name for name in llmmath.physics_modules()
+            if hasattr(importlib.import_module(f"llmmath.{name}"), "__all__")]
 
 
 MODULES = _physics_modules()
@@ -355,6 +350,6 @@ def test_one_configuration_functions_refuse_arrays_by_name(call):
 def test_the_harness_discovers_the_physics_modules():
     assert {"step", "balance", "capacity", "intensity", "speculative", "sweep", "roofline",
             "cost", "memory", "prices", "parallel", "training", "models"} <= set(MODULES)
-    assert not NOT_PHYSICS & set(MODULES)
+    assert not set(llmmath.PRESENTATION) & set(MODULES)
     labels = [c[0] for c in CALLABLES]
     assert "step.decode_step" in labels and "roofline.decode_step" not in labels  # once, at home

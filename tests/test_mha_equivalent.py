@@ -19,6 +19,9 @@ import pytest
 from llmmath import models
 from llmmath.models import MhaEquivalent, mha_equivalent, palm_multihead_baseline
 
+# checks physics: make mutate and make unit-baseline run it (tests/conftest.py)
+pytestmark = pytest.mark.physics
+
 
 def test_deepseek_v3_twin_is_deepseek_v2_table1():
     twin, ratio = mha_equivalent(models.get("DeepSeek-V3"))

@@ -28,6 +28,9 @@ from llmmath import _check, chips, models
 from llmmath.balance import critical_batch
 from llmmath.step import Step, decode_step, prefill_step
 
+# checks physics: make mutate and make unit-baseline run it (tests/conftest.py)
+pytestmark = pytest.mark.physics
+
 STEP_ULPS = 8
 BATCH_ULPS = 64
 

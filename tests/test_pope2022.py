@@ -25,6 +25,9 @@ from llmmath.roofline import (
 from llmmath.training import inference_mfu
 from llmmath.units import GiB
 
+# checks physics: make mutate and make unit-baseline run it (tests/conftest.py)
+pytestmark = pytest.mark.physics
+
 TPU = chips.get("TPU v4")
 PALM = models.get("PaLM-540B")
 PALM62 = models.get("PaLM-62B")

@@ -8,6 +8,9 @@ import pytest
 
 from llmmath._solve import bisect
 
+# checks physics: make mutate and make unit-baseline run it (tests/conftest.py)
+pytestmark = pytest.mark.physics
+
 
 def test_square_root_of_two():
     root = bisect(lambda x: x * x - 2.0, 0.0, 2.0)

@@ -57,6 +57,9 @@ from llmmath.training import (
     training_memory,
 )
 
+# checks physics: make mutate and make unit-baseline run it (tests/conftest.py)
+pytestmark = pytest.mark.physics
+
 L8 = models.get("Llama-3-8B")
 L70 = models.get("Llama-3-70B")
 H100 = chips.get("H100-SXM")

@@ -16,6 +16,9 @@ import pytest
 
 from llmmath import cost, models, roofline
 
+# checks physics: make mutate and make unit-baseline run it (tests/conftest.py)
+pytestmark = pytest.mark.physics
+
 
 def test_matmul_ridge_batch_counts_output_writes(toy_chip):
     # (m x 1e4) @ (1e4 x 1e4), 2 B each: intensity m k n / (m k + k n + m n) = 1000 gives
