@@ -10,6 +10,7 @@ for a concept that has another name.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import pkgutil
 import re
@@ -145,11 +146,33 @@ def test_no_two_used_names_differ_only_in_decoration():
     assert not clashes, f"one concept, two spellings: {clashes}"
 
 
-def test_the_api_appendix_documents_every_roofline_name_under_its_part():
-    """book/api.md lists roofline's names by hand, grouped by part: keep it whole."""
-    text = (README.parents[1] / "book" / "api.md").read_text(encoding="utf-8")
+def _api_page():
+    path = README.parents[1] / "_ext" / "api_page.py"
+    spec = importlib.util.spec_from_file_location("api_page", path)
+    page = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(page)
+    return page
+
+
+def test_the_api_page_has_a_section_for_every_module_but_gathered_parts():
+    """book/api.md is generated (_ext/api_page.py): every module the package finds, once."""
+    listed = _api_page().modules()
+    parts = {p.__name__.rsplit(".", 1)[1] for p in roofline.PARTS}
+    assert set(listed) == (set(llmmath.physics_modules()) | set(llmmath.PRESENTATION)) - parts
+    assert len(listed) == len(set(listed)) and "roofline" in listed and "moe" in listed
+    assert listed.index("plots") > listed.index("units")  # physics first, then presentation
+
+
+def test_the_api_page_documents_each_part_under_the_gathering_module():
+    page = _api_page()
     for part in roofline.PARTS:
-        assert f".. automodule:: {part.__name__}" in text
-        section = text.split(f".. automodule:: {part.__name__}", 1)[1].split("```", 1)[0]
-        documented = re.findall(r"\.\. auto(?:function|class):: (\w+)", section)
+        rst = "\n".join(page._part_rst("llmmath.roofline", part))
+        documented = re.findall(r"\.\. auto(?:function|class):: (\w+)", rst)
         assert documented == part.__all__, part.__name__
+        assert ".. currentmodule:: llmmath.roofline" in rst
+
+
+def test_the_api_page_lists_a_modules_all():
+    cost = importlib.import_module("llmmath.cost")
+    assert _api_page()._members(cost).split(":members: ")[1].split(", ") == cost.__all__
+    assert _api_page()._members(importlib.import_module("llmmath.units")).strip() == ":members:"
