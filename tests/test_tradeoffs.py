@@ -132,12 +132,15 @@ def test_max_hold_time_is_zero_when_reading_back_costs_more():
     assert tr.max_hold_time(L70, H100, slow, n_chips=8) == 0.0
 
 
+# every numbered chapter of _toc.yml, in the book's order (read here without the library's reader)
+CHAPTERS = re.findall(r"file: book/(\w+)", (Path(__file__).resolve().parents[1] / "_toc.yml")
+                      .read_text().split("caption: Appendices")[0])
+
+
 def test_summary_bounds_cover_the_book():
-    rows = tr.summary_bounds()
+    rows = tr.summary_bounds(CHAPTERS)
     chapters = {r.chapter for r in rows}
-    toc = (Path(__file__).resolve().parents[1] / "_toc.yml").read_text()
-    numbered = set(re.findall(r"file: book/(\d\d_\w+)", toc))  # every numbered chapter, in _toc.yml
-    assert chapters == numbered
+    assert chapters == set(CHAPTERS)
     for r in rows:
         assert math.isfinite(r.value) and r.value > 0, r
         assert r.formula and r.example and r.shown
@@ -231,9 +234,31 @@ def test_every_summary_row_by_hand():
 
 
 def test_summary_rows_read_in_chapter_order():
-    # the table is printed as it comes: chapter 1 first, each chapter's rows together
-    chapters = [r.chapter for r in tr.summary_bounds()]
-    assert chapters == sorted(chapters)
+    # the table is printed as it comes: chapter 1 first, each chapter's rows together, in the
+    # order the chapter's module declares them
+    rows = tr.summary_bounds(CHAPTERS)
+    chapters = [r.chapter for r in rows]
+    assert chapters == sorted(chapters, key=CHAPTERS.index)
+    assert [r.bound for r in rows][:2] == ["ridge point (FLOP per byte)", "HBM drain time"]
+
+
+def test_the_book_reads_the_same_chapter_order(monkeypatch):
+    from llmmath import book
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[1] / "book")  # where a notebook runs
+    assert book.chapters() == CHAPTERS and len(CHAPTERS) >= 13
+
+
+def test_a_modules_declared_row_joins_the_table(monkeypatch):
+    from llmmath import units
+    from llmmath._summary import SummaryRow
+
+    row = SummaryRow("a_new_chapter", "a new bound", "x", "a case", lambda lm: 2.5, str)
+    monkeypatch.setattr(units, "SUMMARY", (row,), raising=False)
+    rows = tr.summary_bounds([*CHAPTERS, "a_new_chapter"])
+    assert (rows[-1].bound, rows[-1].value, rows[-1].shown) == ("a new bound", 2.5, "2.5")
+    with pytest.raises(ValueError, match="a_new_chapter"):  # a chapter the order leaves out
+        tr.summary_bounds(CHAPTERS)
 
 
 # How the table prints each row: (the unit's size in SI, the text after the number). Chosen for a

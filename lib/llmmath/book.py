@@ -97,3 +97,22 @@ def model_table() -> Table:
     headers = ["model", "shape", "N_tot (counted)", "published", "N_act (counted)",
                "KV bytes/token (bf16)", "source"]
     return Table(headers, rows)
+
+
+def chapters(toc=None) -> list[str]:
+    """The numbered chapters' document names (``book/<name>.ipynb``) in the book's order, read from
+    ``_toc.yml`` (``toc``; by default the first found from the working folder upward, so a
+    notebook in ``book/`` finds the repository's)."""
+    from pathlib import Path
+
+    import yaml
+
+    if toc is None:
+        here = Path.cwd().resolve()
+        found = [d / "_toc.yml" for d in (here, *here.parents) if (d / "_toc.yml").is_file()]
+        if not found:
+            raise FileNotFoundError(f"toc: no _toc.yml in {here} or any folder above it")
+        toc = found[0]
+    parts = yaml.safe_load(Path(toc).read_text(encoding="utf-8"))["parts"]
+    return [Path(c["file"]).name for p in parts if p.get("numbered")
+            for c in p.get("chapters", [])]

@@ -13,6 +13,7 @@ import numpy as np
 from ._check import MAX_CHIPS, fraction, positive, whole_count
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
+from ._summary import SummaryRow
 
 __all__ = ["memory_held", "fits_in_memory", "max_batch", "max_context", "min_chips", "drain_time"]
 
@@ -144,3 +145,17 @@ def min_chips(model, chip, batch=0, context=0, weight_bytes=2, kv_bytes=2, memor
 def drain_time(chip):
     """Seconds to read a chip's whole HBM once: ``M / W`` (about 20 ms on most HBM parts)."""
     return chip.drain_time
+
+
+#: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
+SUMMARY = (
+    SummaryRow("05_kv_cache", "critical context", r"S^* = \frac{2 N_\text{act}}{I^* b_\text{kv}}",
+               "Llama 3 70B, H100, bf16 cache",
+               lambda lm: lm.critical_context(lm.model("Llama-3-70B"), lm.chip("H100-SXM")),
+               lambda s: f"{s:,.0f} tokens"),
+    SummaryRow("05_kv_cache", "largest batch that fits",
+               r"B_\text{max} = \frac{n M - N_\text{tot} b_w}{S b_\text{kv}}",
+               "Llama 3 70B, 8 H100s, S = 8,192",
+               lambda lm: lm.max_batch(lm.model("Llama-3-70B"), lm.chip("H100-SXM"), context=8192,
+                                       n_chips=8), lambda b: f"{b:,.0f} sequences"),
+)

@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ._check import choice, index_by_name, lookup, positive
+from ._summary import SummaryRow
+from .units import fmt_time
 
 #: The order in which a chip's number formats stand in for one it does not list
 #: (:meth:`Chip.resolve_dtype`): the widest format first.
@@ -165,3 +167,13 @@ RUBIN_FP4_INFERENCE_HEADLINE = 50e15
 #: The Rubin HBM bandwidth the episode uses, 20 TB/s, before NVIDIA announced 22 TB/s (the
 #: catalogue's ``Rubin``) [dwarkesh2026pope].
 EPISODE_RUBIN_HBM_BANDWIDTH = 20e12
+
+
+#: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
+SUMMARY = (
+    SummaryRow("01_hardware", "ridge point (FLOP per byte)", r"I^* = C / W", "H100, bf16",
+               lambda lm: lm.chip("H100-SXM").ops_per_byte("bf16"),
+               lambda r: f"{r:,.0f} FLOP/byte"),
+    SummaryRow("01_hardware", "HBM drain time", r"t_\text{drain} = M / W", "H100",
+               lambda lm: lm.capacity.drain_time(lm.chip("H100-SXM")), fmt_time),
+)

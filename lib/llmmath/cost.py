@@ -23,7 +23,9 @@ import numpy as np
 from ._check import positive
 from ._check import scalar_or_array as _out
 from ._solve import bisect
+from ._summary import SummaryRow
 from .roofline import Step, decode_step, fits_in_memory, prefill_step
+from .units import fmt_usd
 
 __all__ = [
     "ASSUMED_PRICE_PER_CHIP_HOUR",
@@ -275,3 +277,20 @@ def price_step_context(active_params, kv_bytes_per_token, ops_per_byte):
     """Context where :func:`kv_to_compute_ratio` reaches 1: ``S = 2 N_act / (R b_kv)``; beyond
     it cost per output token grows with context (where a long-context price step belongs)."""
     return _out(2.0 * active_params / (kv_bytes_per_token * ops_per_byte))
+
+
+#: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
+SUMMARY = (
+    SummaryRow("04_batching_cost", "critical batch",
+               r"B^* = I^* \frac{b_w}{2} \frac{N_\text{tot}}{N_\text{act}}",
+               "DeepSeek-V3, H100, fp8",
+               lambda lm: lm.critical_batch(lm.model("DeepSeek-V3"), lm.chip("H100-SXM"),
+                                            weight_bytes=1, dtype="fp8"),
+               lambda b: f"{b:,.0f} sequences"),
+    SummaryRow("04_batching_cost", "cost floor per token",
+               r"2 N_\text{act}\, p / C\ \text{per token}",
+               "Llama 3 70B, H100 at its catalogue price",
+               lambda lm: lm.moe.compute_cost_per_million_tokens(
+                   lm.model("Llama-3-70B").matmul_params_active, lm.chip("H100-SXM")),
+               lambda c: f"{fmt_usd(c)} per million tokens"),
+)

@@ -73,9 +73,11 @@ from . import chips as _chips
 from ._check import choice, fraction, positive
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
+from ._summary import SummaryRow
 from .collectives import NCCL_NVLINK_EFFICIENCY, STEP_LATENCIES
 from .parallel import expert_parallel_comm_time, tensor_parallel_comm_time
 from .step import decode_step, prefill_step
+from .units import fmt_time
 
 __all__ = [
     "TILE_M",
@@ -529,3 +531,14 @@ def calibration_rows() -> list[dict]:
         terms = {name: res[name] for name in _calibration.TERMS}
         out.append({**row, "terms": terms, "bound_s": res["bound"], "estimate_s": res["estimate"]})
     return out
+
+
+#: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
+SUMMARY = (
+    SummaryRow("10_bound_to_estimate", "estimate over the bound",
+               r"t_\text{est} = t_\text{bound} + \Delta_\text{kernel} + \Delta_\text{MoE} "
+               r"+ \Delta_\text{comm} + L k_\ell t_\text{launch} + t_\text{host}",
+               "Llama 3 70B, 8 H100s, B = 1, S = 4,096",
+               lambda lm: lm.estimate_step(lm.model("Llama-3-70B"), lm.chip("H100-SXM"), 1, 4096,
+                                           n_chips=8).time, fmt_time),
+)

@@ -28,6 +28,7 @@ import numpy as np
 
 from ._check import choice, fraction, positive
 from ._check import scalar_or_array as _out
+from ._summary import SummaryRow
 from .training import CHINCHILLA_TOKENS_PER_PARAM, _params, overtraining_factor, training_flops
 
 __all__ = [
@@ -358,3 +359,14 @@ def lifetime_optimum(loss, inference_tokens, decode_efficiency=DECODE_EFFICIENCY
         equal_params=n_eq, equal_tokens=pre(n_eq) / (6 * n_eq), equal_total=total[n_eq],
         chinchilla_params=n_chin, chinchilla_tokens=pre(n_chin) / (6 * n_chin),
         chinchilla_total=total[n_chin])
+
+
+#: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
+SUMMARY = (
+    SummaryRow("12_overtraining", "equalise pre-training, RL and inference compute",
+               r"6 N_\text{act} D_\text{pre} \approx C_\text{RL} "
+               r"\approx 2 N_\text{act} D_\text{inf}",
+               "Llama 3 70B's 15T tokens against 20 per parameter",
+               lambda lm: lm.training.overtraining_factor(lm.model("Llama-3-70B"), 15e12),
+               lambda x: f"{x:.1f}x compute-optimal"),
+)

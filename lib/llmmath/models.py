@@ -33,7 +33,8 @@ from functools import cached_property
 import numpy as np
 
 from ._check import index_by_name, lookup, positive
-from .units import fmt_count
+from ._summary import SummaryRow
+from .units import fmt_bytes, fmt_count, fmt_si
 
 __all__ = [
     "Model", "ParameterBreakdown", "parameter_breakdown", "kaplan_params",
@@ -784,3 +785,14 @@ def palm_multihead_baseline() -> MhaEquivalent:
     twin = palm.replace(name="PaLM 540B, multihead (Pope et al. 2022)", n_heads=64, n_kv_heads=64,
                         head_dim=128)
     return MhaEquivalent(twin, twin.kv_bytes_per_token(1) / palm.kv_bytes_per_token(1))
+
+
+#: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
+SUMMARY = (
+    SummaryRow("02_counting", "forward FLOPs per token", r"2 N_\text{act}\ (+\ \text{attention})",
+               "Llama 3 70B, no context",
+               lambda lm: lm.model("Llama-3-70B").flops_per_token(0), lambda f: fmt_si(f, "FLOP")),
+    SummaryRow("02_counting", "KV bytes per token",
+               r"b_\text{kv} = 2 L n_{kv} d_h \times \text{bytes}", "Llama 3 70B, bf16",
+               lambda lm: lm.model("Llama-3-70B").kv_bytes_per_token(2), fmt_bytes),
+)

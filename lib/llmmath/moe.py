@@ -35,7 +35,9 @@ import numpy as np
 from ._check import fraction, number, positive
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
+from ._summary import SummaryRow
 from .cost import price_per_chip_second
+from .units import fmt_count
 
 __all__ = [
     "ScaleUpDomain",
@@ -438,3 +440,12 @@ def two_batch_overlap_time(compute_time, comm_time, n_layers=1):
     m = positive("comm_time", comm_time, allow_zero=True)
     L = positive("n_layers", n_layers, integer=True)
     return _out(L * np.maximum(c, m) + np.minimum(c, m) / 2.0)
+
+
+#: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
+SUMMARY = (
+    SummaryRow("07_moe_rack", "total parameters one scale-up domain holds",
+               r"N_\text{tot} \le n_\text{dom} M / b_w", "GB200 NVL72, fp8 weights",
+               lambda lm: lm.moe.max_total_params(lm.chip("GB200"), weight_bytes=1),
+               lambda n: f"{fmt_count(n)} parameters"),
+)

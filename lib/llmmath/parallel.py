@@ -20,7 +20,9 @@ import numpy as np
 from ._check import choice, positive
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
+from ._summary import SummaryRow
 from .collectives import collective_time
+from .units import fmt_time
 
 __all__ = [
     "all_gather_time",
@@ -409,3 +411,13 @@ def ring_optimal_chips(model, chip, batch, context, hop_latency=33.7e-6 / 14, we
                                 kv_bytes=kv_bytes, dtype=dtype).time)
     n_ar = model.n_layers * (1 if model.parallel_block else 2)
     return _out(np.sqrt(t1 / (2.0 * n_ar * alpha)))
+
+
+#: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
+SUMMARY = (
+    SummaryRow("09_partitioning", "all-reduce (bandwidth term)",
+               r"2 \frac{n - 1}{n} \frac{Q}{W_\text{up}}", "1 GB over 8 H100s on NVLink",
+               lambda lm: lm.parallel.all_reduce_time(1e9, 8,
+                                                     lm.chip("H100-SXM").scale_up_bandwidth),
+               fmt_time),
+)

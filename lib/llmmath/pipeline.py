@@ -41,6 +41,7 @@ import numpy as np
 from ._check import choice, positive
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
+from ._summary import SummaryRow
 from .parallel import PipelineMemory, scaleup_vs_scaleout_ratio
 from .roofline import decode_step
 
@@ -348,3 +349,12 @@ def min_layers_per_stage(model, chip):
     """Fewest whole layers per stage for which :func:`boundary_ratio` reaches 1 on ``chip``."""
     k = model.experts_per_token or 1
     return float(math.ceil(1.0 / (2.0 * k * _ratio_of(chip)) - 1e-9))
+
+
+#: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
+SUMMARY = (
+    SummaryRow("08_pipelining", "pipeline bubble",
+               r"f_\text{bubble} = \frac{n_\text{pp} - 1}{m + n_\text{pp} - 1}",
+               "4 stages, 16 micro-batches",
+               lambda lm: lm.pipeline.bubble_fraction(4, 16), lambda f: f"{f:.1%}"),
+)

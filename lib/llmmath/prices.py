@@ -16,6 +16,8 @@ import numpy as np
 
 from ._check import choice, positive
 from ._check import scalar_or_array as _out
+from ._summary import SummaryRow
+from .units import fmt_bytes, fmt_time
 
 __all__ = ["PriceSheet", "PRICE_SHEETS", "DEEPINFRA_LLAMA33_70B", "DEEPSEEK_FLEET_2025",
            "EPISODE_RACK", "EPISODE_OUTPUT_INPUT_RATIO", "EPISODE_PRICE_STEP",
@@ -140,3 +142,16 @@ def kv_bytes_from_price_ratio(active_params, context, ops_per_byte, price_ratio,
         raise ValueError("price_ratio: got 1 under overlap='per-op'; without a corner a flat price "
                          "implies no KV bytes at all (give a ratio > 1)")
     return _out(np.asarray(b) * (ratio - 1.0))
+
+
+#: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
+SUMMARY = (
+    SummaryRow("06_prefill_prices", "KV bytes read from a price step",
+               r"b_\text{kv} = \frac{2 N_\text{act}}{I^* S}\ \text{at the step}",
+               "100B active, step at 200k tokens, I* = 600",
+               lambda lm: lm.prices.kv_bytes_from_price_step(100e9, 200_000, 600), fmt_bytes),
+    SummaryRow("06_prefill_prices", "cache tier knee (hold vs read)",
+               r"\text{cost} = b\, p \max\left(t / M,\ 1 / W\right)",
+               "a 30 TB flash drive's drain time",
+               lambda lm: lm.memory.MEMORY_TIERS["flash"].drain_time, fmt_time),
+)

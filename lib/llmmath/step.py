@@ -22,6 +22,8 @@ import numpy as np
 from ._check import choice, fraction, positive
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
+from ._summary import SummaryRow
+from .units import fmt_time
 
 __all__ = ["Step", "decode_step", "prefill_step", "min_latency", "serial_step"]
 
@@ -295,3 +297,18 @@ def serial_step(step: Step) -> Step:
     """
     t = np.asarray(step.compute_time) + np.asarray(step.memory_time)
     return dataclasses.replace(step, time=_out(t) if t.ndim == 0 else t, overlap="none")
+
+
+#: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
+SUMMARY = (
+    SummaryRow("03_decode_roofline", "decode step",
+               r"\max\left(\frac{2 B N_\text{act}}{n C}, "
+               r"\frac{N_\text{tot} b_w + B S b_\text{kv}}{n W}\right)",
+               "Llama 3 70B, 8 H100s, B = 64, S = 4,096",
+               lambda lm: lm.decode_step(lm.model("Llama-3-70B"), lm.chip("H100-SXM"), 64, 4096,
+                                         n_chips=8).time, fmt_time),
+    SummaryRow("03_decode_roofline", "minimum latency per token", r"N_\text{tot} b_w / (n W)",
+               "Llama 3 70B, 8 H100s",
+               lambda lm: lm.step.min_latency(lm.model("Llama-3-70B"), lm.chip("H100-SXM"),
+                                              n_chips=8), fmt_time),
+)

@@ -34,6 +34,8 @@ from ._check import choice, positive
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
 from ._solve import bisect
+from ._summary import SummaryRow
+from .units import fmt_count, fmt_time
 
 __all__ = [
     "StoreOrRecompute",
@@ -248,154 +250,55 @@ class Bound:
     shown: str  # the number as the table prints it
 
 
-# The summary table's words, in reading order: chapter, what is bounded, the formula (LaTeX, the
-# book's notation) and the worked case; summary_bounds() computes each row's number for exactly
-# that case. Words only (checked by reading the table in chapter 13), kept apart from the
-# arithmetic that the tests check by hand; not in __all__ (the API page would print it whole).
-SUMMARY_ROWS = (
-    ("01_hardware", "ridge point (FLOP per byte)",
-     r"I^* = C / W",
-     "H100, bf16"),
-    ("01_hardware", "HBM drain time",
-     r"t_\text{drain} = M / W",
-     "H100"),
-    ("02_counting", "forward FLOPs per token",
-     r"2 N_\text{act}\ (+\ \text{attention})",
-     "Llama 3 70B, no context"),
-    ("02_counting", "KV bytes per token",
-     r"b_\text{kv} = 2 L n_{kv} d_h \times \text{bytes}",
-     "Llama 3 70B, bf16"),
-    ("03_decode_roofline", "decode step",
-     r"\max\left(\frac{2 B N_\text{act}}{n C}, "
-     r"\frac{N_\text{tot} b_w + B S b_\text{kv}}{n W}\right)",
-     "Llama 3 70B, 8 H100s, B = 64, S = 4,096"),
-    ("03_decode_roofline", "minimum latency per token",
-     r"N_\text{tot} b_w / (n W)",
-     "Llama 3 70B, 8 H100s"),
-    ("04_batching_cost", "critical batch",
-     r"B^* = I^* \frac{b_w}{2} \frac{N_\text{tot}}{N_\text{act}}",
-     "DeepSeek-V3, H100, fp8"),
-    ("04_batching_cost", "cost floor per token",
-     r"2 N_\text{act}\, p / C\ \text{per token}",
-     "Llama 3 70B, H100 at its catalogue price"),
-    ("05_kv_cache", "critical context",
-     r"S^* = \frac{2 N_\text{act}}{I^* b_\text{kv}}",
-     "Llama 3 70B, H100, bf16 cache"),
-    ("05_kv_cache", "largest batch that fits",
-     r"B_\text{max} = \frac{n M - N_\text{tot} b_w}{S b_\text{kv}}",
-     "Llama 3 70B, 8 H100s, S = 8,192"),
-    ("06_prefill_prices", "KV bytes read from a price step",
-     r"b_\text{kv} = \frac{2 N_\text{act}}{I^* S}\ \text{at the step}",
-     "100B active, step at 200k tokens, I* = 600"),
-    ("06_prefill_prices", "cache tier knee (hold vs read)",
-     r"\text{cost} = b\, p \max\left(t / M,\ 1 / W\right)",
-     "a 30 TB flash drive's drain time"),
-    ("07_moe_rack", "total parameters one scale-up domain holds",
-     r"N_\text{tot} \le n_\text{dom} M / b_w",
-     "GB200 NVL72, fp8 weights"),
-    ("08_pipelining", "pipeline bubble",
-     r"f_\text{bubble} = \frac{n_\text{pp} - 1}{m + n_\text{pp} - 1}",
-     "4 stages, 16 micro-batches"),
-    ("09_partitioning", "all-reduce (bandwidth term)",
-     r"2 \frac{n - 1}{n} \frac{Q}{W_\text{up}}",
-     "1 GB over 8 H100s on NVLink"),
-    ("10_bound_to_estimate", "estimate over the bound",
-     r"t_\text{est} = t_\text{bound} + \Delta_\text{kernel} + \Delta_\text{MoE} "
-     r"+ \Delta_\text{comm} + L k_\ell t_\text{launch} + t_\text{host}",
-     "Llama 3 70B, 8 H100s, B = 1, S = 4,096"),
-    ("11_training_compute", "training compute",
-     r"6 N_\text{act} D_\text{pre}",
-     "Llama 3.1 405B, 15.6T tokens"),
-    ("11_training_compute", "training state",
-     r"b_\text{state} N_\text{tot}, \ b_\text{state} = 16",
-     "Llama 3.1 405B, mixed-precision Adam"),
-    ("11_training_compute", "per-chip batch that hides the gradient sync",
-     r"T^* = \frac{n - 1}{n} \frac{b_g}{3} \frac{C}{W_\text{out}} "
-     r"\frac{N_\text{tot}}{N_\text{act}}",
-     "Llama 3 70B, 1,024 H100s, scale-out"),
-    ("12_overtraining", "equalise pre-training, RL and inference compute",
-     r"6 N_\text{act} D_\text{pre} \approx C_\text{RL} \approx 2 N_\text{act} D_\text{inf}",
-     "Llama 3 70B's 15T tokens against 20 per parameter"),
-    ("13_memory_for_compute", "FLOPs to rebuild a cached byte",
-     r"I_\text{rb} = 2 N_\text{mm} / b_\text{kv} \gg I^*",
-     "Llama 3 70B, bf16 cache"),
-    ("13_memory_for_compute", "context recomputed for free",
-     r"S_\text{free} \approx B^* / B - 1",
-     "Llama 3 70B, 8 H100s, B = 1"),
-    ("13_memory_for_compute", "full checkpointing's compute price",
-     r"8 N_\text{act} D_\text{pre}\ \text{vs}\ 6 N_\text{act} D_\text{pre}",
-     "Llama 3.1 405B, 8k sequences"),
-    ("13_memory_for_compute", "longest worthwhile hold of a prompt cache",
-     r"t_\text{hold} = \frac{c_\text{pre} M}{b_\text{kv}\, p}",
-     "Llama 3 70B prefix on 8 H100s, held in DRAM"),
-)
-
-
-def summary_bounds() -> list[Bound]:
+def summary_bounds(chapters: list[str] | None = None) -> list[Bound]:
     """Every bound the book derives, one row each, with a number computed by the library.
 
-    The examples use catalogue entries (an H100, Llama 3 70B, Llama 3.1 405B, DeepSeek-V3, a GB200
-    rack) at bf16 unless a row says otherwise. Chapter 12's row states its rule with the
-    compute-optimal count of the ``training`` module.
+    Each physics module declares the rows of the chapter whose physics it holds (``SUMMARY``, a
+    tuple of rows: chapter, bound, formula, worked case, and how to compute and print its
+    number); this gathers them from every module the package finds. ``chapters``, the chapters'
+    document names in the book's order, orders the table (each chapter's rows in the order its
+    module declares them); without it, rows come in the order of the modules.
+    The examples use catalogue entries (an H100, Llama 3 70B, Llama 3.1 405B, DeepSeek-V3, a
+    GB200 rack) at bf16 unless a row says otherwise.
     """
-    from . import capacity, chips, memory, models, moe, parallel, pipeline, prices, training
-    from .balance import critical_batch, critical_context
-    from .estimate import estimate_step
-    from .step import decode_step, min_latency
-    from .units import fmt_bytes, fmt_count, fmt_si, fmt_time, fmt_usd
+    import importlib
 
-    h100, gb200 = chips.get("H100-SXM"), chips.get("GB200")
-    l70, l405, ds = (models.get("Llama-3-70B"), models.get("Llama-3.1-405B"),
-                     models.get("DeepSeek-V3"))
-    v = {}  # bound -> (its number, as the table prints it)
+    import llmmath
 
-    r = h100.ops_per_byte("bf16")
-    v["ridge point (FLOP per byte)"] = r, f"{r:,.0f} FLOP/byte"
-    d = capacity.drain_time(h100)
-    v["HBM drain time"] = d, fmt_time(d)
-    f = l70.flops_per_token(0)
-    v["forward FLOPs per token"] = f, fmt_si(f, "FLOP")
-    b = l70.kv_bytes_per_token(2)
-    v["KV bytes per token"] = b, fmt_bytes(b)
-    t = decode_step(l70, h100, 64, 4096, n_chips=8).time
-    v["decode step"] = t, fmt_time(t)
-    t = min_latency(l70, h100, n_chips=8)
-    v["minimum latency per token"] = t, fmt_time(t)
-    bs = critical_batch(ds, h100, weight_bytes=1, dtype="fp8")
-    v["critical batch"] = bs, f"{bs:,.0f} sequences"
-    c = moe.compute_cost_per_million_tokens(l70.matmul_params_active, h100)
-    v["cost floor per token"] = c, f"{fmt_usd(c)} per million tokens"
-    s = critical_context(l70, h100)
-    v["critical context"] = s, f"{s:,.0f} tokens"
-    mb = capacity.max_batch(l70, h100, context=8192, n_chips=8)
-    v["largest batch that fits"] = mb, f"{mb:,.0f} sequences"
-    kb = prices.kv_bytes_from_price_step(100e9, 200_000, 600)
-    v["KV bytes read from a price step"] = kb, fmt_bytes(kb)
-    flash = memory.MEMORY_TIERS["flash"]
-    v["cache tier knee (hold vs read)"] = flash.drain_time, fmt_time(flash.drain_time)
-    n_max = moe.max_total_params(gb200, weight_bytes=1)
-    v["total parameters one scale-up domain holds"] = n_max, f"{fmt_count(n_max)} parameters"
-    bub = pipeline.bubble_fraction(4, 16)
-    v["pipeline bubble"] = bub, f"{bub:.1%}"
-    ar = parallel.all_reduce_time(1e9, 8, h100.scale_up_bandwidth)
-    v["all-reduce (bandwidth term)"] = ar, fmt_time(ar)
-    e = estimate_step(l70, h100, 1, 4096, n_chips=8)
-    v["estimate over the bound"] = e.time, fmt_time(e.time)
-    fl = training.training_flops(l405, 15.6e12)
-    v["training compute"] = fl, f"{fl:.2e} FLOP"
-    st = training.training_memory(l405)
-    v["training state"] = st, fmt_bytes(st)
-    tt = training.dp_critical_tokens(l70, h100, 1024, "scale_out")
-    v["per-chip batch that hides the gradient sync"] = tt, f"{fmt_count(tt)} tokens"
-    ot = training.overtraining_factor(l70, 15e12)
-    v["equalise pre-training, RL and inference compute"] = ot, f"{ot:.1f}x compute-optimal"
-    ri = recompute_intensity(l70)
-    v["FLOPs to rebuild a cached byte"] = ri, f"{fmt_count(ri)} FLOP/byte"
-    sx = recompute_crossover(l70, h100, batch=1, n_chips=8)
-    v["context recomputed for free"] = sx, f"{sx:,.0f} tokens"
-    cp = checkpoint_price(l405, 8192, 8192, "full")
-    v["full checkpointing's compute price"] = cp.overhead, f"+{cp.overhead:.0%} FLOPs"
-    ht = max_hold_time(l70, h100, memory.MEMORY_TIERS["DRAM"], n_chips=8)
-    v["longest worthwhile hold of a prompt cache"] = ht, fmt_time(ht)
-    return [Bound(chapter, bound, formula, example, float(v[bound][0]), v[bound][1])
-            for chapter, bound, formula, example in SUMMARY_ROWS]
+    rows = [row for name in llmmath.physics_modules()
+            for row in getattr(importlib.import_module(f"llmmath.{name}"), "SUMMARY", ())]
+    if chapters is not None:
+        order = {c: i for i, c in enumerate(chapters)}
+        missing = sorted({r.chapter for r in rows} - set(order))
+        if missing:
+            raise ValueError(f"chapters: {missing} declare summary rows but are not in "
+                             f"chapters={list(chapters)}")
+        rows.sort(key=lambda r: order[r.chapter])  # stable: a chapter's rows keep their order
+    out = []
+    for r in rows:
+        value = float(r.value(llmmath))
+        out.append(Bound(r.chapter, r.bound, r.formula, r.example, value, r.shown(value)))
+    return out
+
+
+#: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
+SUMMARY = (
+    SummaryRow("13_memory_for_compute", "FLOPs to rebuild a cached byte",
+               r"I_\text{rb} = 2 N_\text{mm} / b_\text{kv} \gg I^*", "Llama 3 70B, bf16 cache",
+               lambda lm: recompute_intensity(lm.model("Llama-3-70B")),
+               lambda i: f"{fmt_count(i)} FLOP/byte"),
+    SummaryRow("13_memory_for_compute", "context recomputed for free",
+               r"S_\text{free} \approx B^* / B - 1", "Llama 3 70B, 8 H100s, B = 1",
+               lambda lm: recompute_crossover(lm.model("Llama-3-70B"), lm.chip("H100-SXM"), batch=1,
+                                              n_chips=8), lambda s: f"{s:,.0f} tokens"),
+    SummaryRow("13_memory_for_compute", "full checkpointing's compute price",
+               r"8 N_\text{act} D_\text{pre}\ \text{vs}\ 6 N_\text{act} D_\text{pre}",
+               "Llama 3.1 405B, 8k sequences",
+               lambda lm: checkpoint_price(lm.model("Llama-3.1-405B"), 8192, 8192, "full").overhead,
+               lambda o: f"+{o:.0%} FLOPs"),
+    SummaryRow("13_memory_for_compute", "longest worthwhile hold of a prompt cache",
+               r"t_\text{hold} = \frac{c_\text{pre} M}{b_\text{kv}\, p}",
+               "Llama 3 70B prefix on 8 H100s, held in DRAM",
+               lambda lm: max_hold_time(lm.model("Llama-3-70B"), lm.chip("H100-SXM"),
+                                        lm.memory.MEMORY_TIERS["DRAM"], n_chips=8), fmt_time),
+)

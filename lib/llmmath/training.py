@@ -22,6 +22,8 @@ import numpy as np
 from ._check import choice, fraction, positive
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
+from ._summary import SummaryRow
+from .units import fmt_bytes, fmt_count
 
 __all__ = [
     "training_flops",
@@ -404,3 +406,23 @@ def mfu_from_chip_hours(compute, chip_hours, chip, dtype="bf16"):
     compute = positive("compute", compute)
     chip_hours = positive("chip_hours", chip_hours)
     return _out(compute / (chip_hours * 3600.0 * chip.peak(dtype)))
+
+
+#: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
+SUMMARY = (
+    SummaryRow("11_training_compute", "training compute", r"6 N_\text{act} D_\text{pre}",
+               "Llama 3.1 405B, 15.6T tokens",
+               lambda lm: lm.training_flops(lm.model("Llama-3.1-405B"), 15.6e12),
+               lambda f: f"{f:.2e} FLOP"),
+    SummaryRow("11_training_compute", "training state",
+               r"b_\text{state} N_\text{tot}, \ b_\text{state} = 16",
+               "Llama 3.1 405B, mixed-precision Adam",
+               lambda lm: lm.training.training_memory(lm.model("Llama-3.1-405B")), fmt_bytes),
+    SummaryRow("11_training_compute", "per-chip batch that hides the gradient sync",
+               r"T^* = \frac{n - 1}{n} \frac{b_g}{3} \frac{C}{W_\text{out}} "
+               r"\frac{N_\text{tot}}{N_\text{act}}",
+               "Llama 3 70B, 1,024 H100s, scale-out",
+               lambda lm: lm.training.dp_critical_tokens(lm.model("Llama-3-70B"),
+                                                         lm.chip("H100-SXM"), 1024, "scale_out"),
+               lambda t: f"{fmt_count(t)} tokens"),
+)
