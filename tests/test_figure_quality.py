@@ -2,8 +2,10 @@
 
 Builders are discovered from ``llmmath.plots.__all__`` (every public function of a figure-family
 module that returns a figure), so a builder added later is checked without editing this file:
-its required arguments get values from ``SAMPLE`` by name (a missing name fails loudly), and the
-calls the book makes are in ``BOOK``. For each figure:
+its required arguments get values from ``SAMPLE`` by name (a missing name fails loudly). The
+figures the book draws are read from the chapters themselves: every labelled figure cell of every
+chapter in _toc.yml, run as the notebook runs it (``llmmath.book.chapter_figures``). For each
+figure:
 
 - no legend and no text (label, note, annotation) overlaps a plotted line or marker: the legend's
   and each text's window extent against every line's path (segments clipped to the axes) and
@@ -17,8 +19,12 @@ calls the book makes are in ``BOOK``. For each figure:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import io
+import json
 import re
+from pathlib import Path
 
 import matplotlib
 
@@ -29,8 +35,7 @@ import pytest  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
-from llmmath import chips, cost, lifetime, models, plots  # noqa: E402
-from llmmath.roofline import arithmetic_intensity, prefill_step  # noqa: E402
+from llmmath import book, chips, models, plots  # noqa: E402
 from llmmath.units import GB, TFLOPS  # noqa: E402
 
 #: Width in CSS px of the text column on a 390 px screen (390 less the theme's 16 px margins).
@@ -43,9 +48,8 @@ CSS_DPI = 100
 NOT_BUILDERS = {"house_style", "setup_notebook", "offscreen", "label_si", "render_rgba",
                 "series_colour", "chip_colour", "model_colour", "param_parts"}
 
-H100, H200, B200, GB200 = (chips.get(n) for n in ("H100-SXM", "H200", "B200", "GB200"))
+H100 = chips.get("H100-SXM")
 LLAMA70, DSV3 = models.get("Llama-3-70B"), models.get("DeepSeek-V3")
-LLAMA31 = LLAMA70.replace(name="Llama-3.1-70B", max_context=131072)
 
 #: A value for each required argument name, used for builders the book does not call.
 SAMPLE = {"model": LLAMA70, "chip": H100, "model_list": [LLAMA70, DSV3], "tokens": 1e12,
@@ -58,94 +62,22 @@ SAMPLE = {"model": LLAMA70, "chip": H100, "model_list": [LLAMA70, DSV3], "tokens
           "row": 37}
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
 def _book():
-    """The figures the chapters draw (their plotting lines)."""
-    ops = [(f"B = {b}", round(arithmetic_intensity(b, 8192, 28672), 1)) for b in (1, 64, 1024)]
-    share = [models.get(n) for n in ("Llama-3-8B", "Llama-3.1-405B", "Qwen3-235B-A22B",
-                                     "DeepSeek-V3", "gpt-oss-120b")]
-    kv_models = [models.get(n) for n in ("LLaMA-2-13B", "Llama-3-70B", "Llama-3.1-405B",
-                                         "Qwen3-235B-A22B", "DeepSeek-V3", "gpt-oss-120b")]
-    remat = cost.cost_per_million_tokens(prefill_step(LLAMA70, H100, 1, 8192, n_chips=8))
-    p = plots
-    return {
-        "1 matmul_on_roofline": lambda: p.matmul_on_roofline(H100, batch=64, k=8192, n=8192),
-        "1 roofline": lambda: p.roofline(chip_list=[chips.get(n) for n in (
-            "A100-SXM-80GB", "H100-SXM", "B200", "TPU v5e", "TPU v6e")], dtype="bf16"),
-        "1 flops_vs_bandwidth": lambda: p.flops_vs_bandwidth(dtype="bf16"),
-        "1 matmul_throughput_vs_batch": lambda: p.matmul_throughput_vs_batch(
-            B200, dtypes=("bf16", "fp8", "fp4"), k=8192, n=8192),
-        "1 capacity_vs_bandwidth": lambda: p.capacity_vs_bandwidth(),
-        "1 roofline_measured": lambda: p.roofline_measured(
-            H100, measured={"flops": 740 * TFLOPS, "bandwidth": 3000 * GB}),
-        "2 param_breakdown": lambda: p.param_breakdown([models.get(n) for n in (
-            "GPT-3-175B", "LLaMA-2-7B", "Llama-3-8B", "Llama-3-70B", "PaLM-540B", "Mixtral-8x7B",
-            "Qwen3-235B-A22B", "DeepSeek-V3", "gpt-oss-120b")]),
-        "2 attention_crossover": lambda: p.attention_crossover(),
-        "2 attention_flops_share": lambda: p.attention_flops_share(share, context=32768),
-        "2 kv_per_token": lambda: p.kv_per_token(models.all_models(), kv_bytes=2),
-        "2 kv_vs_context": lambda: p.kv_vs_context(kv_models, H200, batch=1),
-        "3 roofline": lambda: p.roofline([H100], ops=ops),
-        "3 decode_time_vs_batch": lambda: p.decode_time_vs_batch(LLAMA70, H100, context=1024,
-                                                                 n_chips=8),
-        "3 decode_time_vs_batch DSV3": lambda: p.decode_time_vs_batch(
-            DSV3, H200, context=1024, n_chips=8, weight_bytes=1, dtype="fp8"),
-        "3 decode_time_vs_context": lambda: p.decode_time_vs_context(LLAMA70, H100, batch=64,
-                                                                     n_chips=8),
-        "3 regime_map": lambda: p.regime_map(LLAMA70, H100, n_chips=8),
-        "4 cost_vs_batch": lambda: p.cost_vs_batch(LLAMA70, H100, context=1024, n_chips=8,
-                                                   mark_batch=64),
-        "4 decode_time_vs_batch GB200": lambda: p.decode_time_vs_batch(
-            DSV3, GB200, batches=[2**i for i in range(16)], context=128, n_chips=72,
-            weight_bytes=0.5, kv_bytes=1, dtype="fp4"),
-        "4 latency_cost_frontier": lambda: p.latency_cost_frontier(
-            LLAMA70, H100, context=1024, n_chips=8, mark_batch=1024),
-        "4 speculative_gain_vs_batch": lambda: p.speculative_gain_vs_batch(
-            LLAMA70, H100, draft_tokens=(1, 3, 7), acceptance=0.8, context=1024, n_chips=8,
-            batches=[2**i for i in range(12)]),
-        "5 kv_vs_context": lambda: p.kv_vs_context([LLAMA31], H100, batch=64, n_chips=8,
-                                                   mark_context=8192),
-        "5 decode_time_vs_context": lambda: p.decode_time_vs_context(
-            LLAMA31, H100, batch=64, n_chips=8, mark_context=32768),
-        "5 kv_balance_vs_context": lambda: p.kv_balance_vs_context(
-            ["Llama-3.1-405B", "DeepSeek-V3", "gpt-oss-120b", "DeepSeek-V3.2"], H100),
-        "6 prefill_time_vs_prompt": lambda: p.prefill_time_vs_prompt(LLAMA70, H100, n_chips=8,
-                                                                     mark_prompt=4096),
-        "6 prefill_vs_decode_per_token": lambda: p.prefill_vs_decode_per_token(
-            LLAMA70, H100, n_chips=8, decode_batch=64, mark_prompt=4096),
-        "6 io_cost_ratio_vs_batch": lambda: p.io_cost_ratio_vs_batch(
-            LLAMA70, H100, prompt=2048, context=4096, n_chips=8),
-        "6 price_step_vs_context": lambda: p.price_step_vs_context(
-            active_params=100e9, kv_bytes_per_token=1667, ops_per_byte=600, price_step=200_000,
-            price_ratio=18 / 12),
-        "6 tier_drain_times": lambda: p.tier_drain_times(),
-        "6 cache_cost_vs_lifetime": lambda: p.cache_cost_vs_lifetime(
-            LLAMA70.kv_bytes_per_token(2), remat_cost_per_million=remat),
-        "11 overtraining_map": lambda: p.overtraining_map(),
-        "11 loss_gap_vs_overtraining": lambda: p.loss_gap_vs_overtraining(1.5552e26),
-        "11 overtraining_vs_decode_efficiency": lambda: p.overtraining_vs_decode_efficiency(100e9),
-        "11 lifetime_cost_vs_params": lambda: p.lifetime_cost_vs_params(
-            lifetime.scaling_loss(100e9, 259.2e12), 259.2e12, decode_efficiency=1 / 3),
-        "11 lifetime_cost_vs_params marked": lambda: p.lifetime_cost_vs_params(
-            lifetime.scaling_loss(37.6e9, 259.2e12), 259.2e12, decode_efficiency=0.2,
-            mark_params=37.6e9),
-        "11 overtraining_map marked": lambda: p.overtraining_map(mark_params=100e9,
-                                                                 mark_tokens=259.2e12),
-        "12 store_vs_recompute": lambda: p.store_vs_recompute(LLAMA70, H100, batch=1, n_chips=8,
-                                                              mark_context=4096),
-        "12 recompute_intensity_vs_ridge": lambda: p.recompute_intensity_vs_ridge(
-            models.all_models()),
-        "12 checkpoint_memory_vs_depth": lambda: p.checkpoint_memory_vs_depth(
-            models.get("Llama-3.1-405B"), 8192, 8192, chip=H100),
-        "12 hold_time_by_tier": lambda: p.hold_time_by_tier(LLAMA70, H100, n_chips=8),
-        "10 estimate_waterfall dense": lambda: p.estimate_waterfall(37),
-        "10 estimate_waterfall moe": lambda: p.estimate_waterfall(48),
-        "10 calibration_scatter": lambda: p.calibration_scatter(),
-        "10 estimate_vs_batch": lambda: p.estimate_vs_batch(LLAMA70, H100, context=4096,
-                                                            n_chips=8, mark_batch=64),
-        "10 estimate_vs_batch moe": lambda: p.estimate_vs_batch(
-            DSV3, H200, context=4096, n_chips=8, weight_bytes=1, kv_bytes=1, dtype="fp8",
-            expert_parallel=8, mark_batch=32),
-    }
+    """The figures the chapters draw: {label: chapter notebook}, from the labelled figure cells
+    of every chapter in _toc.yml (nothing here names a chapter or a figure)."""
+    out = {}
+    for chapter in book.chapters(ROOT / "_toc.yml"):
+        path = ROOT / "book" / f"{chapter}.ipynb"
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "code" and book.figure_label(cell):
+                out[book.figure_label(cell)] = path
+    return out
+
+
+BOOK = _book()
 
 
 def builders():
@@ -170,8 +102,8 @@ def _sample_call(name, fn):
 
 
 def cases():
-    book = _book()
-    out = dict(book)
+    """Every case: the book's figures by label, then each builder called with SAMPLE values."""
+    out = {label: None for label in BOOK}
     for name, fn in builders().items():
         out[f"default {name}"] = _sample_call(name, fn)
     return out
@@ -180,11 +112,11 @@ def cases():
 CASES = cases()
 
 
-def test_every_builder_is_discovered_and_the_book_calls_exist():
+def test_every_builder_is_discovered_and_every_chapter_has_figures():
     found = builders()
     assert len(found) >= 25, sorted(found)
-    for key in _book():
-        assert key.split()[1] in found, key
+    chapters = set(book.chapters(ROOT / "_toc.yml"))
+    assert {p.stem for p in BOOK.values()} == chapters and len(BOOK) >= 3 * len(chapters)
 
 
 class _Drawn(dict):
@@ -193,6 +125,12 @@ class _Drawn(dict):
     stage's largest cost)."""
 
     def __missing__(self, key):
+        if key in BOOK:  # running a chapter draws all its figures: keep them all
+            with contextlib.redirect_stdout(io.StringIO()):
+                for label, fig in book.chapter_figures(BOOK[key]):
+                    fig.canvas.draw()
+                    self[label] = fig
+            return self[key]
         with plots.offscreen():
             fig = CASES[key]()
             fig.canvas.draw()
@@ -206,8 +144,10 @@ def figures():
     plt.close("all")
 
 
-# one xdist group per case (make unit runs --dist loadgroup)
-KEYS = [pytest.param(k, id=k, marks=pytest.mark.xdist_group(f"figure-{k}")) for k in CASES]
+# one xdist group per chapter (its figures are drawn together) and per other case (make unit
+# runs --dist loadgroup)
+KEYS = [pytest.param(k, id=k, marks=pytest.mark.xdist_group(
+    f"figure-{BOOK[k].stem}" if k in BOOK else f"figure-{k}")) for k in CASES]
 
 
 # ----- geometry ---------------------------------------------------------------------------------

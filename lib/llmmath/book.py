@@ -116,3 +116,75 @@ def chapters(toc=None) -> list[str]:
     parts = yaml.safe_load(Path(toc).read_text(encoding="utf-8"))["parts"]
     return [Path(c["file"]).name for p in parts if p.get("numbered")
             for c in p.get("chapters", [])]
+
+
+SKIP_CALLS = ("widgets", "frames")  # explorers and their kernel-free twins: no figure of their own
+
+
+def _root_name(node) -> str:
+    import ast
+
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def figure_label(cell) -> str | None:
+    """A code cell's figure label (``mystnb.figure.name``), the name cross-references use."""
+    return cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("name")
+
+
+def chapter_figures(notebook):
+    """Run a chapter notebook's code in this process and yield ``(label, figure)`` for each
+    labelled figure cell, as its builder drew it (matplotlib's Agg backend, glue off).
+
+    Explorer cells (``widgets.*`` / ``frames.*`` calls) and the cells after the last figure
+    (exercise keys, answer checks) are skipped. A labelled cell that does not draw exactly one
+    figure is a ``RuntimeError``. Runs in the notebook's folder; the figures stay open for
+    the caller (``plt.close`` them).
+    """
+    import ast
+    import json
+    import os
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    path = Path(notebook).resolve()
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    labelled = [i for i, c in enumerate(cells) if c["cell_type"] == "code" and figure_label(c)]
+    ns: dict = {"__name__": "__main__", "display": lambda *a, **k: None}
+    here, glued = os.getcwd(), globals()["glue"]
+    globals()["glue"] = lambda *args, **kwargs: None  # the prose is not rebuilt here
+    os.chdir(path.parent)
+    try:
+        for i, cell in enumerate(cells[: labelled[-1] + 1] if labelled else []):
+            if cell["cell_type"] != "code":
+                continue
+            where = f"{path.name} cell {i}"
+            tree = ast.parse("".join(cell["source"]), filename=where)
+            if tree.body and all(isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+                                 and _root_name(s.value) in SKIP_CALLS for s in tree.body):
+                continue
+            label = figure_label(cell)
+            before = set(plt.get_fignums())
+            last = None
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                exec(compile(ast.Module(body=tree.body[:-1], type_ignores=[]), where, "exec"), ns)
+                last = eval(compile(ast.Expression(tree.body[-1].value), where, "eval"), ns)
+            else:
+                exec(compile(tree, where, "exec"), ns)
+            if label:
+                figs = ([last] if isinstance(last, Figure)
+                        else [plt.figure(n) for n in set(plt.get_fignums()) - before])
+                if len(figs) != 1:
+                    raise RuntimeError(f"{where} ({label}) drew {len(figs)} figures; expected "
+                                       "exactly one")
+                yield label, figs[0]
+    finally:
+        globals()["glue"] = glued
+        os.chdir(here)
