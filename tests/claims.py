@@ -8,9 +8,15 @@ and costs one item.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import itertools
+import json
+from pathlib import Path
 
 import pytest
+
+from llmmath import chips, models
 
 
 def _label(value) -> str:
@@ -78,3 +84,45 @@ def each(argnames, values, ids=None):
         return test
 
     return decorate
+
+
+# ----- a chapter's from-scratch cell ------------------------------------------------------------
+# The chapter standard (CONTRIBUTING.md) asks each chapter for one visible cell, tagged
+# ``from-scratch``, of at most 15 lines of plain Python that computes the chapter's core quantity;
+# its claims file checks it against the library with ``from_scratch(__file__)``.
+
+FROM_SCRATCH_TAG = "from-scratch"
+BOOK = Path(__file__).resolve().parents[1] / "book"
+
+
+def tagged_cells(notebook: Path, tag: str = FROM_SCRATCH_TAG) -> list[dict]:
+    cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+    return [c for c in cells if tag in c.get("metadata", {}).get("tags", [])]
+
+
+def chapter_of(test_file) -> str:
+    """The chapter a claims file checks, from its name: ``test_claims_<chapter>.py``."""
+    return Path(test_file).stem.removeprefix("test_claims_")
+
+
+def from_scratch(test_file) -> dict:
+    """Run the chapter's from-scratch cell alone, in a fresh namespace (so it cannot lean on
+    hidden cells), and return the names it defined."""
+    chapter = chapter_of(test_file)
+    (cell,) = tagged_cells(BOOK / f"{chapter}.ipynb")
+    namespace = {"__name__": f"from_scratch_{chapter}"}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile("".join(cell["source"]), f"{chapter}:from-scratch", "exec"), namespace)
+    return namespace
+
+
+# catalogue subsets the from-scratch checks sweep (read after tests/conftest.py's sentinels)
+DENSE_GQA = [m for m in models.all_models() if not m.is_moe and m.kv_lora_rank is None
+             and not m.n_sliding_layers and m.sparse_attention_topk is None]
+BF16_CHIPS = [c for c in chips.all_chips() if "bf16" in c.flops]
+
+
+def config_of(m) -> dict:
+    """A model's shape under the names the from-scratch cells use."""
+    return dict(L=m.n_layers, D=m.d_model, F=m.d_ff, V=m.vocab_size, n_q=m.n_heads,
+                n_kv=m.n_kv_heads, d_h=m.head_dim, gated=m.gated_mlp)

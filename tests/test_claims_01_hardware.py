@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from claims import each
+from claims import each, from_scratch
 
 from llmmath import chips, models
 from llmmath.roofline import (
@@ -157,3 +157,24 @@ def test_reality_check_shares():
     assert 0.65 <= 1350e12 / h.peak("fp8") <= 0.72
     # measured compute is derated more than bandwidth, so the measured ridge is lower
     assert (740e12 / 3000e9) < h.ops_per_byte()
+
+
+# ----- the chapter's from-scratch cell (CONTRIBUTING.md, the chapter standard) ----------------
+
+@pytest.mark.whole_catalogue
+def test_from_scratch_cell_agrees_with_the_library():
+    ns = from_scratch(__file__)  # the cell tagged from-scratch, run alone
+    # matmul_time(B, d_in, d_out, peak_flops, bandwidth, bytes_per_value) against the library's
+    # roofline, for every chip and dtype of the catalogue, small and large batches, two shapes.
+    matmul_time = ns["matmul_time"]
+    width = {"bf16": 2, "fp8": 1, "int8": 1, "fp4": 0.5}
+    for chip in chips.all_chips():
+        for dtype, peak in chip.flops.items():
+            b = width[dtype]
+            for batch in (1, 16, 300, 4096):
+                for d_in, d_out in ((8192, 8192), (4096, 14336)):
+                    i = arithmetic_intensity(batch, d_in, d_out, bytes_per_element=b)
+                    lib = 2 * batch * d_in * d_out / attainable_flops(chip, i, dtype)
+                    got = matmul_time(batch, d_in, d_out, peak, chip.hbm_bandwidth, b)
+                    assert got == pytest.approx(lib, rel=1e-9), (chip.name, dtype, batch)
+            assert peak / chip.hbm_bandwidth == pytest.approx(chip.ops_per_byte(dtype), rel=1e-12)

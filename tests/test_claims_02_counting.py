@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from claims import each
+from claims import each, from_scratch
 
 from llmmath import models
 from llmmath.models import attention_crossover_context, kaplan_params, parameter_breakdown
@@ -217,3 +217,20 @@ def test_moe_sparsity_range(m):
 def test_reality_check_totals(name):
     m = models.get(name)
     assert abs(m.total_params / m.published_params - 1) <= 0.003, (name, m.total_params)
+
+
+# ----- the chapter's from-scratch cell (CONTRIBUTING.md, the chapter standard) ----------------
+
+@pytest.mark.whole_catalogue
+def test_from_scratch_cell_agrees_with_the_library():
+    ns = from_scratch(__file__)  # the cell tagged from-scratch, run alone
+    # dense_params(L, D, F, V, n_q, n_kv, d_h, gated, tied) leaves out norms and biases, which
+    # are under 0.01% of every dense model in the catalogue: hold it to 0.05% of total_params.
+    dense_params = ns["dense_params"]
+    dense = [m for m in models.all_models() if not m.is_moe and m.kv_lora_rank is None]
+    assert len(dense) >= 5
+    for m in dense:
+        got = dense_params(m.n_layers, m.d_model, m.d_ff, m.vocab_size, m.n_heads, m.n_kv_heads,
+                           m.head_dim, gated=m.gated_mlp, tied=m.tied_embeddings)
+        assert got == pytest.approx(m.total_params, rel=5e-4), m.name
+        assert got <= m.total_params, m.name  # it only leaves things out

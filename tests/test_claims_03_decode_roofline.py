@@ -8,7 +8,7 @@ import itertools
 
 import numpy as np
 import pytest
-from claims import each
+from claims import BF16_CHIPS, DENSE_GQA, config_of, each, from_scratch
 
 from llmmath import chips, models
 from llmmath.parallel import tensor_parallel_comm_time
@@ -380,3 +380,22 @@ def test_hand_weight_read_exceeds_the_library_by_the_ungathered_embedding(model,
     # and the hand step (memory-bound at S = 0) is longer by exactly that read time
     assert hand / (8 * h100.hbm_bandwidth) - step.weight_time == pytest.approx(
         ungathered / (8 * h100.hbm_bandwidth), rel=1e-9, abs=1e-15)
+
+
+# ----- the chapter's from-scratch cell (CONTRIBUTING.md, the chapter standard) ----------------
+
+@pytest.mark.whole_catalogue
+def test_from_scratch_cell_agrees_with_the_library():
+    ns = from_scratch(__file__)  # the cell tagged from-scratch, run alone
+    # the whole-step bound with attention FLOPs, against decode_step for every dense GQA/MHA model
+    # on every bf16 chip; norms, biases and the B gathered embedding rows are left out by hand,
+    # so hold it to 1% (they are under 0.5% of every such model's weights)
+    from llmmath.roofline import decode_step
+    fn = ns["decode_step_time"]
+    assert len(DENSE_GQA) >= 5
+    for m in DENSE_GQA:
+        for c in BF16_CHIPS:
+            for B, S in ((1, 0), (64, min(4096, m.max_context)), (1024, 512)):
+                lib = decode_step(m, c, B, S, n_chips=8).time
+                got = fn(B, S, 8, peak=c.peak("bf16"), bw=c.hbm_bandwidth, **config_of(m))
+                assert got == pytest.approx(lib, rel=0.01), (m.name, c.name, B, S)

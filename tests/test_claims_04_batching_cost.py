@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 import pytest
-from claims import each
+from claims import BF16_CHIPS, DENSE_GQA, each, from_scratch
 
 from llmmath import chips, models
 from llmmath.cost import chip_seconds_per_token, fast_mode, latency_cost_frontier
@@ -263,3 +263,24 @@ def test_speculative_verify_costs_more_on_moe_at_small_batch():
         plain = decode_step(ds, h100, 1024, 512, n_chips=8, overlap=overlap)
         spec = speculative_step(ds, h100, 1024, 512, 1, n_chips=8, overlap=overlap)
         assert spec.time / plain.time < 1.05
+
+
+# ----- the chapter's from-scratch cell (CONTRIBUTING.md, the chapter standard) ----------------
+
+@pytest.mark.whole_catalogue
+def test_from_scratch_cell_agrees_with_the_library():
+    ns = from_scratch(__file__)  # the cell tagged from-scratch, run alone
+    from llmmath.cost import cost_per_million_tokens
+    from llmmath.roofline import critical_batch, decode_step
+    for m in DENSE_GQA:
+        c = chips.get("H100-SXM")
+        s = decode_step(m, c, 64, 1024, n_chips=8)
+        assert ns["cost_per_million"](s.time, 64, 8, 3.0) == pytest.approx(
+            cost_per_million_tokens(s, 3.0), rel=1e-9), m.name
+    # dense: the closed form within 2% (the library reads N_read, not N_tot); MoE within 15%
+    for m in models.all_models():
+        for c in BF16_CHIPS:
+            got = ns["weights_only_critical_batch"](m.total_params, m.active_params, c.peak("bf16"),
+                                                    c.hbm_bandwidth)
+            lib = critical_batch(m, c, context=0, attention_flops=False)
+            assert got == pytest.approx(lib, rel=0.15 if m.is_moe else 0.02), (m.name, c.name)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from claims import each
+from claims import BF16_CHIPS, DENSE_GQA, each, from_scratch
 
 from llmmath import chips, models
 from llmmath.parallel import pipeline_memory_per_chip
@@ -346,3 +346,18 @@ def test_price_step_implies_about_two_kilobytes_per_token():
     # every catalogue model caches more than that per token in bf16 (so none of them could price a
     # 200k step at 100B active): the smallest is PaLM-8B's MQA at 32 kB
     assert min(m.kv_bytes_per_token(2) for m in ALL) > 10 * 1700
+
+
+# ----- the chapter's from-scratch cell (CONTRIBUTING.md, the chapter standard) ----------------
+
+@pytest.mark.whole_catalogue
+def test_from_scratch_cell_agrees_with_the_library():
+    ns = from_scratch(__file__)  # the cell tagged from-scratch, run alone
+    # exact (same physics, no windows): the library's critical context with attention FLOPs
+    from llmmath.roofline import critical_context
+    for m in DENSE_GQA:
+        for c in BF16_CHIPS:
+            got = ns["critical_context_gqa"](m.matmul_params_active, m.n_layers, m.n_heads,
+                                             m.n_kv_heads, m.head_dim, c.peak("bf16"),
+                                             c.hbm_bandwidth)
+            assert got == pytest.approx(critical_context(m, c), rel=1e-9), (m.name, c.name)

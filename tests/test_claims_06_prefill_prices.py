@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 import pytest
-from claims import each
+from claims import DENSE_GQA, each, from_scratch
 
 from llmmath import chips, cost, memory, models, prices
 from llmmath.cost import chunked_prefill_tokens, input_output_cost
@@ -234,3 +234,18 @@ def test_chunked_prefill_room(m, c):
     b = critical_batch(m, c, weight_bytes=kw["weight_bytes"], dtype=kw["dtype"])
     kw0 = _kw(m, c, batch=2 * b, context=1)
     assert chunked_prefill_tokens(m, c, 2 * b, 0, **kw0) == 0
+
+
+# ----- the chapter's from-scratch cell (CONTRIBUTING.md, the chapter standard) ----------------
+
+@pytest.mark.whole_catalogue
+def test_from_scratch_cell_agrees_with_the_library():
+    ns = from_scratch(__file__)  # the cell tagged from-scratch, run alone
+    from llmmath.roofline import prefill_step
+    for m in DENSE_GQA:
+        for P in sorted({512, min(4096, m.max_context), min(8192, m.max_context)}):
+            lib = prefill_step(m, chips.get("H100-SXM"), 1, P, n_chips=8).compute_time
+            got = ns["prefill_compute_time"](P, m.matmul_params_active, m.n_layers, m.n_heads,
+                                             m.head_dim, chips.get("H100-SXM").peak("bf16"),
+                                             n_chips=8)
+            assert got == pytest.approx(lib, rel=1e-9), (m.name, P)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from claims import each
+from claims import each, from_scratch
 
 from llmmath import chips, models, moe
 from llmmath.roofline import critical_batch
@@ -106,3 +106,36 @@ def test_cost_floor_depends_on_active_only():
     for m in MOE:
         n_act = moe.max_active_params(c, moe.compute_cost_per_million_tokens(m.active_params, c))
         assert n_act == pytest.approx(m.active_params)
+
+
+# ----- the chapter's from-scratch cell (CONTRIBUTING.md, the chapter standard) ----------------
+
+@pytest.mark.whole_catalogue
+def test_from_scratch_cell_agrees_with_the_library():
+    ns = from_scratch(__file__)  # the cell tagged from-scratch, run alone
+    # moe_bounds(n_dom, M, C, W, $/h, $/Mtok, sparsity) against llmmath.moe for every chip with a
+    # scale-up domain, every dtype it lists, priced chips for the active bound, every MoE sparsity.
+    from llmmath import moe
+    widths = {"bf16": 2, "fp8": 1, "int8": 1, "fp4": 0.5}
+    sparsities = sorted({m.sparsity for m in models.all_models() if m.is_moe})
+    checked = 0
+    for c in chips.all_chips():
+        if not c.scale_up_domain:
+            continue
+        for dtype, peak in c.flops.items():
+            b = widths[dtype]
+            for s in sparsities:
+                n_tot, n_act, b_star = ns["moe_bounds"](c.scale_up_domain, c.hbm_capacity, peak,
+                                                        c.hbm_bandwidth, c.price_per_hour or 1.0,
+                                                        0.10, s, b_w=b, kv_share=0.3, eff=0.6)
+                assert n_tot == pytest.approx(moe.max_total_params(c, weight_bytes=b,
+                                                                   kv_fraction=0.3),
+                                              rel=1e-12), (c.name, dtype)
+                assert n_act == pytest.approx(moe.max_active_params(
+                    c, 0.10, dtype=dtype, compute_efficiency=0.6,
+                    price_per_chip_hour=c.price_per_hour or 1.0),
+                    rel=1e-12), (c.name, dtype)
+                assert b_star == pytest.approx(moe.critical_batch_for_sparsity(
+                    c, s, weight_bytes=b, dtype=dtype), rel=1e-12), (c.name, dtype, s)
+                checked += 1
+    assert checked > 50

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from claims import each
+from claims import each, from_scratch
 
 from llmmath import chips, models
 from llmmath import pipeline as pp
@@ -139,3 +139,25 @@ def test_chapter_examples():
     assert pp.bubble_fraction(16, 16) == pytest.approx(15 / 31)
     assert pp.bubble_fraction(16, 64) == pytest.approx(15 / 79)
     assert pp.bubble_fraction(16, 256) == pytest.approx(15 / 271)
+
+
+# ----- the chapter's from-scratch cell (CONTRIBUTING.md, the chapter standard) ----------------
+
+@pytest.mark.whole_catalogue
+def test_from_scratch_cell_agrees_with_the_library():
+    ns = from_scratch(__file__)  # the cell tagged from-scratch, run alone
+    # pipeline_per_chip(n_tot, b_w, kv_per_seq, micro_batch, chips_per_stage, stages) and
+    # bubble(stages, micro_batches) against llmmath.pipeline over every catalogue model
+    # (dense and MoE; a sliding-window model's cache enters through kv_per_seq).
+    from llmmath.pipeline import bubble_fraction, pipeline_memory
+    for m in models.all_models():
+        for S in sorted({1024, min(32768, m.max_context)}):
+            for P in (1, 2, 4, 16):
+                for b_w in (2, 1):
+                    lib = pipeline_memory(m, 64, S, 8, P, weight_bytes=b_w).total
+                    got = ns["pipeline_per_chip"](m.total_params, b_w, m.kv_cache_bytes(S), 64,
+                                                  8, P)
+                    assert got == pytest.approx(lib, rel=1e-12), (m.name, S, P, b_w)
+    for P in (1, 2, 4, 16, 64):
+        for mb in (1, 8, 64, 512):
+            assert ns["bubble"](P, mb) == pytest.approx(bubble_fraction(P, mb), rel=1e-12)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from claims import each
+from claims import each, from_scratch
 
 from llmmath import chips, models
 from llmmath.collectives import collective_time, latency_bandwidth_crossover
@@ -152,3 +152,29 @@ def test_fastest_is_not_cheapest(model):
         fastest = min(fit, key=lambda r: r.time)
         assert fastest.chip_seconds_per_token >= fit[0].chip_seconds_per_token * (1 - 1e-9), (
             model.name, batch)
+
+
+# ----- the chapter's from-scratch cell (CONTRIBUTING.md, the chapter standard) ----------------
+
+@pytest.mark.whole_catalogue
+def test_from_scratch_cell_agrees_with_the_library():
+    ns = from_scratch(__file__)  # the cell tagged from-scratch, run alone
+    # tp_comm_per_step(...) and ring_optimum(...) against llmmath.parallel over every catalogue
+    # model (tensor-parallel all-reduces do not depend on routing), rings and switches, 2-64 chips.
+    from llmmath.parallel import ring_optimal_chips, tensor_parallel_comm_time
+    from llmmath.roofline import decode_step
+    h100 = chips.get("H100-SXM")
+    for m in models.all_models():
+        n_ar = 1 if m.parallel_block else 2
+        for n in (1, 2, 4, 8, 64):
+            for batch in (1, 8, 256):
+                for ring in (True, False):
+                    lib = tensor_parallel_comm_time(m, batch, n, 450e9, hop_latency=2.41e-6,
+                                                    topology="ring" if ring else "switch")
+                    got = ns["tp_comm_per_step"](m.n_layers, n_ar, n, batch, m.d_model, 2, 450e9,
+                                                 2.41e-6, ring)
+                    assert got == pytest.approx(lib, rel=1e-12), (m.name, n, batch, ring)
+        for batch in (1, 8, 256):
+            t1 = decode_step(m, h100, batch, 1024).time
+            assert ns["ring_optimum"](t1, m.n_layers, n_ar, 2.41e-6) == pytest.approx(
+                ring_optimal_chips(m, h100, batch, 1024, 2.41e-6), rel=1e-12), (m.name, batch)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from claims import each
+from claims import each, from_scratch
 
 from llmmath import chips, models
 from llmmath import training as tr
@@ -134,3 +134,32 @@ def test_recomputation_ratios(m):
     sel = tr.activation_bytes_per_token_per_layer(m, S, "selective")
     assert sel / tr.activation_bytes_per_token_per_layer(m, S, "full") == pytest.approx(17)
     assert tr.activation_bytes_per_token_per_layer(m, S) - sel == 5 * m.n_heads * S
+
+
+# ----- the chapter's from-scratch cell (CONTRIBUTING.md, the chapter standard) ----------------
+
+@pytest.mark.whole_catalogue
+def test_from_scratch_cell_agrees_with_the_library():
+    ns = from_scratch(__file__)  # the cell tagged from-scratch, run alone
+    # train_flops, train_days and dp_tokens_star against llmmath.training over every catalogue
+    # model (dense and MoE) and every chip with a bf16 peak and a network bandwidth.
+    from llmmath.training import dp_critical_tokens, training_flops, training_time
+    for m in models.all_models():
+        for D in (1e12, 15.6e12):
+            for remat in (False, True):
+                assert ns["train_flops"](m.active_params, D, remat) == pytest.approx(
+                    training_flops(m, D, recompute=remat), rel=1e-12), (m.name, D, remat)
+        for c in chips.all_chips():
+            if "bf16" not in c.flops:
+                continue
+            days = ns["train_days"](m.active_params, 15e12, 4096, c.peak("bf16"), 0.4)
+            assert days == pytest.approx(training_time(m, 15e12, c, 4096, 0.4) / 86400, rel=1e-12)
+            for net in ("scale_up", "scale_out"):
+                bw = getattr(c, f"{net}_bandwidth")
+                if not bw:
+                    continue
+                for n in (8, 1024):
+                    got = ns["dp_tokens_star"](m.total_params, m.active_params, c.peak("bf16"),
+                                               bw, n)
+                    assert got == pytest.approx(dp_critical_tokens(m, c, n, net), rel=1e-12), (
+                        m.name, c.name, net, n)

@@ -12,7 +12,7 @@ published token counts. Expected values are derived by hand from those formulas.
 from __future__ import annotations
 
 import pytest
-from claims import each
+from claims import each, from_scratch
 
 from llmmath import lifetime as lt
 from llmmath import models
@@ -92,3 +92,27 @@ def test_the_total_is_flat_above_its_minimum_and_steep_below(fit):
     assert total(o.optimum_params * 1.2) / o.optimum_total < 1.10
     assert total(o.optimum_params * 1.5) / o.optimum_total < 1.25
     assert 1.2 < total(o.optimum_params / 1.5) / o.optimum_total < 3.0
+
+
+# ----- the chapter's from-scratch cell (CONTRIBUTING.md, the chapter standard) ----------------
+
+@pytest.mark.whole_catalogue
+def test_from_scratch_cell_agrees_with_the_library():
+    ns = from_scratch(__file__)  # the cell tagged from-scratch, run alone
+    # served, equal_spend and overtraining against llmmath.lifetime over every catalogue model
+    # (active parameters, dense and MoE), both decode utilisations of the episode and RL 2..6.
+    from llmmath.lifetime import equal_spend_overtraining, equal_spend_tokens, served_tokens
+    from llmmath.training import overtraining_factor
+    for rate, days in ((5e6, 30), (50e6, 60), (500e6, 365)):
+        d = ns["served"](rate, days)
+        assert d == pytest.approx(served_tokens(rate, days * 86400), rel=1e-12)
+        for u in (1 / 5, 1 / 3, 1.0):
+            for r in (2, 3, 6):
+                d_pre, d_rl = ns["equal_spend"](d, u, r)
+                e = equal_spend_tokens(d, u, r)
+                assert (d_pre, d_rl) == pytest.approx((e.pretrain_tokens, e.rl_tokens), rel=1e-12)
+            for m in models.all_models():
+                d_pre, _ = ns["equal_spend"](d, u)
+                got = ns["overtraining"](m.active_params, d_pre)
+                assert got == pytest.approx(equal_spend_overtraining(m, d, u), rel=1e-12), m.name
+                assert got == pytest.approx(overtraining_factor(m, d_pre), rel=1e-12), m.name

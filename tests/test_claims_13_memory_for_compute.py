@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from claims import each
+from claims import each, from_scratch
 
 from llmmath import chips, memory, models
 from llmmath import tradeoffs as tr
 from llmmath.balance import critical_batch
+from llmmath.tradeoffs import recompute_crossover
 
 CHIPS = chips.all_chips()
 MODELS = models.all_models()
@@ -132,3 +133,40 @@ def test_hold_times_by_tier(m):
     assert t["flash"] > 3600, (m.name, t)
     assert t["HBM"] < 3600, (m.name, t)
     assert t["HBM"] < t["DRAM"] < t["flash"] < t["disk"]
+
+
+# ----- the chapter's from-scratch cell (CONTRIBUTING.md, the chapter standard) ----------------
+
+@pytest.mark.whole_catalogue
+def test_from_scratch_cell_agrees_with_the_library():
+    ns = from_scratch(__file__)  # the cell tagged from-scratch, run alone
+    # step_store, step_recompute and free_context against llmmath (attention FLOPs off, as the cell
+    # leaves them out) over every dense catalogue model without sliding windows, on H100 and B200,
+    # at batches 1, 8 and 64.
+    from llmmath.roofline import decode_step, prefill_step
+    for m in models.all_models():
+        if m.is_moe or m.n_sliding_layers:
+            continue
+        b_kv = m.kv_bytes_per_token(2)
+        for c in (chips.get("H100-SXM"), chips.get("B200")):
+            peak, bw = c.peak("bf16"), c.hbm_bandwidth
+            for batch in (1, 8, 64):
+                for ctx in (0, 100, 1000, min(4000, m.max_context - 1)):
+                    n_read = m.weight_params_read(batch)
+                    got = ns["step_store"](m.matmul_params_active, n_read, 2, b_kv, batch, ctx,
+                                           peak, bw)
+                    lib = decode_step(m, c, batch, ctx, attention_flops=False).time
+                    assert got == pytest.approx(lib, rel=1e-9), (m.name, c.name, batch, ctx)
+                    n_read = m.weight_params_read(batch * (ctx + 1))
+                    got = ns["step_recompute"](m.matmul_params_active, n_read, 2, b_kv, batch,
+                                               ctx, peak, bw)
+                    lib = prefill_step(m, c, batch, ctx + 1, attention_flops=False).time
+                    assert got == pytest.approx(lib, rel=1e-9), (m.name, c.name, batch, ctx)
+                # the library's crossover counts attention's FLOPs too: a few per cent at most
+                free = ns["free_context"](m.matmul_params_active, m.weight_params_read(batch), 2,
+                                          b_kv, batch, peak, bw)
+                lib = recompute_crossover(m, c, batch=batch)
+                if free > 1:
+                    assert free == pytest.approx(lib, rel=0.05), (m.name, c.name, batch)
+                else:
+                    assert lib < 1.5, (m.name, c.name, batch)
