@@ -7,7 +7,7 @@ labelled figure (a code cell with ``mystnb.figure.name``) the way its builder dr
     _build/figures/<chapter>/<label>.svg   vector, text as paths (no font needed to open it)
     _build/figures/<chapter>/<label>.png   200 dpi, white background
 
-The label is the one the book's cross-references use (``fig-ch3-roofline``), so a figure is
+The label is the one the book's cross-references use (``fig-decode-roofline``), so a figure is
 found by the name an instructor sees in the source. ``index.md`` and ``index.html`` list every
 figure with its number, caption (glued numbers filled in from the executed notebook) and alt text.
 

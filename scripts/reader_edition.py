@@ -181,7 +181,7 @@ def read_toc(root: Path) -> list[tuple[str, str | None]]:
 @dataclass
 class Target:
     kind: str  # "section", "figure", "equation", "exercise"
-    doc: str  # docname, e.g. "book/03_decode_roofline"
+    doc: str  # docname, e.g. "book/decode_roofline"
     number: str  # "3.1" ("" when unnumbered)
     title: str = ""
 

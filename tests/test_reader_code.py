@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from llmmath import book
+
 BOOK = Path(__file__).resolve().parents[1] / "book"
-CHAPTERS = sorted(p for p in BOOK.glob("[0-9][0-9]_*.ipynb"))
+CHAPTERS = [BOOK / f"{c}.ipynb" for c in book.chapters(BOOK.parent / "_toc.yml")]
 HIDDEN = {"remove-input", "remove-cell"}
 
 

@@ -362,7 +362,7 @@ def test_student_edition_of_every_chapter_has_no_solution_and_no_answer_cell(tmp
             assert re_ed.ANSWER_TAG not in cell.get("metadata", {}).get("tags", [])
             assert "Solution to Exercise" not in re_ed._source(cell), f"{path.name}: a solution"
     site = re_ed.build_student_site(tmp_path / "site")
-    assert {p.name for p in site} >= {"course_guide.md", "exam_bank.ipynb", "01_hardware.ipynb"}
+    assert {p.name for p in site} >= {"course_guide.md", "exam_bank.ipynb", "hardware.ipynb"}
     for p in site:
         assert "{solution}" not in p.read_text(encoding="utf-8"), f"{p.name}: a solution block"
 

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from llmmath import book
+
 ROOT = Path(__file__).resolve().parents[1]
 STUDENT = ROOT / "_build" / "student"
 SITE, NOTEBOOKS = STUDENT / "html", STUDENT / "notebooks"
@@ -131,13 +133,13 @@ def _secrets() -> dict[str, dict]:
 # asks the reader to read a number off a table or a printed line of the chapter, or a coincidence
 # with an unrelated number of the page. Each is reviewed; anything else found is a leak.
 SHOWN_BY_THE_BODY = {
-    "book/01_hardware": {"15.9"},  # the body prints I at batch 16; ch1-ex-b16 asks to place it
+    "book/hardware": {"15.9"},  # the body prints I at batch 16; ch1-ex-b16 asks to place it
     # 206 us of KV read in the Pope et al. row (ch3-ex-moe asks for GB/s)
-    "book/03_decode_roofline": {"206"},
-    "book/05_kv_cache": {"104"},  # 104 GB per chip in the pipelining aside (ch5-ex-pipeline)
-    "book/06_prefill_prices": {"285 MB/s"},  # the disk row of the memory-tier table
+    "book/decode_roofline": {"206"},
+    "book/kv_cache": {"104"},  # 104 GB per chip in the pipelining aside (ch5-ex-pipeline)
+    "book/prefill_prices": {"285 MB/s"},  # the disk row of the memory-tier table
     # the domain table lists the B300 rack's HBM (ch7-ex-rack); gpt-oss's "(1.00 D)" expert width
-    "book/07_moe_rack": {"20.7 TB", "1.00"},
+    "book/moe_rack": {"20.7 TB", "1.00"},
 }
 
 
@@ -157,7 +159,7 @@ SECRETS = _checked_secrets()
 def test_the_full_edition_has_answers_to_look_for():
     n_sol = sum(s["n_solutions"] for s in SECRETS.values())
     n_val = sum(len(s["values"]) for s in SECRETS.values())
-    chapters = [d for d in NB_DOCS if re.match(r"book/\d\d_", d)]
+    chapters = [f"book/{c}" for c in book.chapters(ROOT / "_toc.yml")]
     assert n_sol >= 6 * len(chapters), "fewer solutions than the chapter standard's six a chapter"
     assert n_val >= 100, f"only {n_val} answer values collected: the collection is broken"
     assert all(SECRETS[d]["values"] for d in chapters), "a chapter with no answer value to scan for"

@@ -176,7 +176,7 @@ def test_summary_row_of_chapter_10_by_hand():
     # (DeepGEMM's M = 64 median, 2,250 of 3,350 GB/s): 7.84 ms; 80 layers x 2 all-reduces x
     # 2 switch steps x 3 us = 0.96 ms; 80 layers x 9 kernels x 2.65 us = 1.91 ms. Sum 10.7 ms
     # (KV reads and the embedding rows, left out here, are under 2%).
-    row = {r.chapter: r for r in tr.summary_bounds()}["10_bound_to_estimate"]
+    row = {r.chapter: r for r in tr.summary_bounds()}["bound_to_estimate"]
     hand = 70.55e9 * 2 / (8 * 3.35e12) / (2250 / 3350) + 80 * 2 * 2 * 3e-6 + 80 * 9 * 2.65e-6
     assert row.value == pytest.approx(hand, rel=0.03)
 

@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from llmmath import book
+
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTERS = sorted((ROOT / "book").glob("[01][0-9]_*.ipynb"))
+CHAPTERS = [ROOT / "book" / f"{c}.ipynb" for c in book.chapters(ROOT / "_toc.yml")]
 
 # A number: digits with thousands commas and a decimal part, optionally a range ("153 to 158",
 # "35-75"), optionally a multiplier word or letter ("15.6T tokens", "2 million tokens").
@@ -118,49 +120,49 @@ def chapter_markdown(path: Path) -> str:
 # (chapter stem, exact typed text, the words just before it, why it may stay typed).
 # The words before it pin the entry to one place: a new typed copy elsewhere still fails.
 ALLOWED: list[tuple[str, str, str, str]] = [
-    ("01_hardware", "20 ms", 'the "about', "the episode's phrase, which the chapter holds against "
+    ("hardware", "20 ms", 'the "about', "the episode's phrase, which the chapter holds against "
      "the catalogue's glued drain times"),
-    ("01_hardware", "20 ms", "The episode rounds it to", "an episode quote; the glued catalogue "
+    ("hardware", "20 ms", "The episode rounds it to", "an episode quote; the glued catalogue "
      "range just before it is the book's own value"),
-    ("01_hardware", "5%", "while is under", "the claims test's fixed threshold "
-     "(tests/test_claims_01_hardware.py), stated as the test states it"),
-    ("01_hardware", "40 ms", "between 10 and", "the claims test's fixed bounds "
-     "(tests/test_claims_01_hardware.py), stated as the test states them"),
-    ("02_counting", "405B token", "Llama 3.1", "a model's name before the word token"),
-    ("02_counting", "70B token", "Llama 3", "a model's name before the word token"),
-    ("02_counting", "0.02%", "each under", "a bound on several small parameter groups that the "
+    ("hardware", "5%", "while is under", "the claims test's fixed threshold "
+     "(tests/test_claims_hardware.py), stated as the test states it"),
+    ("hardware", "40 ms", "between 10 and", "the claims test's fixed bounds "
+     "(tests/test_claims_hardware.py), stated as the test states them"),
+    ("counting", "405B token", "Llama 3.1", "a model's name before the word token"),
+    ("counting", "70B token", "Llama 3", "a model's name before the word token"),
+    ("counting", "0.02%", "each under", "a bound on several small parameter groups that the "
      "catalogue notes list one by one; no single computed value"),
-    ("02_counting", "3TB", '"total[s] over', "a quote from Pope et al.; the glued rebuild follows"),
-    ("02_counting", "3 TB", '"over', "the same quote, beside the glued rebuild"),
-    ("03_decode_roofline", "10%", "by more than", "the book's standard for a headline number "
+    ("counting", "3TB", '"total[s] over', "a quote from Pope et al.; the glued rebuild follows"),
+    ("counting", "3 TB", '"over', "the same quote, beside the glued rebuild"),
+    ("decode_roofline", "10%", "by more than", "the book's standard for a headline number "
      "(DESIGN: every term that changes it by more than 10%), stated as a rule"),
-    ("04_batching_cost", "300 x", 'which is "', "the episode's rule quoted with DeepSeek-V3's "
+    ("batching_cost", "300 x", 'which is "', "the episode's rule quoted with DeepSeek-V3's "
      "sparsity; the glued B* just before it is the book's value"),
-    ("04_batching_cost", "300 x", '"about', "the episode's rule of thumb, quoted as the takeaway's "
+    ("batching_cost", "300 x", '"about', "the episode's rule of thumb, quoted as the takeaway's "
      "name; the glued values after it are the book's"),
-    ("04_batching_cost", "2-3x", '"people run', "an episode quote; the glued costs at 2 and 3 B* "
+    ("batching_cost", "2-3x", '"people run', "an episode quote; the glued costs at 2 and 3 B* "
      "before it are the book's"),
-    ("04_batching_cost", "20 ms", "every ~", "an episode quote the exercise asks the reader to "
+    ("batching_cost", "20 ms", "every ~", "an episode quote the exercise asks the reader to "
      "check against the glued drain time"),
-    ("08_pipelining", "20 to 30 ms", "its", "an episode quote; the glued sum of the episode's "
+    ("pipelining", "20 to 30 ms", "its", "an episode quote; the glued sum of the episode's "
      "step and hops just before it is the book's"),
-    ("08_pipelining", "20 to 30 ms", "the episode's", "the same episode quote in a solution, "
+    ("pipelining", "20 to 30 ms", "the episode's", "the same episode quote in a solution, "
      "beside its glued value"),
-    ("09_partitioning", "128 bytes", "at most", "the message size of the cited measurement "
+    ("partitioning", "128 bytes", "at most", "the message size of the cited measurement "
      "(collectives.STEP_LATENCIES, the lead's module, notes it); no formula uses it"),
-    ("09_partitioning", "2%", "reproduces within", "tests/test_pope2022.py's tolerance, stated as "
+    ("partitioning", "2%", "reproduces within", "tests/test_pope2022.py's tolerance, stated as "
      "the test states it"),
-    ("05_kv_cache", "12%", "by under", "the claims test's bound "
-     "(tests/test_claims_05_kv_cache.py), stated as the test states it"),
-    ("05_kv_cache", "2%", "within", "tests/test_pope2022.py's tolerance, stated as the test "
+    ("kv_cache", "12%", "by under", "the claims test's bound "
+     "(tests/test_claims_kv_cache.py), stated as the test states it"),
+    ("kv_cache", "2%", "within", "tests/test_pope2022.py's tolerance, stated as the test "
      "states it"),
-    ("05_kv_cache", "3 TB", '"a', "a quote from Pope et al.; the glued rebuild of it follows"),
-    ("06_prefill_prices", "20 ms", "HBM about", "the episode's drain-time heuristic; the glued "
+    ("kv_cache", "3 TB", '"a', "a quote from Pope et al.; the glued rebuild of it follows"),
+    ("prefill_prices", "20 ms", "HBM about", "the episode's drain-time heuristic; the glued "
      "drain times of the catalogue's tiers follow it"),
-    ("06_prefill_prices", "1-10 s", "DRAM", "the same episode heuristic"),
-    ("06_prefill_prices", "$3,062", "SSD cost", "the pre-shortage price, kept only in memory.py's "
+    ("prefill_prices", "1-10 s", "DRAM", "the same episode heuristic"),
+    ("prefill_prices", "$3,062", "SSD cost", "the pre-shortage price, kept only in memory.py's "
      "notes (the lead's module); no formula uses it"),
-    ("07_moe_rack", "10-20 TB", '"Blackwell scale-up holds', "an episode quote; the glued B300 "
+    ("moe_rack", "10-20 TB", '"Blackwell scale-up holds', "an episode quote; the glued B300 "
      "capacity after it is the book's value"),
 ]
 
@@ -251,7 +253,7 @@ def test_the_scanner_bites(planted):
     "Llama 3 70B on 8 H100s, DeepSeek-V3: 671B total, 37B active.",
     "$$t = 2 \\times 3.35\\,\\text{TB/s}$$ (eq-x)=",
     "the weights are `2 * 8192**2` bytes, $W = 3.35$ TB/s in math only: $3.35\\ \\text{TB/s}$",
-    "{numref}`fig-ch1-roofline` in 2024, chapter 3, Table 1",
+    "{numref}`fig-hardware-roofline` in 2024, chapter 3, Table 1",
     "bf16 takes 2 bytes per value and a multiply-add is 2 FLOP",
     "[the 2024 report](https://example.org/70%25-of-peak)",
     "{glue:text}`t_step:.1f` ms",

@@ -149,11 +149,11 @@ def drain_time(chip):
 
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
-    SummaryRow("05_kv_cache", "critical context", r"S^* = \frac{2 N_\text{act}}{I^* b_\text{kv}}",
+    SummaryRow("kv_cache", "critical context", r"S^* = \frac{2 N_\text{act}}{I^* b_\text{kv}}",
                "Llama 3 70B, H100, bf16 cache",
                lambda lm: lm.critical_context(lm.model("Llama-3-70B"), lm.chip("H100-SXM")),
                lambda s: f"{s:,.0f} tokens"),
-    SummaryRow("05_kv_cache", "largest batch that fits",
+    SummaryRow("kv_cache", "largest batch that fits",
                r"B_\text{max} = \frac{n M - N_\text{tot} b_w}{S b_\text{kv}}",
                "Llama 3 70B, 8 H100s, S = 8,192",
                lambda lm: lm.max_batch(lm.model("Llama-3-70B"), lm.chip("H100-SXM"), context=8192,

@@ -171,9 +171,9 @@ EPISODE_RUBIN_HBM_BANDWIDTH = 20e12
 
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
-    SummaryRow("01_hardware", "ridge point (FLOP per byte)", r"I^* = C / W", "H100, bf16",
+    SummaryRow("hardware", "ridge point (FLOP per byte)", r"I^* = C / W", "H100, bf16",
                lambda lm: lm.chip("H100-SXM").ops_per_byte("bf16"),
                lambda r: f"{r:,.0f} FLOP/byte"),
-    SummaryRow("01_hardware", "HBM drain time", r"t_\text{drain} = M / W", "H100",
+    SummaryRow("hardware", "HBM drain time", r"t_\text{drain} = M / W", "H100",
                lambda lm: lm.capacity.drain_time(lm.chip("H100-SXM")), fmt_time),
 )

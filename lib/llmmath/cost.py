@@ -281,13 +281,13 @@ def price_step_context(active_params, kv_bytes_per_token, ops_per_byte):
 
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
-    SummaryRow("04_batching_cost", "critical batch",
+    SummaryRow("batching_cost", "critical batch",
                r"B^* = I^* \frac{b_w}{2} \frac{N_\text{tot}}{N_\text{act}}",
                "DeepSeek-V3, H100, fp8",
                lambda lm: lm.critical_batch(lm.model("DeepSeek-V3"), lm.chip("H100-SXM"),
                                             weight_bytes=1, dtype="fp8"),
                lambda b: f"{b:,.0f} sequences"),
-    SummaryRow("04_batching_cost", "cost floor per token",
+    SummaryRow("batching_cost", "cost floor per token",
                r"2 N_\text{act}\, p / C\ \text{per token}",
                "Llama 3 70B, H100 at its catalogue price",
                lambda lm: lm.moe.compute_cost_per_million_tokens(

@@ -535,7 +535,7 @@ def calibration_rows() -> list[dict]:
 
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
-    SummaryRow("10_bound_to_estimate", "estimate over the bound",
+    SummaryRow("bound_to_estimate", "estimate over the bound",
                r"t_\text{est} = t_\text{bound} + \Delta_\text{kernel} + \Delta_\text{MoE} "
                r"+ \Delta_\text{comm} + L k_\ell t_\text{launch} + t_\text{host}",
                "Llama 3 70B, 8 H100s, B = 1, S = 4,096",

@@ -363,7 +363,7 @@ def lifetime_optimum(loss, inference_tokens, decode_efficiency=DECODE_EFFICIENCY
 
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
-    SummaryRow("12_overtraining", "equalise pre-training, RL and inference compute",
+    SummaryRow("overtraining", "equalise pre-training, RL and inference compute",
                r"6 N_\text{act} D_\text{pre} \approx C_\text{RL} "
                r"\approx 2 N_\text{act} D_\text{inf}",
                "Llama 3 70B's 15T tokens against 20 per parameter",

@@ -789,10 +789,10 @@ def palm_multihead_baseline() -> MhaEquivalent:
 
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
-    SummaryRow("02_counting", "forward FLOPs per token", r"2 N_\text{act}\ (+\ \text{attention})",
+    SummaryRow("counting", "forward FLOPs per token", r"2 N_\text{act}\ (+\ \text{attention})",
                "Llama 3 70B, no context",
                lambda lm: lm.model("Llama-3-70B").flops_per_token(0), lambda f: fmt_si(f, "FLOP")),
-    SummaryRow("02_counting", "KV bytes per token",
+    SummaryRow("counting", "KV bytes per token",
                r"b_\text{kv} = 2 L n_{kv} d_h \times \text{bytes}", "Llama 3 70B, bf16",
                lambda lm: lm.model("Llama-3-70B").kv_bytes_per_token(2), fmt_bytes),
 )

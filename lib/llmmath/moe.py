@@ -444,7 +444,7 @@ def two_batch_overlap_time(compute_time, comm_time, n_layers=1):
 
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
-    SummaryRow("07_moe_rack", "total parameters one scale-up domain holds",
+    SummaryRow("moe_rack", "total parameters one scale-up domain holds",
                r"N_\text{tot} \le n_\text{dom} M / b_w", "GB200 NVL72, fp8 weights",
                lambda lm: lm.moe.max_total_params(lm.chip("GB200"), weight_bytes=1),
                lambda n: f"{fmt_count(n)} parameters"),

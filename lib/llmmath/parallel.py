@@ -415,7 +415,7 @@ def ring_optimal_chips(model, chip, batch, context, hop_latency=33.7e-6 / 14, we
 
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
-    SummaryRow("09_partitioning", "all-reduce (bandwidth term)",
+    SummaryRow("partitioning", "all-reduce (bandwidth term)",
                r"2 \frac{n - 1}{n} \frac{Q}{W_\text{up}}", "1 GB over 8 H100s on NVLink",
                lambda lm: lm.parallel.all_reduce_time(1e9, 8,
                                                      lm.chip("H100-SXM").scale_up_bandwidth),

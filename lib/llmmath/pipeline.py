@@ -353,7 +353,7 @@ def min_layers_per_stage(model, chip):
 
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
-    SummaryRow("08_pipelining", "pipeline bubble",
+    SummaryRow("pipelining", "pipeline bubble",
                r"f_\text{bubble} = \frac{n_\text{pp} - 1}{m + n_\text{pp} - 1}",
                "4 stages, 16 micro-batches",
                lambda lm: lm.pipeline.bubble_fraction(4, 16), lambda f: f"{f:.1%}"),

@@ -146,11 +146,11 @@ def kv_bytes_from_price_ratio(active_params, context, ops_per_byte, price_ratio,
 
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
-    SummaryRow("06_prefill_prices", "KV bytes read from a price step",
+    SummaryRow("prefill_prices", "KV bytes read from a price step",
                r"b_\text{kv} = \frac{2 N_\text{act}}{I^* S}\ \text{at the step}",
                "100B active, step at 200k tokens, I* = 600",
                lambda lm: lm.prices.kv_bytes_from_price_step(100e9, 200_000, 600), fmt_bytes),
-    SummaryRow("06_prefill_prices", "cache tier knee (hold vs read)",
+    SummaryRow("prefill_prices", "cache tier knee (hold vs read)",
                r"\text{cost} = b\, p \max\left(t / M,\ 1 / W\right)",
                "a 30 TB flash drive's drain time",
                lambda lm: lm.memory.MEMORY_TIERS["flash"].drain_time, fmt_time),

@@ -1,6 +1,6 @@
 """Speculative decoding and multi-token prediction: the second lever on speed.
 
-"Batching trades latency for token cost" (book/04_batching_cost.ipynb): a verify step scores
+"Batching trades latency for token cost" (book/batching_cost.ipynb): a verify step scores
 ``k + 1`` positions per sequence for about the weight reads of one decode step. Expected tokens
 per step (``speculative_tokens_per_step``), the verify step's bound
 (``speculative_step``) and the batch at which it turns compute-bound

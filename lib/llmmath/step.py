@@ -301,13 +301,13 @@ def serial_step(step: Step) -> Step:
 
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
-    SummaryRow("03_decode_roofline", "decode step",
+    SummaryRow("decode_roofline", "decode step",
                r"\max\left(\frac{2 B N_\text{act}}{n C}, "
                r"\frac{N_\text{tot} b_w + B S b_\text{kv}}{n W}\right)",
                "Llama 3 70B, 8 H100s, B = 64, S = 4,096",
                lambda lm: lm.decode_step(lm.model("Llama-3-70B"), lm.chip("H100-SXM"), 64, 4096,
                                          n_chips=8).time, fmt_time),
-    SummaryRow("03_decode_roofline", "minimum latency per token", r"N_\text{tot} b_w / (n W)",
+    SummaryRow("decode_roofline", "minimum latency per token", r"N_\text{tot} b_w / (n W)",
                "Llama 3 70B, 8 H100s",
                lambda lm: lm.step.min_latency(lm.model("Llama-3-70B"), lm.chip("H100-SXM"),
                                               n_chips=8), fmt_time),

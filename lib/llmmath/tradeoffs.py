@@ -242,7 +242,7 @@ def max_hold_time(model, chip, tier, prompt=8192, n_chips=1, weight_bytes=2, kv_
 class Bound:
     """One row of the book's summary table: a bound, its formula, its chapter and one number."""
 
-    chapter: str  # the chapter's document name, e.g. "03_decode_roofline"
+    chapter: str  # the chapter's document name, e.g. "decode_roofline"
     bound: str  # what it bounds, in words
     formula: str  # LaTeX, in the book's notation
     example: str  # the worked case, in words
@@ -283,20 +283,20 @@ def summary_bounds(chapters: list[str] | None = None) -> list[Bound]:
 
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
-    SummaryRow("13_memory_for_compute", "FLOPs to rebuild a cached byte",
+    SummaryRow("memory_for_compute", "FLOPs to rebuild a cached byte",
                r"I_\text{rb} = 2 N_\text{mm} / b_\text{kv} \gg I^*", "Llama 3 70B, bf16 cache",
                lambda lm: recompute_intensity(lm.model("Llama-3-70B")),
                lambda i: f"{fmt_count(i)} FLOP/byte"),
-    SummaryRow("13_memory_for_compute", "context recomputed for free",
+    SummaryRow("memory_for_compute", "context recomputed for free",
                r"S_\text{free} \approx B^* / B - 1", "Llama 3 70B, 8 H100s, B = 1",
                lambda lm: recompute_crossover(lm.model("Llama-3-70B"), lm.chip("H100-SXM"), batch=1,
                                               n_chips=8), lambda s: f"{s:,.0f} tokens"),
-    SummaryRow("13_memory_for_compute", "full checkpointing's compute price",
+    SummaryRow("memory_for_compute", "full checkpointing's compute price",
                r"8 N_\text{act} D_\text{pre}\ \text{vs}\ 6 N_\text{act} D_\text{pre}",
                "Llama 3.1 405B, 8k sequences",
                lambda lm: checkpoint_price(lm.model("Llama-3.1-405B"), 8192, 8192, "full").overhead,
                lambda o: f"+{o:.0%} FLOPs"),
-    SummaryRow("13_memory_for_compute", "longest worthwhile hold of a prompt cache",
+    SummaryRow("memory_for_compute", "longest worthwhile hold of a prompt cache",
                r"t_\text{hold} = \frac{c_\text{pre} M}{b_\text{kv}\, p}",
                "Llama 3 70B prefix on 8 H100s, held in DRAM",
                lambda lm: max_hold_time(lm.model("Llama-3-70B"), lm.chip("H100-SXM"),

@@ -410,15 +410,15 @@ def mfu_from_chip_hours(compute, chip_hours, chip, dtype="bf16"):
 
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
-    SummaryRow("11_training_compute", "training compute", r"6 N_\text{act} D_\text{pre}",
+    SummaryRow("training_compute", "training compute", r"6 N_\text{act} D_\text{pre}",
                "Llama 3.1 405B, 15.6T tokens",
                lambda lm: lm.training_flops(lm.model("Llama-3.1-405B"), 15.6e12),
                lambda f: f"{f:.2e} FLOP"),
-    SummaryRow("11_training_compute", "training state",
+    SummaryRow("training_compute", "training state",
                r"b_\text{state} N_\text{tot}, \ b_\text{state} = 16",
                "Llama 3.1 405B, mixed-precision Adam",
                lambda lm: lm.training.training_memory(lm.model("Llama-3.1-405B")), fmt_bytes),
-    SummaryRow("11_training_compute", "per-chip batch that hides the gradient sync",
+    SummaryRow("training_compute", "per-chip batch that hides the gradient sync",
                r"T^* = \frac{n - 1}{n} \frac{b_g}{3} \frac{C}{W_\text{out}} "
                r"\frac{N_\text{tot}}{N_\text{act}}",
                "Llama 3 70B, 1,024 H100s, scale-out",

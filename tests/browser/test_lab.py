@@ -35,8 +35,8 @@ _spec.loader.exec_module(re_ed)
 # moved. Every notebook's markdown is checked for leftover MyST without a browser
 # (test_reader_edition.py), its code is the book's, which nbval re-runs cell by cell, and its
 # explorer is the same Explorer class; opening and running all 17 in Lab took 70% of this suite.
-RUN_ALL = ("02_counting", "03_decode_roofline", "04_batching_cost", "07_moe_rack",
-           "12_overtraining")
+RUN_ALL = ("counting", "decode_roofline", "batching_cost", "moe_rack",
+           "overtraining")
 CHAPTERS = sorted(p.name for p in (ROOT / "book").glob("*.ipynb") if p.stem in RUN_ALL)
 RAW = re.compile(r"\{glue|\{(cite|numref|eq|ref|doc)(:[a-z]+)?\}`|```\{|^\s*:::", re.M)
 

@@ -1,5 +1,5 @@
 """The rules of thumb of chapter 13 ("Spending memory to save compute",
-book/13_memory_for_compute.ipynb), asserted over the whole chip and model catalogues.
+book/memory_for_compute.ipynb), asserted over the whole chip and model catalogues.
 
 When a rule fails for some chip or model, the chapter's prose changes (its scope), not the test.
 

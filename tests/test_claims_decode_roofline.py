@@ -1,4 +1,4 @@
-"""Every rule of thumb chapter 3 (book/03_decode_roofline.ipynb) states, over the whole catalogue.
+"""Every rule of thumb chapter 3 (book/decode_roofline.ipynb) states, over the whole catalogue.
 
 Each test names the claim as the chapter words it. When a claim fails for some chip or model,
 the prose changes, not the test.

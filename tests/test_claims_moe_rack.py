@@ -1,4 +1,4 @@
-"""The rules of thumb of chapter 7 ("Mixture of experts across a rack", book/07_moe_rack.ipynb),
+"""The rules of thumb of chapter 7 ("Mixture of experts across a rack", book/moe_rack.ipynb),
 asserted over the whole chip and model catalogues.
 
 When a rule fails for some chip or model, the chapter's prose changes (its scope), not the test.

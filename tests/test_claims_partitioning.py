@@ -1,5 +1,5 @@
 """The rules of thumb of chapter 9 ("Partitioning a model for inference",
-book/09_partitioning.ipynb), asserted over the whole chip and model catalogues.
+book/partitioning.ipynb), asserted over the whole chip and model catalogues.
 
 When a rule fails for some chip or model, the chapter's prose changes (its scope), not the test.
 

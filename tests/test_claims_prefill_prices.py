@@ -1,10 +1,10 @@
 """The rules of thumb of chapter 6 ("Prefill vs decode, and what API prices reveal",
-book/06_prefill_prices.ipynb), asserted over the whole chip and model catalogue.
+book/prefill_prices.ipynb), asserted over the whole chip and model catalogue.
 
 When a rule fails for some chip or model, the chapter's prose changes (its scope), not the test.
 Sources: the episode (dwarkesh2026pope) for the price-step and memory-tier arguments; the
 memory-tier figures and API prices are cited in lib/llmmath/cost.py and
-_bibparts/06_prefill_prices.bib.
+_bibparts/prefill_prices.bib.
 """
 
 from __future__ import annotations

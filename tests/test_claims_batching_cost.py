@@ -1,5 +1,5 @@
 """The rules of thumb of chapter 4 ("Batching trades latency for token cost",
-book/04_batching_cost.ipynb), asserted over the whole chip and model catalogues.
+book/batching_cost.ipynb), asserted over the whole chip and model catalogues.
 
 When a rule fails for some chip or model, the chapter's prose changes (its scope), not the test.
 
@@ -174,7 +174,7 @@ def test_deepseek_v3_real_sparsity():
     assert (ds.n_experts, ds.experts_per_token) == (256, 8)
     assert 17 <= ds.sparsity <= 19
     star = critical_batch(ds, chips.get("H100-SXM"), weight_bytes=1, dtype="fp8")
-    # By hand (DeepSeek-V3 config, counted in test_claims_03's critical-context test): at B*
+    # By hand (DeepSeek-V3 config, counted in test_claims_decode_roofline's critical context): at B*
     # every expert is touched, so a step reads all 670.10e9 matmul weights (attention 11.413e9,
     # dense MLPs 1.189e9, 58 x (257 x 3 x 7168 x 2048 + 7168 x 256) = 656.57e9, head 0.927e9)
     # at 1 B, and computes 2 x 36.625e9 FLOP a token: B* = 670.10e9 x 1978.9e12

@@ -1,4 +1,4 @@
-"""The rules of thumb of chapter 2 ("Counting a transformer", book/02_counting.ipynb),
+"""The rules of thumb of chapter 2 ("Counting a transformer", book/counting.ipynb),
 asserted over the whole model catalogue, not only for the examples in the text.
 
 When a rule fails for some model, the chapter's prose changes (its scope), not the test.

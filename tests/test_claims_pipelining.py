@@ -1,5 +1,5 @@
 """The rules of thumb of chapter 8 ("Pipelining, and why it is not wise for serving",
-book/08_pipelining.ipynb), asserted over the whole chip and model catalogues.
+book/pipelining.ipynb), asserted over the whole chip and model catalogues.
 
 When a rule fails for some chip or model, the chapter's prose changes (its scope), not the test.
 

@@ -1,5 +1,5 @@
 """The rules of thumb of chapter 12 ("Over-training beyond compute-optimal",
-book/12_overtraining.ipynb), asserted over the whole model catalogue.
+book/overtraining.ipynb), asserted over the whole model catalogue.
 
 When a rule fails for some model, the chapter's prose changes (its scope), not the test.
 

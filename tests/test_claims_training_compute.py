@@ -1,5 +1,5 @@
 """The rules of thumb of chapter 11 ("Training compute, time and utilisation",
-book/11_training_compute.ipynb), asserted over the whole chip and model catalogues.
+book/training_compute.ipynb), asserted over the whole chip and model catalogues.
 
 When a rule fails for some chip or model, the chapter's prose changes (its scope), not the test.
 

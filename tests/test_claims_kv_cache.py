@@ -1,4 +1,4 @@
-"""The rules of thumb of chapter 5 ("KV-cache growth and long context", book/05_kv_cache.ipynb),
+"""The rules of thumb of chapter 5 ("KV-cache growth and long context", book/kv_cache.ipynb),
 asserted over the whole model and chip catalogues, not only for the examples in the text.
 
 When a rule fails for some model or chip, the chapter's prose changes (its scope), not the test.
@@ -194,7 +194,7 @@ def test_critical_context_values_in_the_text():
     # The closed form S* = 2 N_mm W / (C b_kv), by hand: Llama-3-70B 80 x (8192 x 10240 + 8192^2
     # + 3 x 8192 x 28672) + 128,256 x 8192 = 69.50e9 matmul parameters, 327,680 B/token of bf16
     # KV: 2 x 69.50e9 x 3.35e12 / (989.4e12 x 327,680) = 1,436; DeepSeek-V3 36.625e9 and
-    # 70,272 B/token (counted term by term in test_claims_03): 3,529. Counted with attention
+    # 70,272 B/token (term by term in test_claims_decode_roofline): 3,529. Counted with attention
     # FLOPs DeepSeek-V3's is ~19.5k (issue 11), Llama's ~1,476 (x 1/(1 - 8/295.3)).
     h100 = chips.get("H100-SXM")
     l70, ds = models.get("Llama-3-70B"), models.get("DeepSeek-V3")

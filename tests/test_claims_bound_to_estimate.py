@@ -1,4 +1,4 @@
-"""The rules of thumb of chapter 10 ("From bound to estimate", book/10_bound_to_estimate.ipynb),
+"""The rules of thumb of chapter 10 ("From bound to estimate", book/bound_to_estimate.ipynb),
 asserted over the whole chip and model catalogues and over the calibration set.
 
 When a rule fails for some chip or model, the chapter's prose changes (its scope), not the test.
