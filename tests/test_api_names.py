@@ -29,7 +29,6 @@ README = Path(__file__).resolve().parents[1] / "lib" / "README.md"
 # fails until the entry is removed here.
 KNOWN_DEVIATIONS = {
     ("chip_name", "widgets.chip_explorer"),  # the table's name is `chip`
-    ("pipeline_stages", "parallel.pipeline_memory_per_chip"),  # the table's name is `stages`
     ("ep", "plots.all_to_all_vs_chips"),  # `expert_parallel`
     ("ep", "plots.ep_memory_per_chip"),  # `expert_parallel`
     ("layers", "plots.boundary_ratio_vs_layers"),  # `n_layers`

@@ -143,9 +143,9 @@ def test_pipelining_divides_weights_not_kv(m):
     # not.
     ctx = min(8192, m.max_context)
     one = pipeline_memory_per_chip(m, micro_batch=64, context=ctx, expert_parallel=8,
-                                   pipeline_stages=1)
+                                   stages=1)
     four = pipeline_memory_per_chip(m, micro_batch=64, context=ctx, expert_parallel=8,
-                                    pipeline_stages=4)
+                                    stages=4)
     assert four.weights == pytest.approx(one.weights / 4)
     assert four.kv == pytest.approx(one.kv)
 

@@ -53,7 +53,7 @@ VALID = {
     "acceptance": 0.8, "purchase_price": 30000.0, "tier_a": None, "tier_b": None,
     "bandwidth": 4.5e11, "ops_per_byte": 600.0, "price_ratio": 1.5, "bytes_per_chip_out": 1e8,
     "bytes_per_chip_in": 1e8,
-    "bytes_per_chip": 1e8, "micro_batch": 16, "expert_parallel": 8, "pipeline_stages": 4,
+    "bytes_per_chip": 1e8, "micro_batch": 16, "expert_parallel": 8,
     "experts_per_token": 8, "layers_per_stage": 4, "layout": "2d-ws", "d_model": 8192,
     "d_ff": 28672,
     # Arguments of the modules other helpers add this session (moe, pipeline): valid values

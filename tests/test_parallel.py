@@ -36,7 +36,7 @@ def test_collectives():
     assert np.shape(all_reduce_time([1e6, 1e9], 8, bw)) == (2,)
     with pytest.raises(ValueError, match="bandwidth"):
         all_gather_time(D, 8, 0)
-    with pytest.raises(ValueError, match="n"):
+    with pytest.raises(ValueError, match="n_chips"):
         all_to_all_time(D, 0, bw)
 
 
@@ -62,9 +62,9 @@ def test_expert_parallel_comm():
 def test_pipeline_memory_kv_does_not_shrink_with_stages():
     # Episode §1.4: c = N b_w / (E P) + b S b_kv / E.
     one = pipeline_memory_per_chip(DSV3, micro_batch=256, context=4096, expert_parallel=64,
-                                   pipeline_stages=1)
+                                   stages=1)
     four = pipeline_memory_per_chip(DSV3, micro_batch=256, context=4096, expert_parallel=64,
-                                    pipeline_stages=4)
+                                    stages=4)
     assert isinstance(four, PipelineMemory)
     assert four.weights == pytest.approx(one.weights / 4)
     assert four.kv == pytest.approx(one.kv)

@@ -79,13 +79,13 @@ STEP_LATENCIES = {
 NCCL_NVLINK_EFFICIENCY = 370 / 450
 
 
-def torus_dims(n, k=3):
-    """The most nearly cubic ``k`` sides (largest first) whose product is ``n`` (a whole number).
+def torus_dims(n_chips, k=3):
+    """The most nearly cubic ``k`` sides (largest first) whose product is ``n_chips``.
 
     ``torus_dims(64) == (4, 4, 4)``, ``torus_dims(32) == (4, 4, 2)``,
     ``torus_dims(8, 2) == (4, 2)``.
     """
-    n = int(n_chips_check(n))
+    n = int(n_chips_check(n_chips))
     k = int(positive("k", k, integer=True, maximum=6))
     best = None
     def search(rest, parts):

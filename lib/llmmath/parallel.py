@@ -52,7 +52,7 @@ def _frac(n):
 
 def _collective(kind, name, d, n, bandwidth, hop_latency, topology, dims):
     d = positive(name, d, allow_zero=True)
-    n = positive("n", n)
+    n = positive("n_chips", n)
     bw = positive("bandwidth", bandwidth)
     if (topology == "switch" and dims is None and type(hop_latency) in (int, float)
             and hop_latency == 0):
@@ -61,37 +61,39 @@ def _collective(kind, name, d, n, bandwidth, hop_latency, topology, dims):
     return collective_time(kind, d, n, bw, hop_latency=hop_latency, topology=topology, dims=dims)
 
 
-def all_gather_time(bytes_per_chip_out, n, bandwidth, hop_latency=0.0, topology="switch",
+def all_gather_time(bytes_per_chip_out, n_chips, bandwidth, hop_latency=0.0, topology="switch",
                     dims=None):
     """All-gather: every chip ends with the full ``D`` bytes: ``T = D/bw x (n-1)/n``.
 
     With ``hop_latency`` (s per step) and ``topology`` (``"switch"``, ``"ring"``, ``"torus"``
     with sides ``dims``) the fixed costs of :func:`llmmath.collectives.collective_time` are added.
     """
-    return _collective("all-gather", "bytes_per_chip_out", bytes_per_chip_out, n, bandwidth,
+    return _collective("all-gather", "bytes_per_chip_out", bytes_per_chip_out, n_chips, bandwidth,
                        hop_latency, topology, dims)
 
 
-def reduce_scatter_time(bytes_per_chip_in, n, bandwidth, hop_latency=0.0, topology="switch",
+def reduce_scatter_time(bytes_per_chip_in, n_chips, bandwidth, hop_latency=0.0, topology="switch",
                         dims=None):
     """Reduce-scatter of ``D`` input bytes per chip into ``D/n`` each: ``T = D/bw x (n-1)/n``
     (plus per-step latency as in :func:`all_gather_time`)."""
-    return _collective("reduce-scatter", "bytes_per_chip_in", bytes_per_chip_in, n, bandwidth,
+    return _collective("reduce-scatter", "bytes_per_chip_in", bytes_per_chip_in, n_chips, bandwidth,
                        hop_latency, topology, dims)
 
 
-def all_reduce_time(bytes_per_chip, n, bandwidth, hop_latency=0.0, topology="switch", dims=None):
+def all_reduce_time(bytes_per_chip, n_chips, bandwidth, hop_latency=0.0, topology="switch",
+                    dims=None):
     """All-reduce = reduce-scatter + all-gather:
     ``T = 2 D/bw x (n-1)/n`` (plus per-step latency)."""
-    return _collective("all-reduce", "bytes_per_chip", bytes_per_chip, n, bandwidth,
+    return _collective("all-reduce", "bytes_per_chip", bytes_per_chip, n_chips, bandwidth,
                        hop_latency, topology, dims)
 
 
-def all_to_all_time(bytes_per_chip, n, bandwidth, hop_latency=0.0, topology="switch", dims=None):
+def all_to_all_time(bytes_per_chip, n_chips, bandwidth, hop_latency=0.0, topology="switch",
+                    dims=None):
     """All-to-all: each chip sends the ``(n-1)/n`` of its ``D`` bytes meant for others:
     ``T = D/bw x (n-1)/n`` through a switch (more on a ring or torus, where bytes cross several
     links)."""
-    return _collective("all-to-all", "bytes_per_chip", bytes_per_chip, n, bandwidth,
+    return _collective("all-to-all", "bytes_per_chip", bytes_per_chip, n_chips, bandwidth,
                        hop_latency, topology, dims)
 
 
@@ -146,7 +148,7 @@ def expert_parallel_comm_time(model, tokens, n_chips, bandwidth, activation_byte
 @dataclass(frozen=True)
 class PipelineMemory:
     """HBM per chip (bytes) with ``expert_parallel`` chips per stage and
-    ``pipeline_stages`` stages."""
+    ``stages`` stages."""
 
     weights: float | np.ndarray
     kv: float | np.ndarray
@@ -154,7 +156,7 @@ class PipelineMemory:
     batch_in_flight: float | np.ndarray
 
 
-def pipeline_memory_per_chip(model, micro_batch, context, expert_parallel, pipeline_stages,
+def pipeline_memory_per_chip(model, micro_batch, context, expert_parallel, stages,
                              weight_bytes=2, kv_bytes=2):
     """Memory per chip for pipelined decode (the episode's capacity argument).
 
@@ -164,7 +166,7 @@ def pipeline_memory_per_chip(model, micro_batch, context, expert_parallel, pipel
     """
     micro_batch = positive("micro_batch", micro_batch)
     E = positive("expert_parallel", expert_parallel)
-    P = positive("pipeline_stages", pipeline_stages)
+    P = positive("stages", stages)
     weight_bytes = positive("weight_bytes", weight_bytes)
     kv_bytes = positive("kv_bytes", kv_bytes)
     w = model.total_params * weight_bytes / (E * P)
