@@ -64,7 +64,7 @@ def decode_balance(model, chip, context, kv_bytes=2, dtype="bf16", attention_flo
     """
     context = positive("context", context, allow_zero=True)
     kv_bytes = positive("kv_bytes", kv_bytes)
-    model._context(context)
+    model.check_context(context)
     mm, attn, kv = _per_sequence_decode(model, chip, context, kv_bytes, dtype, attention_flops)
     return _out(kv / (mm + attn))
 
@@ -150,7 +150,7 @@ def critical_batch(model, chip, weight_bytes=2, dtype="bf16", context=0, kv_byte
     kv_bytes = positive("kv_bytes", kv_bytes)
     context = positive("context", context, allow_zero=True)
     choice("overlap", overlap, OVERLAPS)
-    model._context(context)
+    model.check_context(context)
     W = chip.hbm_bandwidth
     mm, attn, kv = _per_sequence_decode(model, chip, context, kv_bytes, dtype, attention_flops)
     if overlap == "per-op":

@@ -215,5 +215,5 @@ def kv_transfer_time(model, prompt, bandwidth, kv_bytes=2):
     chips. ``bandwidth`` in bytes/s (e.g. a chip's ``scale_out_bandwidth`` times the chips sending).
     """
     kv_bytes = positive("kv_bytes", kv_bytes)
-    prompt = model._context(positive("prompt", prompt), "prompt")  # within the model's window
+    prompt = model.check_context(positive("prompt", prompt), "prompt")  # within the model's window
     return _out(model.kv_cache_bytes(prompt, kv_bytes) / positive("bandwidth", bandwidth))

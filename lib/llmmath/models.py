@@ -325,7 +325,11 @@ class Model:
         return self.total_params - gather - self.n_moe_layers * self.n_experts * self.expert_params
 
     # ----- attention span and KV cache -----------------------------------------------------
-    def _context(self, context, name="context"):
+    def check_context(self, context, argument="context"):
+        """``context`` (tokens; a number or an array) if it is a valid context for this model:
+        not negative and within its window; else a ValueError naming ``argument`` (the name the
+        caller's reader passed it under: "prompt", "past + prompt" ...)."""
+        name = argument
         context = positive(name, context, allow_zero=True)
         if self.max_context is None:
             return context
@@ -380,7 +384,7 @@ class Model:
         The indexer scores every cached token at every decode step, so a step reads all of it:
         these bytes are both held and read (``n_global x S x index_key_bytes``).
         """
-        context = _floats(self._context(context))
+        context = _floats(self.check_context(context))
         return self._n_global * context * (self.index_key_bytes or 0.0)
 
     def _spans(self, context, read: bool):
@@ -429,7 +433,7 @@ class Model:
 
         Includes an indexer's key cache (:meth:`indexer_cache_bytes`) where the model has one.
         """
-        context = self._context(context)
+        context = self.check_context(context)
         positive("bytes_per_element", bytes_per_element)
         return self._held_bytes(context, bytes_per_element)
 
@@ -448,7 +452,7 @@ class Model:
         the top-k tokens per query; the indexer that picks them still reads its key cache for
         every cached token (:meth:`indexer_cache_bytes`), which is counted.
         """
-        context = self._context(context)
+        context = self.check_context(context)
         positive("bytes_per_element", bytes_per_element)
         return self._read_bytes(context, bytes_per_element)
 
@@ -507,7 +511,7 @@ class Model:
         Sparse attention counts the top-k tokens attended; the indexer that picks them is
         :meth:`indexer_flops_per_token`.
         """
-        context = self._context(context)
+        context = self.check_context(context)
         return self._decode_flops(context)[0]
 
     def indexer_flops_per_token(self, context):
@@ -516,7 +520,7 @@ class Model:
         The indexer computes in fp8 (DeepSeek-V3.2), so the bounds time these FLOPs at the chip's
         fp8 peak where it has one. 0 for a model without an indexer.
         """
-        context = self._context(context)
+        context = self.check_context(context)
         return self._decode_flops(context)[1]
 
     def flops_per_token(self, context=0):
@@ -548,8 +552,8 @@ class Model:
         FLOPs are :meth:`prefill_indexer_flops`.
         """
         prompt = positive("prompt", prompt)
-        past = self._context(past, "past")
-        self._context(prompt + past, "past + prompt")
+        past = self.check_context(past, "past")
+        self.check_context(prompt + past, "past + prompt")
         return self._prefill_attention_flops(prompt, past)
 
     def _prefill_attention_flops(self, prompt, past):
@@ -577,7 +581,7 @@ class Model:
         """Indexer FLOPs to prefill `prompt` tokens after `past`:
         every query scores every earlier token."""
         prompt = positive("prompt", prompt)
-        past = self._context(past, "past")
+        past = self.check_context(past, "past")
         return self._prefill_indexer_flops(prompt, past)
 
     def _prefill_indexer_flops(self, prompt, past):

@@ -93,7 +93,7 @@ def speculative_critical_batch(model, chip, draft_tokens, context=0, weight_byte
     step is memory-bound at every batch (the KV reads outgrow the compute).
     """
     k = positive("draft_tokens", draft_tokens, allow_zero=True, integer=True, single=True)
-    context = model._context(positive("context", context, allow_zero=True, single=True))
+    context = model.check_context(positive("context", context, allow_zero=True, single=True))
     weight_bytes = positive("weight_bytes", weight_bytes, single=True)
     kv_bytes = positive("kv_bytes", kv_bytes, single=True)
 

@@ -218,7 +218,7 @@ def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes
     n_chips, weight_bytes, kv_bytes, compute_efficiency, memory_efficiency = _check_step(
         n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency)
     peak = chip.peak(dtype)  # validates dtype early, naming the chip's dtypes
-    context = model._context(context)  # within the model's window
+    context = model.check_context(context)  # within the model's window
 
     mm = batch * 2.0 * model.matmul_params_active
     attn = idx = 0.0
@@ -260,8 +260,8 @@ def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes
     n_chips, weight_bytes, kv_bytes, compute_efficiency, memory_efficiency = _check_step(
         n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency)
     peak = chip.peak(dtype)
-    past = model._context(past, "past")
-    model._context(past + prompt, "past + prompt")  # the model's own methods, checked once here
+    past = model.check_context(past, "past")
+    model.check_context(past + prompt, "past + prompt")  # checked once, here
 
     tokens = positive("batch x prompt", batch * prompt)  # finite: no overflow of the product
     mm = tokens * 2.0 * model.matmul_params_active

@@ -89,7 +89,7 @@ def store_or_recompute(model, chip, batch, context, n_chips=1, weight_bytes=2, k
 
     batch = positive("batch", batch)
     context = positive("context", context, allow_zero=True)
-    model._context(context + 1.0, "context + 1 (the context and the new token)")
+    model.check_context(context + 1.0, "context + 1 (the context and the new token)")
     kw = dict(n_chips=n_chips, weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dtype)
     store = decode_step(model, chip, batch, context, **kw)
     recompute = prefill_step(model, chip, batch, context + 1.0, **kw)

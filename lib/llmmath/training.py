@@ -261,7 +261,7 @@ def attention_training_flops_per_token(model, sequence_length):
     """
     model = _model_object(model)
     # within the model's context
-    sequence_length = model._context(positive("sequence_length", sequence_length),
+    sequence_length = model.check_context(positive("sequence_length", sequence_length),
                                      "sequence_length")
     return _out(3.0 * np.asarray(model.prefill_attention_flops(sequence_length)) / sequence_length)
 
@@ -290,7 +290,7 @@ def activation_bytes_per_token_per_layer(model, sequence_length, recompute="none
     the ``5 n_q S`` term, so they behave as ``selective`` here.
     """
     model = _model_object(model)
-    sequence_length = model._context(positive("sequence_length", sequence_length),
+    sequence_length = model.check_context(positive("sequence_length", sequence_length),
                                      "sequence_length")
     choice("recompute", recompute, list(ACTIVATION_RECOMPUTE))
     per_d, per_hs = ACTIVATION_RECOMPUTE[recompute]
