@@ -126,7 +126,7 @@ CATALOGUE: dict[str, Chip] = _index(CHIPS)
 
 
 #: The best published kernel measurements on an H100-class GPU (FLOP/s and bytes/s), the
-#: "achievable ceilings" chapters derate the datasheet with (chapter 1's reality check):
+#: "achievable ceilings" chapters derate the datasheet with (the hardware chapter's reality check):
 #: FlashAttention-3's FP16 forward at up to 740 TFLOP/s on an H100 SXM, "75% utilization"
 #: [shah2024flashattention3]; DeepGEMM's FP8 GEMMs at up to 1,350 TFLOP/s and FlashMLA's
 #: decoding kernel at up to 3,000 GB/s (and 660 TFLOP/s when compute-bound) on an H800 SXM5,

@@ -70,7 +70,7 @@ STEP_LATENCIES = {
     # a small message: a switch all-reduce, 2 steps of about 3 us.
     "NVLink SHARP step (H100, NCCL)": (6e-6 / 2, "nccl_nvls_latency"),
     # DeepEP's low-latency dispatch of 128 tokens across InfiniBand to 8 GPUs on other nodes
-    # (H800, ConnectX-7): one scale-out exchange, 77 us (also chapter 8's hop).
+    # (H800, ConnectX-7): one scale-out exchange, 77 us (also the pipelining chapter's hop).
     "InfiniBand exchange (DeepEP, EP8)": (77e-6, "deepseek_deepep"),
 }
 

@@ -264,7 +264,7 @@ def chunked_prefill_tokens(model, chip, batch, context, n_chips=1, weight_bytes=
                 * np.asarray(s.batch))
 
 
-# ----- the long-context price step read as a roofline crossover (chapter 6) ------------------
+# ----- the long-context price step read as a roofline crossover ------------------------------
 
 def kv_to_compute_ratio(context, active_params, kv_bytes_per_token, ops_per_byte):
     """Per sequence at a batch that amortises the weights: KV-read time over compute time per

@@ -19,7 +19,7 @@ figure) sees where the time goes:
    only ``T k / E_t`` rows, padded to a tile of its own, at :data:`GROUPED_MATMUL_DERATE` of the
    dense matmul rate (DeepGEMM's grouped against its dense GEMMs). The shared
    matmuls and the experts' matmuls overlap their own weight reads separately.
-3. ``comm_time``: **communication**, chapter 9's latency-plus-bandwidth model
+3. ``comm_time``: **communication**, the partitioning chapter's latency-plus-bandwidth model
    (:mod:`llmmath.collectives`, :mod:`llmmath.parallel`): the tensor-parallel all-reduces of each
    layer and the expert-parallel all-to-alls of each MoE layer, over the scale-up links at
    :data:`LINK_EFFICIENCY` of line rate, each step paying :data:`HOP_LATENCY` on an NVSwitch
@@ -254,8 +254,8 @@ STEP_OVERHEAD = 0.0
 #: ``Overheads(step_overhead=SGLANG_STEP_OVERHEAD)`` for a step served by SGLang.
 SGLANG_STEP_OVERHEAD = 2e-3
 
-#: The band chapter 10 and its calibration figure call "within": the estimate differs from a
-#: measurement by at most this fraction of it (measured/estimate between 1/1.3 and 1/0.7).
+#: The band the estimate chapter and its calibration figure call "within": the estimate differs
+#: from a measurement by at most this fraction of it (measured/estimate between 1/1.3 and 1/0.7).
 CALIBRATION_BAND = 0.3
 
 #: DeepEP's intranode (NVLink) kernels on H800s: 153 to 158 GB/s measured, against about 160 GB/s

@@ -2,7 +2,7 @@
 experts are placed on chips, what the all-to-all costs inside and outside a domain, and what
 routing imbalance does to the step.
 
-The episode's rule (chapter 7): **active parameters are bounded by compute cost, total parameters
+The episode's rule: **active parameters are bounded by compute cost, total parameters
 by the memory of one scale-up domain**. Both sides are here:
 
 - :func:`max_total_params`: ``N_tot <= n M f (1 - kv_fraction) / b_w`` for a domain of ``n``

@@ -289,7 +289,7 @@ def _kv_comm_per_layer(model, by, batch, n, bw, activation_bytes, hop_latency, t
 class ShardedDecode:
     """One decode step of a tensor-parallel replica, SI units.
 
-    - ``step``: the chapter 3-5 lower bound (:func:`~llmmath.roofline.decode_step`) on ``n`` chips,
+    - ``step``: the lower bound (:func:`~llmmath.roofline.decode_step`) on ``n`` chips,
       the KV reads multiplied by ``kv_replicas``
     - ``tp_comm``: the layers' tensor-parallel all-reduces, s; ``kv_comm``: attention's
       resharding for the chosen KV layout, s; ``comm`` their sum

@@ -64,7 +64,7 @@ PRICE_SHEETS = [
 
 
 #: Llama 3.3 70B Instruct served in FP8 by one provider [deepinfra_llama33]; the page's date
-#: could not be verified, so chapter 4 treats it as an order of magnitude. Kept out of
+#: could not be verified, so the batching chapter treats it as an order of magnitude. Kept out of
 #: ``PRICE_SHEETS`` (the frontier labs' own sheets).
 DEEPINFRA_LLAMA33_70B = PriceSheet("Llama 3.3 70B Instruct (FP8, DeepInfra)", input=0.13,
                                    output=0.38, source="deepinfra_llama33")

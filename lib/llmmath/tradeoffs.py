@@ -1,6 +1,6 @@
 """Spending memory to save compute: store or recompute, in serving and in training.
 
-The book's recurring trade (chapter 13), one function per decision:
+The book's recurring trade (the memory-for-compute chapter), one function per decision:
 
 - **The KV cache** stores what a model could recompute. Without it, every decode step would run
   the forward pass again over the whole context to rebuild each layer's keys and values: a

@@ -229,7 +229,7 @@ def overtraining_factor(model, tokens, tokens_per_param=CHINCHILLA_TOKENS_PER_PA
     return _out(tokens / compute_optimal_tokens(model, tokens_per_param))
 
 
-# ----- chapter 11: attention in training, activations, sharded state, data-parallel traffic ------
+# ----- attention in training, activations, sharded state, data-parallel traffic ---------------
 # Added for "Training compute, time and utilisation". Sources: Korthikanti et al. 2022 (activation
 # bytes per layer), Rajbhandari et al. 2020 (ZeRO stages), Chowdhery et al. 2022 (MFU).
 
