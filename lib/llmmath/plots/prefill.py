@@ -11,7 +11,7 @@ from ..cost import input_output_cost, kv_to_compute_ratio, price_step_context
 from ..memory import cache_cost, memory_tiers
 from ..roofline import critical_batch, decode_step, prefill_step
 from ..units import fmt_count, fmt_usd
-from .decode import _fits, _set_time_lines, _time_lines_setup
+from .common import fits_at, set_time_lines, time_lines_setup
 from .figure import builder, grid, log_interp, mask, refine_root, try_value
 from .labels import (
     chips_label,
@@ -29,7 +29,7 @@ from .style import PALETTE, ROLE, SMALL
 
 
 def _prefill_time_vs_prompt_setup(p):
-    _time_lines_setup(p)
+    time_lines_setup(p)
     p.l_kv.set_label("KV-cache writes")
     p.ax.legend(loc="upper left")
     set_log(p.ax, x=lambda v: fmt_count(v, 2), y=fmt_t)
@@ -50,7 +50,7 @@ def prefill_time_vs_prompt(p, model, chip, batch=1, prompts=None, n_chips=1, wei
     P = grid(prompts, 1, top)
     s = prefill_step(model, chip, float(batch), P, n_chips=n_chips, weight_bytes=weight_bytes,
                      kv_bytes=kv_bytes, dtype=dt)
-    ys = _set_time_lines(p, P, s)
+    ys = set_time_lines(p, P, s)
     ax = p.ax
     ax.set_xlim(P.min(), P.max())
     ax.set_ylim(*loglim(np.concatenate([np.ravel(y) for y in ys]), pad=1.3))
@@ -175,7 +175,7 @@ def io_cost_ratio_vs_batch(p, model, chip, prompt=2048, context=4096, batches=No
                           weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dt,
                           price_per_chip_hour=1.0)
     ratio = np.asarray(r.output_to_input)
-    mb, _ = _fits(model, chip, float(context), n_chips, weight_bytes, kv_bytes)
+    mb, _ = fits_at(model, chip, float(context), n_chips, weight_bytes, kv_bytes)
     p.l.set_data(*mask(B, ratio))
     ax = p.ax
     ax.set_xlim(B.min(), B.max())
