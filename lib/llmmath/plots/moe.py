@@ -86,7 +86,7 @@ def _layout_numbers(model, chip, tokens_per_chip, ep, redundant_experts):
     return out
 
 
-@builder()
+@builder(marked=("redundant_experts",))
 def all_to_all_vs_chips(p, model, chip_list=("H100-SXM", "GB200"), tokens_per_chip=128,
                         ep=None, dispatch_bytes=1, combine_bytes=2, mark_chips=None,
                         redundant_experts=0):

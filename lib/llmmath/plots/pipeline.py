@@ -151,7 +151,7 @@ def _decode_numbers(model, chip, micro_batch, context, chips_per_stage, stages, 
             "bubble": bubble_fraction(stages, m_used)}
 
 
-@builder(setup=_memory_setup)
+@builder(setup=_memory_setup, marked=("hop_latency",))
 def pipeline_memory_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64, context=4096,
                               micro_batches=None, stages=None, weight_bytes=2, kv_bytes=2,
                               mark_stages=None, hop_latency=None):
