@@ -38,6 +38,8 @@ from .labels import (
 )
 from .style import PALETTE, ROLE, SMALL
 
+__all__ = ["cost_vs_batch", "latency_cost_frontier"]
+
 
 def _cost_vs_batch_setup(p):
     ax = p.ax

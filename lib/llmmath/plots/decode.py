@@ -48,6 +48,9 @@ from .labels import (
 )
 from .style import NOFIT, PALETTE, ROLE, SMALL, house_style
 
+__all__ = ["decode_time_vs_batch", "decode_time_vs_context", "regime_map",
+           "speculative_gain_vs_batch"]
+
 
 def _decode_time_vs_batch_setup(p):
     time_lines_setup(p)

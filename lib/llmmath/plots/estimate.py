@@ -36,7 +36,7 @@ from .figure import builder, chip_of, grid, mask, model_of
 from .labels import chips_label, fmt_batch, fmt_t, loglim, set_log, with_notes
 from .style import PALETTE, ROLE, SMALL
 
-__all__ = ["estimate_waterfall", "calibration_scatter", "estimate_vs_batch", "TERM_COLOUR"]
+__all__ = ["estimate_waterfall", "calibration_scatter", "estimate_vs_batch"]
 
 #: One colour per term of the estimate (the bound in the bound's colour).
 TERM_COLOUR = {

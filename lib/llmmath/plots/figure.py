@@ -29,8 +29,7 @@ from .. import models as _models
 from .labels import flip_ha, place, point_candidates, settle_legend
 from .style import NOFIT, PALETTE, SMALL, STYLE, house_style, new_figure
 
-__all__ = ["BookFigure", "Drawing", "builder", "render_rgba", "grid", "mask", "as_list",
-           "try_value", "log_interp", "refine_root", "new_axes", "chip_of", "model_of"]
+__all__ = ["BookFigure", "render_rgba"]
 
 
 class BookFigure(Figure):

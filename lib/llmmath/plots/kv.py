@@ -28,6 +28,8 @@ from .labels import (
 )
 from .style import PALETTE, ROLE, SMALL, model_colour
 
+__all__ = ["kv_vs_context", "kv_balance_vs_context"]
+
 
 def _kv_vs_context_setup(p):
     ax = p.ax

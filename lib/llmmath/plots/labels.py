@@ -20,10 +20,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from ..units import fmt_bytes, fmt_count, fmt_si, fmt_time, fmt_usd
 from .style import PALETTE, SMALL
 
-__all__ = ["label_si", "fmt_batch", "fmt_days", "fmt_params", "fmt_n", "fmt_t", "fmt_b",
-           "fmt_usd_tick", "fmt_usd_round", "fmt_tokens_binary", "set_log", "time_axis", "loglim",
-           "with_notes", "chips_label", "place", "point_candidates", "flip_ha", "place_labels",
-           "iso_lines", "settle_legend", "wrap_title", "two_log_ticks"]
+__all__ = ["label_si"]
 
 
 #: A white outline around label text, so a guide line it crosses breaks under it.

@@ -29,6 +29,9 @@ from .figure import builder, chip_of, model_of
 from .labels import fmt_params, loglim, place_labels, set_log
 from .style import CYCLE, PALETTE, ROLE
 
+__all__ = ["lifetime_cost_vs_params", "overtraining_vs_decode_efficiency", "overtraining_map",
+           "loss_gap_vs_overtraining"]
+
 DAY = 86400.0
 
 

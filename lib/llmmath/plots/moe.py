@@ -17,6 +17,8 @@ from .figure import as_list, builder, chip_of, model_of
 from .labels import fmt_b, fmt_n, fmt_t, loglim, set_log
 from .style import CYCLE, PALETTE, ROLE, VENDOR_COLOUR
 
+__all__ = ["domain_capacity", "all_to_all_vs_chips", "imbalance_vs_chips", "ep_memory_per_chip"]
+
 _EP = np.array([8, 16, 24, 32, 48, 64, 72, 96, 128, 144, 192, 256, 288], dtype=float)
 
 

@@ -25,6 +25,9 @@ from .figure import builder, chip_of, grid, mask, model_of
 from .labels import fmt_b, fmt_n, fmt_t, loglim, point_candidates, set_log, with_notes
 from .style import CYCLE, PALETTE, ROLE, SMALL
 
+__all__ = ["collective_time_vs_bytes", "tp_step_vs_chips", "ffn_layouts_vs_tokens",
+           "latency_cost_vs_chips"]
+
 _NVLS_STEP = STEP_LATENCIES["NVLink SHARP step (H100, NCCL)"][0]
 
 _RING_STEP = STEP_LATENCIES["NVLink ring step (A100, NCCL)"][0]

@@ -28,6 +28,9 @@ from .figure import builder, chip_of, grid, mask, model_of
 from .labels import fmt_b, fmt_n, fmt_t, loglim, set_log, with_notes
 from .style import CYCLE, PALETTE, ROLE, model_colour
 
+__all__ = ["pipeline_schedule", "bubble_vs_microbatches", "pipeline_memory_vs_stages",
+           "decode_latency_vs_stages", "boundary_ratio_vs_layers"]
+
 _NAMES = {"gpipe": "GPipe", "1f1b": "1F1B"}
 
 

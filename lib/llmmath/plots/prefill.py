@@ -34,6 +34,9 @@ from .labels import (
 )
 from .style import PALETTE, ROLE, SMALL
 
+__all__ = ["prefill_time_vs_prompt", "prefill_vs_decode_per_token", "io_cost_ratio_vs_batch",
+           "price_step_vs_context", "tier_drain_times", "cache_cost_vs_lifetime"]
+
 
 def _prefill_time_vs_prompt_setup(p):
     time_lines_setup(p)

@@ -33,6 +33,9 @@ from .labels import (
 )
 from .style import CYCLE, PALETTE, ROLE, SMALL
 
+__all__ = ["training_time_vs_chips", "attention_share_vs_seq", "zero_memory_vs_chips",
+           "dp_sync_vs_tokens"]
+
 
 def _training_time_vs_chips_setup(p):
     ax = p.ax
