@@ -33,7 +33,7 @@ from .explore import (
 )
 from .explore import precision as _precision
 from .figure import builder, chip_of, grid, mask, model_of
-from .labels import chips_label, fmt_batch, fmt_t, loglim, set_log, with_notes
+from .labels import chips_label, fmt_batch, fmt_t, loglim, note, set_log, with_notes
 from .style import PALETTE, ROLE, SMALL
 
 __all__ = ["estimate_waterfall", "calibration_scatter", "estimate_vs_batch"]
@@ -181,11 +181,11 @@ def calibration_scatter(p, overheads=None):
     band = p.add(ax.axhspan(1 / (1 + CALIBRATION_BAND), 1 / (1 - CALIBRATION_BAND),
                             color=PALETTE["green"], alpha=0.13, lw=0, zorder=0,
                             label=f"within {CALIBRATION_BAND:.0%} of the measurement"))
-    band._llm_legend = True
+    note(band, legend=True)
     diag = np.geomspace(lo, hi, 16)
     guide = p.add(ax.plot(diag, diag, ls=":", color=ROLE["reference"], lw=1.3,
                           label="estimate = bound")[0])
-    guide._llm_guide = True
+    note(guide, guide=True)
     series = (("dense", "test", "o", PALETTE["blue"], True), ("dense", "fit", "o", PALETTE["blue"],
               False), ("moe", "test", "^", PALETTE["vermillion"], True),
               ("moe", "fit", "^", PALETTE["vermillion"], False))

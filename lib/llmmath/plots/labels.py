@@ -12,6 +12,7 @@ current pixel frame: the layout later scales the axes a little, not the labels' 
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 from matplotlib import patheffects
@@ -21,6 +22,24 @@ from ..units import fmt_bytes, fmt_count, fmt_si, fmt_time, fmt_usd
 from .style import PALETTE, SMALL
 
 __all__ = ["label_si"]
+
+
+#: What the label machinery notes about an artist, an Axes or a figure (a line is a guide, a
+#: band belongs in the legend, a label found a clean place, a legend was moved outside ...):
+#: kept here, by the library, rather than as attributes on matplotlib's objects, and forgotten
+#: with the object.
+NOTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def note(obj, **values):
+    """Note ``values`` about ``obj`` (see :data:`NOTES`)."""
+    NOTES.setdefault(obj, {}).update(values)
+
+
+def noted(obj, key, default=None):
+    """What was noted about ``obj`` under ``key`` (``default`` if nothing)."""
+    d = NOTES.get(obj)
+    return default if d is None else d.get(key, default)
 
 
 #: A white outline around label text, so a guide line it crosses breaks under it.
@@ -199,7 +218,7 @@ def _line_hits(box, lines, pad=1.0, collections=()):
     """Whether any of `lines` (drawn segments, with their width, or markers) or the markers of
     `collections` (scatter plots) passes through the pixel box (grown by `pad`)."""
     for ln in lines:
-        if not ln.get_visible() or getattr(ln, "_llm_guide", False):
+        if not ln.get_visible() or noted(ln, "guide", False):
             continue
         xy = np.asarray(ln.get_xydata(), dtype=float)
         if xy.size == 0:
@@ -282,8 +301,9 @@ def place(ax, make, candidates, avoid_lines=True, exclude=()):
         hits = (_line_hits(box, lines, collections=colls) if (inside and not clash)
                 else True)
         score = (not inside, clash, hits)
-        t._llm_clean = score == (False, False, False)
-        if t._llm_clean:
+        clean = score == (False, False, False)
+        note(t, clean=clean)
+        if clean:
             if best is not None:
                 best.remove()
             return t
@@ -321,7 +341,7 @@ def iso_lines(ax, values, fmt, xlim, color=None):
     for v in values:
         guide = ax.plot(xs, v * xs, color=color, lw=1.0, ls="--", zorder=0.8)[0]
         # a guide, like a grid line: labels may cross it (a white halo breaks it under them)
-        guide._llm_guide = True
+        note(guide, guide=True)
     for v in values:
         x_lo, x_hi = max(xlim[0], ylo / v), min(xlim[1], yhi / v)
         if x_hi <= x_lo:
@@ -440,7 +460,7 @@ def wrap_title(ax):
 
 
 def _restore_height(fig):
-    base = getattr(fig, "_llm_base_height", None)
+    base = noted(fig, "base_height")
     if base is not None and fig.get_figheight() != base:
         fig.set_figheight(base)
 
@@ -453,22 +473,22 @@ def settle_legend(ax):
     wrap_title(ax)
     two_log_ticks(ax)
     leg = ax.get_legend()
-    if leg is not None and not getattr(leg, "_llm_settled", False):
+    if leg is not None and not noted(leg, "settled", False):
         # the builder's own legend (drawn now, or once in its setup): remember what it holds
-        ax._llm_base_legend = (list(leg.legend_handles), [t.get_text() for t in leg.get_texts()],
-                               leg._loc, leg.get_title().get_text())
-    base = getattr(ax, "_llm_base_legend", None)
-    old = getattr(ax, "_llm_outside_legend", None)
+        note(ax, base_legend=(list(leg.legend_handles), [t.get_text() for t in leg.get_texts()],
+                              leg._loc, leg.get_title().get_text()))
+    base = noted(ax, "base_legend")
+    old = noted(ax, "outside_legend")
     if old is not None:
         if old in ax.figure.legends:
             old.remove()
-        ax._llm_outside_legend = None
-    bands = [a for a in list(ax.patches) + list(ax.lines) if getattr(a, "_llm_legend", False)]
+        note(ax, outside_legend=None)
+    bands = [a for a in list(ax.patches) + list(ax.lines) if noted(a, "legend", False)]
     if base is None and not bands:
         return
     handles, labels, loc, title = base if base is not None else ([], [], "best", "")
-    if (bands or leg is None or getattr(leg, "_llm_settled", False)
-            or getattr(leg, "_llm_hidden", False)):
+    if (bands or leg is None or noted(leg, "settled", False)
+            or noted(leg, "hidden", False)):
         # shaded bands ("does not fit") are named in the legend, not written over the curves
         handles, labels = list(handles), list(labels)
         for b in bands:
@@ -477,7 +497,7 @@ def settle_legend(ax):
                 labels.append(b.get_label())
         leg = ax.legend(handles, labels, loc=loc, title=title or None, fontsize=SMALL,
                         title_fontsize=SMALL)
-        leg._llm_settled = True
+        note(leg, settled=True)
     if leg is None or not leg.get_visible():
         return
     renderer = _renderer(ax.figure)
@@ -509,11 +529,11 @@ def settle_legend(ax):
     leg.set_loc(first)
     handles, labels = leg.legend_handles, [t.get_text() for t in leg.get_texts()]
     title = leg.get_title().get_text()
-    if getattr(leg, "_llm_settled", False):
+    if noted(leg, "settled", False):
         leg.remove()
     else:  # a legend made once by the builder's setup: keep it, hidden, for the next update
         leg.set_visible(False)
-        leg._llm_hidden = True
+        note(leg, hidden=True)
     n = len(labels)
     ncol = min(n, 3)
     fig = ax.figure
@@ -525,8 +545,8 @@ def settle_legend(ax):
             break
         out.remove()
         ncol -= 1
-    ax._llm_outside_legend = out
+    note(ax, outside_legend=out)
     # the figure grows by the legend's height, so the plot keeps its size and its labels fit
-    base = getattr(fig, "_llm_base_height", None) or fig.get_figheight()
-    fig._llm_base_height = base
+    base = noted(fig, "base_height") or fig.get_figheight()
+    note(fig, base_height=base)
     fig.set_figheight(base + out.get_window_extent(renderer).height / fig.dpi + 0.1)
