@@ -4,7 +4,8 @@ Formatters turn SI values into short human labels (``fmt_batch``, ``fmt_days``,
 ``fmt_tokens_binary`` ...). :func:`place` is the one label placer: it tries candidate positions for
 a label and keeps the first that stays inside the axes without covering another label, the legend or
 a line.
-:func:`place_labels` labels a scatter of points (several points at one place share a label).
+:func:`place_labels` labels a scatter of points with it (several points at one place share a
+label).
 Labels are placed before the constrained layout runs, so positions are judged in the axes'
 current pixel frame: the layout later scales the axes a little, not the labels' offsets.
 """
@@ -274,18 +275,20 @@ def point_candidates(offset, ha, va="baseline"):
     return near + side + far
 
 
-def place(ax, make, candidates, avoid_lines=True, exclude=()):
+def place(ax, make, candidates, avoid_lines=True, exclude=(), avoid=(), pad=1.0, slack=1.0):
     """Make one label per candidate (``make(candidate) -> Text``) and keep the first that lies
-    inside the axes without touching another label, the legend, or (``avoid_lines``) a line; if
+    inside the axes (give or take ``slack`` pixels) without touching another label, the legend,
+    the pixel boxes in ``avoid`` (markers) within ``pad`` pixels, or (``avoid_lines``) a line; if
     none is clean, the first that is inside and clear of labels, else the first. Returns the
-    Text."""
+    Text; :func:`noted` ``(text, "clean")`` says whether its place is clean. The one label
+    placer: :func:`place_labels` and the annotation helpers of every builder use it."""
     renderer = _renderer(ax.figure)
     if renderer is None:
         return make(candidates[0])
     axbox = _box(ax, renderer)
     skip = set(map(id, exclude))
     taken = [_box(t, renderer) for t in ax.texts
-             if t.get_visible() and t.get_text() and id(t) not in skip]
+             if t.get_visible() and t.get_text() and id(t) not in skip] + list(avoid)
     leg = ax.get_legend()
     if leg is not None and leg.get_visible():
         taken.append(_box(leg, renderer))
@@ -295,11 +298,10 @@ def place(ax, make, candidates, avoid_lines=True, exclude=()):
     for cand in candidates:
         t = make(cand)
         box = _box(t, renderer)
-        inside = (box[0] >= axbox[0] - 1 and box[2] <= axbox[2] + 1 and box[1] >= axbox[1] - 1
-                  and box[3] <= axbox[3] + 1)
-        clash = any(_overlap(box, o) for o in taken)
-        hits = (_line_hits(box, lines, collections=colls) if (inside and not clash)
-                else True)
+        inside = (box[0] >= axbox[0] - slack and box[2] <= axbox[2] + slack
+                  and box[1] >= axbox[1] - slack and box[3] <= axbox[3] + slack)
+        clash = any(_overlap(box, o, pad) for o in taken)
+        hits = _line_hits(box, lines, collections=colls)
         score = (not inside, clash, hits)
         clean = score == (False, False, False)
         note(t, clean=clean)
@@ -360,17 +362,13 @@ def iso_lines(ax, values, fmt, xlim, color=None):
 
 
 def place_labels(ax, xs, ys, names, fontsize=SMALL):
-    """Label points, trying offsets around each and keeping the first that stays inside the
-    axes and overlaps no marker, label or line."""
-    fig = ax.figure
-    renderer = fig.canvas.get_renderer()
-    taken = []
+    """Label points (several at one place share a label) with :func:`place`, trying offsets
+    around each, then farther out with a leader line, and keeping the first that stays inside
+    the axes and covers no marker, label or line."""
+    markers = []
     for x, y in zip(xs, ys, strict=True):  # the markers themselves
         px, py = ax.transData.transform((x, y))
-        taken.append((px - 8, py - 8, px + 8, py + 8))
-    for other in ax.texts:  # labels already there (lines of constant ratio)
-        bb = other.get_window_extent(renderer)
-        taken.append((bb.x0, bb.y0, bb.x1, bb.y1))
+        markers.append((px - 8, py - 8, px + 8, py + 8))
     offsets = [(6, -3, "left", "top"), (6, 3, "left", "bottom"), (-6, 3, "right", "bottom"),
                (-6, -3, "right", "top"), (0, -9, "center", "top"), (0, 9, "center", "bottom"),
                (9, 0, "left", "center"), (-9, 0, "right", "center")]
@@ -381,37 +379,18 @@ def place_labels(ax, xs, ys, names, fontsize=SMALL):
             ha = "left" if dx > 3 else "right" if dx < -3 else "center"
             va = "bottom" if dy > 3 else "top" if dy < -3 else "center"
             offsets.append((round(dx, 1), round(dy, 1), ha, va))
-    axbox = ax.get_window_extent(renderer)
-    lines = [ln for ln in ax.lines if ln.get_visible()]
     for x, y, name in _group_labels(xs, ys, names):
         label = ", ".join(name)
-        best = None
-        for dx, dy, ha, va in offsets:
+
+        def make(c, x=x, y=y, label=label):
+            dx, dy, ha, va = c
             far = math.hypot(dx, dy) > 14
-            t = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points",
-                            ha=ha, va=va, fontsize=fontsize, path_effects=HALO,
-                            arrowprops=dict(arrowstyle="-", lw=0.6, color="#555555",
-                                            shrinkA=1, shrinkB=5) if far else None)
-            bb = t.get_window_extent(renderer)
-            box = (bb.x0, bb.y0, bb.x1, bb.y1)
-            inside = (bb.x0 >= axbox.x0 and bb.x1 <= axbox.x1
-                      and bb.y0 >= axbox.y0 and bb.y1 <= axbox.y1)
-            clash = any(not (box[2] < o[0] or box[0] > o[2] or box[3] < o[1] or box[1] > o[3])
-                        for o in taken)
-            score = (not inside, clash, _line_hits(box, lines, collections=ax.collections))
-            if score == (False, False, False):
-                if best is not None:
-                    best[0].remove()
-                best = (t, box, score)
-                break
-            if best is None or score < best[2]:
-                if best is not None:
-                    best[0].remove()
-                best = (t, box, score)
-            else:
-                t.remove()
-        t, box, _ = best
-        taken.append(box)
+            return ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points",
+                               ha=ha, va=va, fontsize=fontsize, path_effects=HALO,
+                               arrowprops=dict(arrowstyle="-", lw=0.6, color="#555555",
+                                               shrinkA=1, shrinkB=5) if far else None)
+
+        place(ax, make, offsets, avoid=markers, pad=0.0, slack=0.0)
 
 
 _LEGEND_LOCS = ("upper left", "upper right", "lower right", "lower left", "center left",
