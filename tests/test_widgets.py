@@ -282,7 +282,14 @@ def test_importing_the_figures_does_not_import_ipywidgets():
     code = ("import sys, llmmath.plots, llmmath.plots.explore as x; "
             "assert len(x.REGISTRY) >= 12, x.REGISTRY; "
             "assert 'ipywidgets' not in sys.modules, 'plots imported ipywidgets'")
-    subprocess.run([sys.executable, "-c", code], check=True)
+    import os
+    from pathlib import Path
+
+    import llmmath
+
+    here = str(Path(llmmath.__file__).resolve().parents[1])  # this checkout's library
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
 
 
 def test_widgets_hold_no_chapter_and_no_physics():
