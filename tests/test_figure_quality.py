@@ -36,6 +36,7 @@ from matplotlib.colors import to_hex  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
 from llmmath import book, chips, models, plots  # noqa: E402
+from llmmath.plots.labels import noted  # noqa: E402
 from llmmath.units import GB, TFLOPS  # noqa: E402
 
 #: Width in CSS px of the text column on a 390 px screen (390 less the theme's 16 px margins).
@@ -235,9 +236,9 @@ def overlaps(fig):
         for t in ax.texts:
             if t.get_visible() and t.get_text().strip():
                 boxes.append((repr(t.get_text()), _shrink(t.get_window_extent(renderer))))
-        # guides (lines of constant ratio behind a scatter, flagged `_llm_guide`) are like grid
-        # lines: labels may cross them; every other line and marker is data
-        lines = [ln for ln in ax.lines if ln.get_visible() and not getattr(ln, "_llm_guide", False)]
+        # guides (lines of constant ratio behind a scatter, noted as guides by plots.labels) are
+        # like grid lines: labels may cross them; every other line and marker is data
+        lines = [ln for ln in ax.lines if ln.get_visible() and not noted(ln, "guide", False)]
         colls = [c for c in ax.collections
                  if c.get_visible() and type(c).__name__ == "PathCollection"]
         for what, box in boxes:

@@ -47,9 +47,6 @@ def _build(name, model, chip):
             "kv_vs_context": lambda: plots.kv_vs_context([model], chip, batch=4,
                                                          contexts=[128, 1024, 8192, 131072],
                                                          mark_context=1024),
-            "moe_weights_vs_batch": lambda: plots.moe_weights_vs_batch(
-                model, chip, batches=[1, 16, 256, 4096], mark_batch=16),
-            "memory_per_chip": lambda: plots.memory_per_chip(model, chip, mark_stages=4),
             "training_time_vs_chips": lambda: plots.training_time_vs_chips(
                 model, 1e12, chip, chips_range=[8, 512, 65536], mark_chips=512),
             "regime_map": lambda: plots.regime_map(model, chip, batches=np.geomspace(1, 4096, 8),
@@ -59,7 +56,6 @@ def _build(name, model, chip):
 
 BUILDERS = ["decode_time_vs_batch", "decode_time_vs_context", "cost_vs_batch",
             "latency_cost_frontier", "prefill_time_vs_prompt", "kv_vs_context",
-            "moe_weights_vs_batch", "memory_per_chip",
             "training_time_vs_chips", "regime_map"]
 
 
@@ -84,8 +80,7 @@ def _check(fig, name):
 @pytest.mark.parametrize("chip", CHIPS)
 @pytest.mark.parametrize("name", BUILDERS)
 def test_every_builder_on_every_chip(name, chip):
-    fig = _build(name, LLAMA if name != "moe_weights_vs_batch" else models.get("DeepSeek-V3"),
-                 chips.get(chip))
+    fig = _build(name, LLAMA, chips.get(chip))
     _check(fig, name)
 
 

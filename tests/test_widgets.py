@@ -1,5 +1,6 @@
 """Live explorers: each constructs, shows its numbers beside the figure, updates for every
-picker value, and a main-slider move redraws the one figure it keeps."""
+picker value, and a main-slider move redraws the one figure it keeps. Each is declared in its
+chapter's figures module and discovered; its panel reads the figure's numbers only."""
 
 from __future__ import annotations
 
@@ -92,12 +93,6 @@ def test_main_slider_keeps_the_layout():
     assert isinstance(e.figure.get_layout_engine(), ConstrainedLayoutEngine)
 
 
-def test_chip_explorer_still_works():
-    box = widgets.chip_explorer("H100-SXM")
-    box.children[0].value = "B200"
-    assert "TB/s" in box.children[1].value
-
-
 def test_plots_offscreen_figures_are_not_in_pyplot():
     import matplotlib.pyplot as plt
 
@@ -184,3 +179,133 @@ def test_moe_explorer_offers_degrees_past_the_scale_up_domain():
     assert domain in ep and max(ep) >= 4 * domain and min(ep) >= 8
     est = [v for _label, v in widgets.estimate_explorer().controls["expert_parallel"].options]
     assert est[0] == 1 and max(est) == domain
+
+
+# ----- one Explorer, declared beside its figure (issue 30) ---------------------------------------
+
+def _plots_modules():
+    import importlib
+    import pkgutil
+
+    return [importlib.import_module(f"llmmath.plots.{i.name}")
+            for i in pkgutil.iter_modules(plots.__path__)]
+
+
+def test_every_explorer_declared_in_a_figures_module_is_discovered():
+    import inspect
+
+    declared = {name: obj for mod in _plots_modules() for name, obj in vars(mod).items()
+                if callable(obj) and hasattr(obj, "declare") and obj.__module__ == mod.__name__}
+    assert len(declared) >= 12, sorted(declared)
+    assert set(declared) == set(widgets.EXPLORERS)
+    for name, factory in declared.items():
+        assert getattr(widgets, name) is factory and name in widgets.__all__
+        got, main, sweep = widgets.EXPLORERS[name]
+        assert got is factory and main == factory.main and sweep == factory.sweep
+        assert main in inspect.signature(factory).parameters, (name, main)
+
+
+def test_a_new_declaration_registers_itself_and_runs(no_render):
+    from llmmath.plots.explore import REGISTRY, dropdown, explorer, steps
+
+    try:
+        @explorer(main="batch", sweep=[1, 8, 64])
+        def probe_explorer(model="Llama-3-8B", batch=8):
+            """A throwaway explorer."""
+            def figure(v):
+                return plots.decode_time_vs_batch, dict(model=v["model"], chip="H100-SXM",
+                                                        mark_batch=v["batch"])
+
+            def readout(n):
+                return [("step", f"{n['step_time']:.6g}")]
+
+            return ({"model": dropdown("model", ["Llama-3-8B", "Llama-3-70B"], model),
+                     "batch": steps("batch", [1, 8, 64], batch)}, figure, readout)
+
+        assert REGISTRY["probe_explorer"] is probe_explorer
+        assert probe_explorer.__doc__ == "A throwaway explorer."
+        e = probe_explorer(batch=64)
+        assert f"{e.figure.numbers['step_time']:.6g}" in e.numbers.value
+        e.update(model="Llama-3-70B")
+        assert f"{e.figure.numbers['step_time']:.6g}" in e.numbers.value
+    finally:
+        REGISTRY.pop("probe_explorer", None)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_panel_is_read_from_the_figure_numbers(name, no_render):
+    """The panel is its declaration's readout of ``fig.numbers`` and nothing else: the same
+    numbers give the same panel, and a changed number changes it."""
+    from llmmath.widgets.explorer import _table
+
+    factory, main, values = widgets.EXPLORERS[name]
+    e = factory()
+    e.update(**{main: values[2]})
+    _controls, _figure, readout = factory.declare()
+    numbers = dict(e.figure.numbers)
+    assert _table(readout(numbers)) == e.numbers.value
+    changed = False
+    for key, v in numbers.items():
+        if isinstance(v, float) and v > 0 and not isinstance(v, bool):
+            try:
+                panel = _table(readout({**numbers, key: v * 7.3}))
+            except (TypeError, ValueError):
+                continue
+            changed |= panel != e.numbers.value
+    assert changed, f"{name}: no number of the figure reaches its panel"
+
+
+def test_panels_agree_with_the_physics():
+    """Independent checks of what the panels show, from the physics modules."""
+    from llmmath import cost, training
+    from llmmath.units import fmt_count, fmt_time, fmt_usd
+
+    llama, h100 = models.get("Llama-3-70B"), chips.get("H100-SXM")
+    e = widgets.training_explorer(n_chips=1024, mfu=0.4, tokens=15e12)
+    t = training.training_time(llama, 15e12, h100, 1024, 0.4)
+    assert fmt_time(t) in e.numbers.value
+    hours = 1024 * t / 3600
+    assert fmt_count(hours) in e.numbers.value
+    assert fmt_usd(hours * h100.price_per_hour) in e.numbers.value
+
+    e = widgets.batching_explorer(batch=256)
+    from llmmath.roofline import decode_step
+    s = decode_step(llama, h100, 256, 4096, n_chips=8)
+    assert f"{1 / s.time:,.1f}" in e.numbers.value
+    assert fmt_usd(cost.cost_per_million_tokens(s, h100.price_per_hour)) in e.numbers.value
+
+
+def test_importing_the_figures_does_not_import_ipywidgets():
+    import subprocess
+    import sys
+
+    code = ("import sys, llmmath.plots, llmmath.plots.explore as x; "
+            "assert len(x.REGISTRY) >= 12, x.REGISTRY; "
+            "assert 'ipywidgets' not in sys.modules, 'plots imported ipywidgets'")
+    import os
+    from pathlib import Path
+
+    import llmmath
+
+    here = str(Path(llmmath.__file__).resolve().parents[1])  # this checkout's library
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_widgets_hold_no_chapter_and_no_physics():
+    """The widgets package is the machinery only: no per-chapter module, and it imports nothing
+    from the physics modules (its numbers come from the figures)."""
+    import ast
+    import pkgutil
+    from pathlib import Path
+
+    assert {i.name for i in pkgutil.iter_modules(widgets.__path__)} == {"explorer"}
+    for path in Path(widgets.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 2:  # from ..x import y
+                names = [a.name for a in node.names]
+                ok = (node.module or "").startswith("plots") or (not node.module
+                                                                and names == ["plots"])
+                assert ok, (path.name, node.module, names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 1:
+                assert node.module == "explorer", (path.name, node.module)

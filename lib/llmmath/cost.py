@@ -33,9 +33,12 @@ __all__ = [
     "price_per_chip_second",
     "tokens_per_second",
     "tokens_per_second_per_chip",
+    "tokens_per_second_per_user",
     "chip_seconds_per_token",
     "cost_per_token",
     "cost_per_million_tokens",
+    "chip_hours_cost",
+    "chip_hours_cost_per_million_tokens",
     "Frontier",
     "latency_cost_frontier",
     "FastMode",
@@ -92,6 +95,11 @@ def tokens_per_second_per_chip(step: Step):
     return _out(np.asarray(step.tokens) / (np.asarray(step.time) * np.asarray(step.n_chips)))
 
 
+def tokens_per_second_per_user(step: Step):
+    """Decode speed each sequence sees: ``1 / time`` (one token per sequence per step)."""
+    return _out(1.0 / np.asarray(step.time))
+
+
 def chip_seconds_per_token(step: Step):
     """Pope et al.'s cost metric: ``n_chips x time / tokens`` (chip-seconds per token)."""
     return _out(np.asarray(step.n_chips) * np.asarray(step.time) / np.asarray(step.tokens))
@@ -109,6 +117,21 @@ def cost_per_token(step: Step, price_per_chip_hour=None):
 def cost_per_million_tokens(step: Step, price_per_chip_hour=None):
     """USD per million tokens: ``1e6 x cost_per_token``."""
     return _out(1e6 * np.asarray(cost_per_token(step, price_per_chip_hour)))
+
+
+def chip_hours_cost(chip_hours, chip, price_per_chip_hour=None):
+    """USD for ``chip_hours`` of ``chip`` at :func:`chip_hour_price` (the caller's price, else
+    the catalogue's, else the assumed one)."""
+    chip_hours = positive("chip_hours", chip_hours)
+    price, _ = chip_hour_price(chip, price_per_chip_hour)
+    return _out(chip_hours * price)
+
+
+def chip_hours_cost_per_million_tokens(chip_hours, tokens, chip, price_per_chip_hour=None):
+    """USD per million ``tokens`` when producing them takes ``chip_hours`` of ``chip``:
+    :func:`chip_hours_cost` / tokens x 1e6."""
+    tokens = positive("tokens", tokens)
+    return _out(chip_hours_cost(chip_hours, chip, price_per_chip_hour) / tokens * 1e6)
 
 
 # ----- latency against cost --------------------------------------------------------------------

@@ -237,7 +237,7 @@ __all__ += [
     "attention_training_flops_per_token", "attention_training_share", "ACTIVATION_RECOMPUTE",
     "activation_bytes_per_token_per_layer", "activation_memory", "zero_memory_per_chip",
     "min_training_chips", "dp_gradient_sync_time", "dp_compute_time", "dp_critical_tokens",
-    "mfu_from_chip_hours",
+    "mfu_from_chip_hours", "chip_hours", "compute_chip_hours",
 ]
 
 
@@ -407,6 +407,20 @@ def mfu_from_chip_hours(compute, chip_hours, chip, dtype="bf16"):
     chip_hours = positive("chip_hours", chip_hours)
     return _out(compute / (chip_hours * 3600.0 * chip.peak(dtype)))
 
+
+def chip_hours(n_chips, time):
+    """Chip-hours a run of ``time`` seconds on ``n_chips`` chips occupies: ``n t / 3600``."""
+    n_chips = n_chips_check(n_chips)
+    time = positive("time", time)
+    return _out(n_chips * time / 3600.0)
+
+
+def compute_chip_hours(compute, chip, mfu, dtype="bf16"):
+    """Chip-hours to do ``compute`` FLOPs on ``chip`` at utilisation ``mfu``:
+    ``F / (C MFU) / 3600`` (the inverse of :func:`mfu_from_chip_hours`)."""
+    compute = positive("compute", compute)
+    mfu = fraction("mfu", mfu)
+    return _out(compute / (chip.peak(dtype) * mfu) / 3600.0)
 
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (

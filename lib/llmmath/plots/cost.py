@@ -6,12 +6,27 @@ import math
 
 import numpy as np
 
-from ..cost import chip_hour_price, cost_per_million_tokens
+from .. import chips as _chips
+from ..cost import chip_hour_price, cost_per_million_tokens, tokens_per_second_per_user
 from ..cost import latency_cost_frontier as _frontier
 from ..roofline import critical_batch
-from ..units import fmt_usd
-from .decode import _decode, _fits
-from .figure import builder, grid, mask, try_value
+from ..units import fmt_count, fmt_time, fmt_usd
+from .common import decode_at, fit_numbers, fits_at, max_batch_at
+from .explore import (
+    BATCHES,
+    CHIP_COUNTS,
+    CONTEXTS,
+    chip_picker,
+    dropdown,
+    explorer,
+    fit_rows,
+    model_picker,
+    or_dash,
+    slider,
+    steps,
+    toggle,
+)
+from .figure import builder, chip_of, grid, mask, model_of, try_value
 from .labels import (
     chips_label,
     fmt_batch,
@@ -22,6 +37,8 @@ from .labels import (
     with_notes,
 )
 from .style import PALETTE, ROLE, SMALL
+
+__all__ = ["cost_vs_batch", "latency_cost_frontier"]
 
 
 def _cost_vs_batch_setup(p):
@@ -50,10 +67,10 @@ def cost_vs_batch(p, model, chip, price_per_chip_hour=None, batches=None, contex
     ctx, cnote = model.cap_context(context)
     price, pnote = chip_hour_price(chip, price_per_chip_hour)
     B = grid(batches, 1, 4096)
-    mb, need = _fits(model, chip, ctx, n_chips, weight_bytes, kv_bytes)
+    mb, need = fits_at(model, chip, ctx, n_chips, weight_bytes, kv_bytes)
     if mb is not None and B.min() < mb < B.max():
         B = np.unique(np.append(B, float(mb)))  # the curve ends exactly at the memory limit
-    s = _decode(model, chip, B, ctx, n_chips, weight_bytes, kv_bytes, dt, overlap)
+    s = decode_at(model, chip, B, ctx, n_chips, weight_bytes, kv_bytes, dt, overlap)
     cost = np.asarray(cost_per_million_tokens(s, price))
     per_second = cost / np.asarray(s.time)  # USD/Mtok per second of step: splits cost into parts
     parts = {"w": per_second * s.weight_time, "c": per_second * s.compute_time,
@@ -82,7 +99,7 @@ def cost_vs_batch(p, model, chip, price_per_chip_hour=None, batches=None, contex
             limit = i
             # the curve and the marked limit end at the largest batch that fits, not at the
             # last grid point below it: one memory limit in the figure
-            at_mb = _decode(model, chip, float(mb), ctx, n_chips, weight_bytes, kv_bytes, dt,
+            at_mb = decode_at(model, chip, float(mb), ctx, n_chips, weight_bytes, kv_bytes, dt,
                             overlap)
             best = float(cost_per_million_tokens(at_mb, price))
     bstar = try_value(critical_batch, model, chip, weight_bytes=weight_bytes, dtype=dt, context=ctx,
@@ -96,16 +113,20 @@ def cost_vs_batch(p, model, chip, price_per_chip_hour=None, batches=None, contex
     mark = None
     with p.marking():
         if mark_batch is not None:
-            m = _decode(model, chip, float(mark_batch), ctx, n_chips, weight_bytes, kv_bytes, dt,
+            m = decode_at(model, chip, float(mark_batch), ctx, n_chips, weight_bytes, kv_bytes, dt,
                         overlap)
             mark = float(cost_per_million_tokens(m, price))
             p.point(float(mark_batch), mark, f"B={float(mark_batch):g}: {fmt_usd(mark)}/Mtok",
                        offset=(8, 8), ha="left")
             p.numbers = {"step_time": m.time, "bound": m.bound, "cost_per_million": mark,
-                            "tokens_per_second": float(mark_batch) / m.time}
+                            "tokens_per_second": float(mark_batch) / m.time,
+                            "tokens_per_second_per_user": tokens_per_second_per_user(m)}
     ax.set_title(with_notes(f"{model.name} on {chips_label(n_chips, chip)} at "
                         f"{fmt_usd(price)}/chip-hour, context {fmt_n(ctx)}", dnote, cnote, pnote))
     p.numbers.update(floor=floor, critical_batch=bstar, max_batch=mb, cost_at_max_batch=best)
+    if mark_batch is not None:
+        p.numbers.update(fit_numbers(model, chip, ctx, n_chips, weight_bytes, kv_bytes,
+                                     mark_batch, mb))
     tail = (f"the cheapest batch that fits ({mb:,}) costs {fmt_usd(best)}" if best is not None
             else f"the model does not fit on {chips_label(n_chips, chip)}")
     return (f"Log-log plot of the lower-bound cost per million output tokens of {model.name} on "
@@ -166,10 +187,51 @@ def latency_cost_frontier(p, model, chip, batches=None, context=4096, n_chips=1,
                        f"B={float(mark_batch):g}", offset=(-12, -16))
             p.numbers = {"step_time": float(g.step_time[0]), "bound": str(g.bound[0]),
                             "cost_per_million": float(g.cost_per_million_tokens[0]),
-                            "tokens_per_second": float(g.tokens_per_second[0])}
+                            "tokens_per_second": float(g.tokens_per_second[0]),
+                            "tokens_per_second_per_user": float(g.tokens_per_second_per_user[0])}
+            mb = max_batch_at(model, chip, ctx, n_chips, weight_bytes, kv_bytes)
+            p.numbers.update(max_batch=mb, **fit_numbers(model, chip, ctx, n_chips, weight_bytes,
+                                                         kv_bytes, mark_batch, mb))
     ax.set_title(with_notes(f"Latency vs cost: {model.name} on {chips_label(n_chips, chip)}, "
                         f"context {fmt_n(ctx)}", dnote, cnote, pnote))
     return (f"Log-log plot of cost per million output tokens against decode speed per user for "
             f"{model.name} on {chips_label(n_chips, chip)}, batch {B[0]:g} to {B[-1]:g}: from "
             f"{x[0]:.0f} tokens/s at {fmt_usd(y[0])}/Mtok (batch {B[0]:g}) to {x[-1]:.3g} tokens/s "
             f"at {fmt_usd(y[-1])}/Mtok (batch {B[-1]:g}).")
+
+
+# ----- the chapter's explorer --------------------------------------------------------------------
+
+_VIEWS = {"cost vs batch": cost_vs_batch, "latency vs cost": latency_cost_frontier}
+
+
+@explorer(main="batch", sweep=BATCHES)
+def batching_explorer(model="Llama-3-70B", chip="H100-SXM", batch=64, context=4096, n_chips=8,
+                      price_per_chip_hour=None, view="cost vs batch"):
+    """Cost per million tokens vs batch, or the latency-cost frontier; set the chip-hour price."""
+    p0, _ = chip_hour_price(_chips.get(chip), price_per_chip_hour)
+    controls = {
+        "model": model_picker(model), "chip": chip_picker(chip),
+        "n_chips": dropdown("chips", CHIP_COUNTS, n_chips),
+        "price": slider("$/chip-h", p0, 0.25, 10.0, 0.25, ".2f"),
+        "view": toggle(list(_VIEWS), view),
+        "batch": steps("batch", BATCHES, batch), "context": steps("context", CONTEXTS, context),
+    }
+
+    def figure(v):
+        m, c = model_of(v["model"]), chip_of(v["chip"])
+        ctx, _ = m.cap_context(v["context"])
+        return _VIEWS[v["view"]], dict(model=m, chip=c, context=ctx, n_chips=v["n_chips"],
+                                       price_per_chip_hour=v["price"], mark_batch=v["batch"])
+
+    return controls, figure, _batching_readout
+
+
+def _batching_readout(n):
+    rows = [("step time (lower bound)", fmt_time(n["step_time"])), ("bound", n["bound"]),
+            ("tokens/s per user", f"{n['tokens_per_second_per_user']:,.1f}"),
+            ("tokens/s (replica)", fmt_count(n["tokens_per_second"])),
+            ("$/Mtok (lower bound)", fmt_usd(n["cost_per_million"]))]
+    if "floor" in n:
+        rows.append(("cost floor", or_dash(n.get("floor"), fmt_usd)))
+    return rows + fit_rows(n)

@@ -19,6 +19,9 @@ from .labels import (
 )
 from .style import KIND_COLOUR, PALETTE, ROLE, SMALL, house_style, model_colour
 
+__all__ = ["param_parts", "param_breakdown", "kv_per_token", "attention_flops_share",
+           "attention_crossover"]
+
 _PARTS = [("embeddings + head", PALETTE["grey"]), ("attention", ROLE["kv"]),
           ("dense MLP", ROLE["compute"]), ("routed experts, active", ROLE["cost"]),
           ("routed experts, idle", "#f2b38f"), ("shared experts", PALETTE["purple"]),

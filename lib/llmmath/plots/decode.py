@@ -8,20 +8,34 @@ import matplotlib as mpl
 import numpy as np
 from matplotlib.patches import Patch
 
+from ..cost import chip_hour_price, cost_per_million_tokens, tokens_per_second_per_user
 from ..roofline import (
     batch_sweep,
     critical_batch,
     critical_context,
     decode_step,
     fits_in_memory,
-    max_batch,
-    min_chips,
     speculative_step,
     speculative_tokens_per_step,
 )
 from ..roofline import max_context as _maxctx
-from ..units import fmt_count
-from .figure import builder, grid, log_interp, mask, new_axes, try_value
+from ..units import fmt_count, fmt_time, fmt_usd
+from .common import decode_at, fit_numbers, set_time_lines, time_lines_setup
+from .explore import (
+    BATCHES,
+    CHIP_COUNTS,
+    CONTEXTS,
+    PRECISIONS,
+    chip_picker,
+    dropdown,
+    explorer,
+    fit_rows,
+    model_picker,
+    or_dash,
+    steps,
+)
+from .explore import precision as _precision
+from .figure import builder, chip_of, grid, log_interp, mask, model_of, new_axes, try_value
 from .labels import (
     chips_label,
     fmt_batch,
@@ -34,42 +48,12 @@ from .labels import (
 )
 from .style import NOFIT, PALETTE, ROLE, SMALL, house_style
 
-
-def _decode(model, chip, batch, context, n_chips, weight_bytes, kv_bytes, dtype, overlap):
-    return decode_step(model, chip, batch, context, n_chips=n_chips, weight_bytes=weight_bytes,
-                       kv_bytes=kv_bytes, dtype=dtype, overlap=overlap)
-
-
-def _fits(model, chip, context, n_chips, weight_bytes, kv_bytes):
-    """(max_batch or None, min chips for the weights)"""
-    mb = try_value(max_batch, model, chip, max(context, 1.0), n_chips=n_chips,
-                   weight_bytes=weight_bytes,
-              kv_bytes=kv_bytes)
-    need = min_chips(model, chip, batch=1, context=context, weight_bytes=weight_bytes,
-                     kv_bytes=kv_bytes)
-    return mb, need
-
-
-def _time_lines_setup(p):
-    """Compute / weight / KV / bound lines shared by the decode and prefill figures."""
-    ax = p.ax
-    p.l_compute, = ax.plot([], [], color=ROLE["compute"], label="compute")
-    p.l_weight, = ax.plot([], [], color=ROLE["weights"], label="weight reads")
-    p.l_kv, = ax.plot([], [], color=ROLE["kv"], label="KV-cache reads")
-    p.l_bound, = ax.plot([], [], color=ROLE["total"], lw=3.2, alpha=0.55,
-                         label="step bound", zorder=3)
-    ax.legend(loc="upper left")
-
-
-def _set_time_lines(p, x, s):
-    for line, y in ((p.l_compute, s.compute_time), (p.l_weight, s.weight_time),
-                    (p.l_kv, s.kv_time), (p.l_bound, s.time)):
-        line.set_data(*mask(x, y))
-    return [s.compute_time, s.weight_time, s.kv_time, s.time]
+__all__ = ["decode_time_vs_batch", "decode_time_vs_context", "regime_map",
+           "speculative_gain_vs_batch"]
 
 
 def _decode_time_vs_batch_setup(p):
-    _time_lines_setup(p)
+    time_lines_setup(p)
     set_log(p.ax, x=fmt_batch, y=fmt_t)
     p.ax.set_xlabel("batch B (sequences)")
     p.ax.set_ylabel("decode step time, lower bound (s)")
@@ -90,7 +74,7 @@ def decode_time_vs_batch(p, model, chip, batches=None, context=4096, n_chips=1, 
     sweep = batch_sweep(model, chip, B, ctx, n_chips=n_chips, weight_bytes=weight_bytes,
                         kv_bytes=kv_bytes, dtype=dt, overlap=overlap)
     s = sweep.step
-    ys = _set_time_lines(p, B, s)
+    ys = set_time_lines(p, B, s)
     ax = p.ax
     ax.set_xlim(B.min(), B.max())
     ax.set_ylim(*loglim(np.concatenate([np.ravel(y) for y in ys]), pad=1.3))
@@ -108,20 +92,28 @@ def decode_time_vs_batch(p, model, chip, batches=None, context=4096, n_chips=1, 
         p.vline(bstar, f"critical\nB* = {bstar:,.0f}", y=0.6)
     with p.marking():
         if mark_batch is not None:
-            m = _decode(model, chip, float(mark_batch), ctx, n_chips, weight_bytes, kv_bytes, dt,
+            m = decode_at(model, chip, float(mark_batch), ctx, n_chips, weight_bytes, kv_bytes, dt,
                         overlap)
             p.point(float(mark_batch), m.time, f"B={float(mark_batch):g}: "
                                                f"{fmt_t(m.time)}, {m.bound}-bound")
+            price, _ = chip_hour_price(chip)
             p.numbers = {"step_time": m.time, "bound": m.bound,
-                         "tokens_per_second": float(mark_batch) / m.time}
+                         "tokens_per_second": float(mark_batch) / m.time,
+                         "tokens_per_second_per_user": tokens_per_second_per_user(m),
+                         "compute_time": m.compute_time, "weight_time": m.weight_time,
+                         "kv_time": m.kv_time, "price_per_chip_hour": price,
+                         "cost_per_million": cost_per_million_tokens(m, price)}
     ax.set_title(with_notes(f"{model.name} on {chips_label(n_chips, chip)}, context {fmt_n(ctx)}",
                         dnote, cnote))
     p.numbers.update(critical_batch=bstar, floor=floor, max_batch=mb)
+    if mark_batch is not None:
+        p.numbers.update(fit_numbers(model, chip, ctx, n_chips, weight_bytes, kv_bytes,
+                                     mark_batch, mb))
     return f"Log-log plot of {sweep.describe()}."
 
 
 def _decode_time_vs_context_setup(p):
-    _time_lines_setup(p)
+    time_lines_setup(p)
     set_log(p.ax, x=lambda v: fmt_count(v, 2), y=fmt_t)
     p.ax.set_xlabel("context S (tokens in the KV cache)")
     p.ax.set_ylabel("decode step time, lower bound (s)")
@@ -144,8 +136,8 @@ def decode_time_vs_context(p, model, chip, batch=64, contexts=None, n_chips=1, w
         if S.size == 0:
             raise ValueError(f"contexts: none within {model.name}'s "
                              f"max_context {model.max_context}")
-    s = _decode(model, chip, float(batch), S, n_chips, weight_bytes, kv_bytes, dt, overlap)
-    ys = _set_time_lines(p, S, s)
+    s = decode_at(model, chip, float(batch), S, n_chips, weight_bytes, kv_bytes, dt, overlap)
+    ys = set_time_lines(p, S, s)
     ax = p.ax
     ax.set_xlim(S.min(), S.max())
     ax.set_ylim(*loglim(np.concatenate([np.ravel(y) for y in ys]), pad=1.3))
@@ -165,7 +157,7 @@ def decode_time_vs_context(p, model, chip, batch=64, contexts=None, n_chips=1, w
                    y=0.97)
     with p.marking():
         if mark_context is not None:
-            m = _decode(model, chip, float(batch), float(mark_context), n_chips, weight_bytes,
+            m = decode_at(model, chip, float(batch), float(mark_context), n_chips, weight_bytes,
                         kv_bytes, dt, overlap)
             p.point(float(mark_context), m.time, f"S={fmt_count(float(mark_context))}: "
                                                  f"{fmt_t(m.time)}")
@@ -205,7 +197,7 @@ def regime_map(p, model, chip, n_chips=1, batches=None, contexts=None, weight_by
     dt, dnote = chip.resolve_dtype(dtype)
     B = grid(batches, 1, 16384, n=90, integer=False)
     S = grid(contexts, 128, model.max_context or 1 << 20, n=70, integer=False)
-    s = _decode(model, chip, B[None, :], S[:, None], n_chips, weight_bytes, kv_bytes, dt, "step")
+    s = decode_at(model, chip, B[None, :], S[:, None], n_chips, weight_bytes, kv_bytes, dt, "step")
     cat = np.where(np.asarray(s.compute_time) >= np.asarray(s.memory_time), 1.0, 0.0)
     fits = fits_in_memory(model, chip, B[None, :], S[:, None], n_chips=n_chips,
                           weight_bytes=weight_bytes, kv_bytes=kv_bytes)
@@ -297,3 +289,39 @@ def speculative_gain_vs_batch(model, chip, draft_tokens=(1, 3, 7), acceptance=0.
                     "every curve falls once the verify step turns compute-bound.")
     settle_legend(ax)
     return fig
+
+
+# ----- the chapter's explorer --------------------------------------------------------------------
+
+@explorer(main="batch", sweep=BATCHES)
+def decode_explorer(model="Llama-3-70B", chip="H100-SXM", batch=64, context=4096,
+                    precision="bf16 weights, bf16 KV", n_chips=8):
+    """Decode step bound vs batch; pick model, chip, precision, chips; move batch and context."""
+    controls = {
+        "model": model_picker(model), "chip": chip_picker(chip),
+        "precision": dropdown("precision", list(PRECISIONS), precision),
+        "n_chips": dropdown("chips", CHIP_COUNTS, n_chips),
+        "batch": steps("batch", BATCHES, batch), "context": steps("context", CONTEXTS, context),
+    }
+
+    def figure(v):
+        m, c = model_of(v["model"]), chip_of(v["chip"])
+        wb, kvb, dt = _precision(c, v["precision"])
+        ctx, _ = m.cap_context(v["context"])
+        return decode_time_vs_batch, dict(model=m, chip=c, context=ctx, n_chips=v["n_chips"],
+                                          weight_bytes=wb, kv_bytes=kvb, dtype=dt,
+                                          mark_batch=v["batch"])
+
+    return controls, figure, _decode_readout
+
+
+def _decode_readout(n):
+    price = n["price_per_chip_hour"]
+    return [("step time (lower bound)", fmt_time(n["step_time"])), ("bound", n["bound"]),
+            ("tokens/s (replica)", fmt_count(n["tokens_per_second"])),
+            ("tokens/s per user", f"{n['tokens_per_second_per_user']:,.1f}"),
+            (f"$/Mtok at {fmt_usd(price)}/chip-h", fmt_usd(n["cost_per_million"])),
+            ("compute / weights / KV", " / ".join(fmt_time(n[k]) for k in (
+                "compute_time", "weight_time", "kv_time"))),
+            ("critical batch B*", or_dash(n.get("critical_batch"), lambda x: f"{x:,.0f}")),
+            *fit_rows(n)]

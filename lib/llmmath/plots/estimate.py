@@ -7,15 +7,36 @@ and the published measurements.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-from ..estimate import CALIBRATION_BAND, DEFAULT_OVERHEADS, Overheads, estimate_step
+from ..estimate import (
+    CALIBRATION_BAND,
+    DEFAULT_OVERHEADS,
+    GRAPH_NODE_OVERHEAD,
+    Overheads,
+    estimate_step,
+)
 from ..units import fmt_count, fmt_time
+from .explore import (
+    BATCHES,
+    CHIP_COUNTS,
+    CONTEXTS,
+    PRECISIONS,
+    check,
+    chip_picker,
+    dropdown,
+    explorer,
+    model_picker,
+    steps,
+)
+from .explore import precision as _precision
 from .figure import builder, chip_of, grid, mask, model_of
-from .labels import chips_label, fmt_batch, fmt_t, loglim, set_log, with_notes
+from .labels import chips_label, fmt_batch, fmt_t, loglim, note, set_log, with_notes
 from .style import PALETTE, ROLE, SMALL
 
-__all__ = ["estimate_waterfall", "calibration_scatter", "estimate_vs_batch", "TERM_COLOUR"]
+__all__ = ["estimate_waterfall", "calibration_scatter", "estimate_vs_batch"]
 
 #: One colour per term of the estimate (the bound in the bound's colour).
 TERM_COLOUR = {
@@ -160,11 +181,11 @@ def calibration_scatter(p, overheads=None):
     band = p.add(ax.axhspan(1 / (1 + CALIBRATION_BAND), 1 / (1 - CALIBRATION_BAND),
                             color=PALETTE["green"], alpha=0.13, lw=0, zorder=0,
                             label=f"within {CALIBRATION_BAND:.0%} of the measurement"))
-    band._llm_legend = True
+    note(band, legend=True)
     diag = np.geomspace(lo, hi, 16)
     guide = p.add(ax.plot(diag, diag, ls=":", color=ROLE["reference"], lw=1.3,
                           label="estimate = bound")[0])
-    guide._llm_guide = True
+    note(guide, guide=True)
     series = (("dense", "test", "o", PALETTE["blue"], True), ("dense", "fit", "o", PALETTE["blue"],
               False), ("moe", "test", "^", PALETTE["vermillion"], True),
               ("moe", "fit", "^", PALETTE["vermillion"], False))
@@ -232,6 +253,8 @@ def estimate_vs_batch(p, model, chip, context=4096, n_chips=1, phase="decode", w
     B = grid(batches, 1, 4096, n=40)
     kw = dict(n_chips=n_chips, phase=phase, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
               dtype=dt, expert_parallel=expert_parallel, overheads=o)
+    # the marked batch first: where it cannot be estimated, that is the error to report
+    em = estimate_step(m, c, float(mark_batch), ctx, **kw) if mark_batch is not None else None
     e = estimate_step(m, c, B, ctx, **kw)
     ax = p.ax
     shown = [np.asarray(e.time) * np.ones_like(B)]
@@ -251,13 +274,15 @@ def estimate_vs_batch(p, model, chip, context=4096, n_chips=1, phase="decode", w
     ratio = np.asarray(e.time) / np.asarray(e.bound.time)
     with p.marking():
         if mark_batch is not None:
-            em = estimate_step(m, c, float(mark_batch), ctx, **kw)
             r = float(em.time / em.bound.time)
             p.point(float(mark_batch), float(em.time),
                     f"B = {fmt_count(float(mark_batch), 3)}: {fmt_time(float(em.time), 2)},\n"
                     f"{r:.2f}x the bound", color=ESTIMATE_COLOUR)
             p.numbers = {"estimate": float(em.time), "bound": float(em.bound.time), "ratio": r,
-                         **{k: float(v) for k, v in em.terms.items()}}
+                         **{k: float(v) for k, v in em.terms.items()},
+                         "terms": {k: float(v) for k, v in em.terms.items()},
+                         "tokens_per_second_per_chip": float(mark_batch) / float(em.time) / n_chips,
+                         "expert_parallel": expert_parallel, "is_moe": m.is_moe}
     what = "decode step" if phase == "decode" else f"prefill of {fmt_count(ctx, 3)}-token prompts"
     ax.set_title(with_notes(f"{m.name} on {chips_label(n_chips, c)}, {what}"
                             + (f", context {fmt_count(ctx, 3)}" if phase == "decode" else ""),
@@ -267,3 +292,49 @@ def estimate_vs_batch(p, model, chip, context=4096, n_chips=1, phase="decode", w
             f"{chips_label(n_chips, c)}: the estimate lies {ratio.min():.2f} to "
             f"{ratio.max():.2f} times above the per-operation bound, with each term it adds "
             "drawn as its own dashed line.")
+
+
+# ----- the chapter's explorer --------------------------------------------------------------------
+
+EP_DEGREES = [1, 2, 4, 8, 16, 32, 64, 72]
+
+
+@explorer(main="batch", sweep=BATCHES)
+def estimate_explorer(model="Llama-3-70B", chip="H100-SXM", batch=64, context=4096, n_chips=8,
+                      expert_parallel=1, precision="bf16 weights, bf16 KV"):
+    """From bound to estimate (chapter 10): one decode step's estimate against batch, term by
+    term, beside the per-operation bound; the panel gives every term at the marked batch, the
+    estimate over the bound and the tokens per second it implies. A checkbox replays the step as
+    a CUDA graph (the cost per kernel of a graph node instead of a launch)."""
+    controls = {
+        "model": model_picker(model), "chip": chip_picker(chip),
+        "precision": dropdown("precision", list(PRECISIONS), precision),
+        "n_chips": steps("chips n", CHIP_COUNTS, n_chips),
+        "expert_parallel": steps("EP degree", EP_DEGREES, expert_parallel),
+        "context": steps("context", CONTEXTS, context),
+        "cuda_graphs": check("CUDA graphs", False),
+        "batch": steps("batch B", BATCHES, batch),
+    }
+
+    def figure(v):
+        m, c = model_of(v["model"]), chip_of(v["chip"])
+        wb, kvb, dt = _precision(c, v["precision"])
+        ctx = min(float(v["context"]), float(m.max_context) - 1.0)
+        o = (dataclasses.replace(DEFAULT_OVERHEADS, kernel_overhead=GRAPH_NODE_OVERHEAD)
+             if v["cuda_graphs"] else DEFAULT_OVERHEADS)
+        return estimate_vs_batch, dict(model=m, chip=c, context=ctx, n_chips=v["n_chips"],
+                                       weight_bytes=wb, kv_bytes=kvb, dtype=dt,
+                                       expert_parallel=v["expert_parallel"] if m.is_moe else 1,
+                                       overheads=o, mark_batch=v["batch"])
+
+    return controls, figure, _estimate_readout
+
+
+def _estimate_readout(n):
+    rows = [("per-operation bound", fmt_time(n["bound"]))]
+    rows += [(f"+ {name}", fmt_time(t)) for name, t in n["terms"].items() if name != "bound"]
+    return rows + [("estimate", fmt_time(n["estimate"])),
+                   ("estimate / bound", f"{n['ratio']:.2f}x"),
+                   ("tokens/s per chip (estimate)", fmt_count(n["tokens_per_second_per_chip"])),
+                   ("expert-parallel degree",
+                    f"{n['expert_parallel']}" + ("" if n["is_moe"] else " (dense model)"))]

@@ -26,11 +26,10 @@ from matplotlib.figure import Figure
 
 from .. import chips as _chips
 from .. import models as _models
-from .labels import flip_ha, place, point_candidates, settle_legend
+from .labels import flip_ha, note, noted, place, point_candidates, settle_legend
 from .style import NOFIT, PALETTE, SMALL, STYLE, house_style, new_figure
 
-__all__ = ["BookFigure", "Drawing", "builder", "render_rgba", "grid", "mask", "as_list",
-           "try_value", "log_interp", "refine_root", "new_axes", "chip_of", "model_of"]
+__all__ = ["BookFigure", "render_rgba"]
 
 
 class BookFigure(Figure):
@@ -140,12 +139,12 @@ class Drawing:
             self.params["chip"] = _chips.get(self.params["chip"])
         if isinstance(self.params.get("model"), str):
             self.params["model"] = _models.get(self.params["model"])
-        was_outside = getattr(self.ax, "_llm_outside_legend", None) is not None
+        was_outside = noted(self.ax, "outside_legend") is not None
         height = self.fig.get_figheight()
         mark_only = bool(changes) and all(k.startswith("mark_") or k in self.marked
                                           for k in changes)
         alt = self._render()
-        now_outside = getattr(self.ax, "_llm_outside_legend", None) is not None
+        now_outside = noted(self.ax, "outside_legend") is not None
         engine = self.fig.get_layout_engine()
         if (self._passes == 1 or was_outside != now_outside) and engine is not None:
             # Labels are placed in the axes' pixel frame: settle the layout (which the legend,
@@ -196,7 +195,7 @@ class Drawing:
                          and id(a) not in marks and id(a) not in self._kept]
             settle_legend(self.ax)  # after: the legend it settles is its own to replace
             if self._legend_is_marked:  # it names the marked point: redrawn with it
-                leg = getattr(self.ax, "_llm_outside_legend", None) or self.ax.get_legend()
+                leg = noted(self.ax, "outside_legend") or self.ax.get_legend()
                 if leg is not None:
                     self._mark_artists.append(leg)
         self.first = False
@@ -264,12 +263,12 @@ class Drawing:
             self._mark_text = text
         if text:
             t = self.label(x, y, text, point_candidates(offset, ha), color=color, exclude=[dot])
-            if not getattr(t, "_llm_clean", True):
+            if not noted(t, "clean", True):
                 # no place beside the point is clear of the curves: name it in the legend
                 t.remove()
                 self._mark_artists = [a for a in self._mark_artists if a is not t]
                 dot.set_label(text.replace("\n", " "))
-                dot._llm_legend = True
+                note(dot, legend=True)
                 if self._marking:
                     self._legend_is_marked = True
 
@@ -285,7 +284,7 @@ class Drawing:
         ax = self.ax
         band = self.add(ax.axvspan(x0, x1, color=NOFIT, alpha=0.6, lw=0, zorder=0,
                                    label=text or "_nofit"))
-        band._llm_legend = bool(text)  # named in the legend (settle_legend), never on the data
+        note(band, legend=bool(text))  # named in the legend (settle_legend), never on the data
 
 
 def builder(figsize=None, setup=None, marked=()):

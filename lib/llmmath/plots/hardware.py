@@ -8,9 +8,11 @@ import numpy as np
 
 from .. import chips as _chips
 from .._check import positive
+from ..measure import matmul_flops
 from ..roofline import arithmetic_intensity, attainable_flops, matmul_ridge_batch
-from ..units import fmt_si, fmt_time
-from .figure import BookFigure, as_list, builder, new_axes
+from ..units import fmt_flops_rate, fmt_si, fmt_time
+from .explore import chip_picker, dropdown, explorer, steps
+from .figure import BookFigure, as_list, builder, chip_of
 from .labels import (
     iso_lines,
     loglim,
@@ -30,35 +32,8 @@ from .style import (
     new_figure,
 )
 
-
-def chip_balance(chip_list=None, dtype: str = "bf16"):
-    """Bar chart of each chip's FLOP per byte of HBM bandwidth (the roofline's ridge point).
-
-    Chips without `dtype` are left out. Returns the Figure (``fig.alt_text`` describes it).
-    """
-    chip_list = as_list(chip_list, _chips.all_chips())
-    shown = [c for c in chip_list if dtype in c.flops]
-    if not shown:
-        raise ValueError(f"dtype: no chip in the list has {dtype!r}")
-    ratios = np.array([c.ops_per_byte(dtype) for c in shown])
-    fig, ax = new_axes((6.4, 0.32 * len(shown) + 1.2))
-    with house_style():
-        y = np.arange(len(shown))
-        ax.barh(y, ratios, color=ROLE["compute"])
-        ax.set_yticks(y, [c.name for c in shown])
-        ax.invert_yaxis()
-        ax.set_xlabel(f"peak {dtype} FLOP/s per byte/s of HBM bandwidth (FLOP/byte)")
-        for yi, r in zip(y, ratios, strict=False):
-            ax.text(r, yi, f" {r:.0f}", va="center", fontsize=SMALL)
-        ax.grid(axis="y", visible=False)
-        ax.set_xlim(0, ratios.max() * 1.15)
-        ax.set_title("Ridge point: FLOPs a chip can do per byte it reads")
-    lo, hi = int(np.argmin(ratios)), int(np.argmax(ratios))
-    fig.alt_text = (f"Bar chart of {dtype} FLOP per byte of HBM bandwidth for {len(shown)} chips, "
-                    f"from {ratios[lo]:.0f} ({shown[lo].name}) "
-                    f"to {ratios[hi]:.0f} ({shown[hi].name}).")
-    settle_legend(ax)
-    return fig
+__all__ = ["roofline", "matmul_on_roofline", "flops_vs_bandwidth", "capacity_vs_bandwidth",
+           "matmul_throughput_vs_batch", "roofline_measured", "roofline_of_this_machine"]
 
 
 def _roofline_setup(p):
@@ -184,7 +159,9 @@ def matmul_on_roofline(p, chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16
         p.add(place(ax, make, [(0.98, "right"), (rx - 0.015, "right"), (rx + 0.015, "left")]))
     finally:
         p._marking = marker
-    p.numbers = {"intensity": b_i, "attainable": b_f, "share_of_peak": share, "ridge": ridge}
+    p.numbers = {"intensity": b_i, "attainable": b_f, "share_of_peak": share, "ridge": ridge,
+                 "bound": "compute" if b_i >= ridge else "memory",
+                 "time": matmul_flops(batch, k, n) / b_f}
     return (f"Log-log {dtype} roofline of the {chip.name} (peak {fmt_si(peak, 'FLOP/s')}, ridge "
             f"{ridge:.0f} FLOP/byte) with a {k:,.0f} x {n:,.0f} weight matmul at batch "
             f"{batch:,.0f}: {b_i:.3g} FLOP/byte, {fmt_si(b_f, 'FLOP/s')}, {100 * share:.0f}% of "
@@ -429,3 +406,37 @@ def roofline_of_this_machine(measured, reference=None, reference_label="referenc
                     + (f"; beside it the {reference_label} with ridge {ridges[1]:.3g}"
                        if reference is not None else "") + ".")
     return fig
+
+
+# ----- the chapter's explorer --------------------------------------------------------------------
+
+@explorer(main="batch", sweep=[1, 4, 16, 64, 256, 1024, 4096])
+def matmul_roofline_explorer(chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16"):
+    """One (batch x k) @ (k x n) weight matmul on a chip's roofline: move the batch across the
+    ridge."""
+    c0 = _chips.get(chip)
+
+    def formats(v):  # the chip's number formats; the picked one, or the nearest it has
+        c = chip_of(v["chip"])
+        return list(c.flops), c.resolve_dtype(v["dtype"])[0]
+
+    controls = {
+        "chip": chip_picker(c0.name),
+        "dtype": dropdown("dtype", list(c0.flops), c0.resolve_dtype(dtype)[0], follows=formats),
+        "batch": steps("batch", [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192],
+                       batch),
+    }
+
+    def figure(v):
+        return matmul_on_roofline, dict(chip=chip_of(v["chip"]), batch=v["batch"], k=k, n=n,
+                                        dtype=v["dtype"])
+
+    return controls, figure, _matmul_readout
+
+
+def _matmul_readout(n):
+    return [("arithmetic intensity", f"{n['intensity']:,.3g} FLOP/byte"),
+            ("ridge point", f"{n['ridge']:,.0f} FLOP/byte"),
+            ("attainable", fmt_flops_rate(n["attainable"])),
+            ("share of peak", f"{n['share_of_peak']:.0%}"), ("bound", n["bound"]),
+            ("matmul time (lower bound)", fmt_time(n["time"]))]

@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..roofline import critical_context, decode_balance
+from ..roofline import critical_context, decode_balance, max_batch
 from ..roofline import max_context as _maxctx
-from ..units import fmt_count
-from .figure import as_list, builder, grid, mask, try_value
+from ..units import fmt_bytes, fmt_count
+from .explore import (
+    BATCHES,
+    CHIP_COUNTS,
+    CONTEXTS,
+    chip_picker,
+    dropdown,
+    explorer,
+    model_picker,
+    or_dash,
+    steps,
+)
+from .figure import as_list, builder, chip_of, grid, mask, model_of, try_value
 from .labels import (
     chips_label,
     fmt_b,
@@ -16,6 +27,8 @@ from .labels import (
     with_notes,
 )
 from .style import PALETTE, ROLE, SMALL, model_colour
+
+__all__ = ["kv_vs_context", "kv_balance_vs_context"]
 
 
 def _kv_vs_context_setup(p):
@@ -84,9 +97,14 @@ def kv_vs_context(p, model_list, chip, batch=1, contexts=None, n_chips=1, kv_byt
                 v = float(batch) * m0.kv_cache_bytes(sc, kv_bytes)
                 p.point(sc, v, f"S={fmt_count(sc)}: {fmt_b(v)}")
                 p.numbers = {"kv_bytes": v}
+            p.numbers.update(batch=batch, context=mark_context,
+                             max_batch=try_value(max_batch, m0, chip, sc, n_chips=n_chips,
+                                                 weight_bytes=weight_bytes, kv_bytes=kv_bytes))
     ax.set_title(f"KV cache for batch {float(batch):g} at {kv_bytes:g} bytes per element"
                  + (f" vs {chips_label(n_chips, chip)}" if True else ""))
-    p.numbers.update(max_context=mc, free=free0)
+    p.numbers.update(max_context=mc, free=free0, attention_kind=m0.attention_kind,
+                     kv_bytes_per_token=m0.kv_bytes_per_token(kv_bytes),
+                     weights=m0.total_params * weight_bytes, hbm=hbm)
     per = ", ".join(f"{m.name} {fmt_b(m.kv_bytes_per_token(kv_bytes))}" for m in ms[:6])
     return (f"Log-log plot of KV-cache bytes against context for batch {float(batch):g} "
             f"({per} per token), with the HBM of {chips_label(n_chips, chip)} ({fmt_b(hbm)}) and "
@@ -168,3 +186,35 @@ def kv_balance_vs_context(p, model_list, chip, contexts=None, kv_bytes=2, dtype=
     return ("Log-log plot, for one sequence, of the time to read its KV cache divided by the time "
             f"to compute its token on {chip.name}, against context; a curve above 1 means decode "
             "is memory-bound at every batch: " + "; ".join(parts) + ".")
+
+
+# ----- the chapter's explorer --------------------------------------------------------------------
+
+@explorer(main="context", sweep=CONTEXTS)
+def kv_explorer(model="Llama-3-70B", chip="H100-SXM", context=8192, batch=16, n_chips=8,
+                kv_bytes=2):
+    """KV-cache memory vs context for a model (its attention variant), batch and chip memory."""
+    controls = {
+        "model": model_picker(model), "chip": chip_picker(chip),
+        "n_chips": dropdown("chips", CHIP_COUNTS, n_chips),
+        "kv_bytes": dropdown("KV element", [("bf16 (2 B)", 2), ("fp8 (1 B)", 1),
+                                            ("int4 (0.5 B)", 0.5)], kv_bytes),
+        "batch": steps("batch", BATCHES, batch), "context": steps("context", CONTEXTS, context),
+    }
+
+    def figure(v):
+        m, c = model_of(v["model"]), chip_of(v["chip"])
+        ctx = min(v["context"], m.max_context or v["context"])
+        return kv_vs_context, dict(model_list=[m], chip=c, batch=v["batch"], n_chips=v["n_chips"],
+                                   kv_bytes=v["kv_bytes"], mark_context=ctx)
+
+    return controls, figure, _kv_readout
+
+
+def _kv_readout(n):
+    return [("attention", n["attention_kind"]),
+            ("KV per token", fmt_bytes(n["kv_bytes_per_token"])),
+            (f"KV at {n['context']:,} tokens x {n['batch']:,}", fmt_bytes(n["kv_bytes"])),
+            ("weights", fmt_bytes(n["weights"])), ("HBM", fmt_bytes(n["hbm"])),
+            ("max batch at this context", or_dash(n["max_batch"], lambda x: f"{x:,}")),
+            ("max context at this batch", or_dash(n["max_context"], lambda x: f"{x:,}"))]

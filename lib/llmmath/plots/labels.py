@@ -4,7 +4,8 @@ Formatters turn SI values into short human labels (``fmt_batch``, ``fmt_days``,
 ``fmt_tokens_binary`` ...). :func:`place` is the one label placer: it tries candidate positions for
 a label and keeps the first that stays inside the axes without covering another label, the legend or
 a line.
-:func:`place_labels` labels a scatter of points (several points at one place share a label).
+:func:`place_labels` labels a scatter of points with it (several points at one place share a
+label).
 Labels are placed before the constrained layout runs, so positions are judged in the axes'
 current pixel frame: the layout later scales the axes a little, not the labels' offsets.
 """
@@ -12,6 +13,7 @@ current pixel frame: the layout later scales the axes a little, not the labels' 
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 from matplotlib import patheffects
@@ -20,10 +22,25 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from ..units import fmt_bytes, fmt_count, fmt_si, fmt_time, fmt_usd
 from .style import PALETTE, SMALL
 
-__all__ = ["label_si", "fmt_batch", "fmt_days", "fmt_params", "fmt_n", "fmt_t", "fmt_b",
-           "fmt_usd_tick", "fmt_usd_round", "fmt_tokens_binary", "set_log", "time_axis", "loglim",
-           "with_notes", "chips_label", "place", "point_candidates", "flip_ha", "place_labels",
-           "iso_lines", "settle_legend", "wrap_title", "two_log_ticks"]
+__all__ = ["label_si"]
+
+
+#: What the label machinery notes about an artist, an Axes or a figure (a line is a guide, a
+#: band belongs in the legend, a label found a clean place, a legend was moved outside ...):
+#: kept here, by the library, rather than as attributes on matplotlib's objects, and forgotten
+#: with the object.
+NOTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def note(obj, **values):
+    """Note ``values`` about ``obj`` (see :data:`NOTES`)."""
+    NOTES.setdefault(obj, {}).update(values)
+
+
+def noted(obj, key, default=None):
+    """What was noted about ``obj`` under ``key`` (``default`` if nothing)."""
+    d = NOTES.get(obj)
+    return default if d is None else d.get(key, default)
 
 
 #: A white outline around label text, so a guide line it crosses breaks under it.
@@ -202,7 +219,7 @@ def _line_hits(box, lines, pad=1.0, collections=()):
     """Whether any of `lines` (drawn segments, with their width, or markers) or the markers of
     `collections` (scatter plots) passes through the pixel box (grown by `pad`)."""
     for ln in lines:
-        if not ln.get_visible() or getattr(ln, "_llm_guide", False):
+        if not ln.get_visible() or noted(ln, "guide", False):
             continue
         xy = np.asarray(ln.get_xydata(), dtype=float)
         if xy.size == 0:
@@ -258,18 +275,20 @@ def point_candidates(offset, ha, va="baseline"):
     return near + side + far
 
 
-def place(ax, make, candidates, avoid_lines=True, exclude=()):
+def place(ax, make, candidates, avoid_lines=True, exclude=(), avoid=(), pad=1.0, slack=1.0):
     """Make one label per candidate (``make(candidate) -> Text``) and keep the first that lies
-    inside the axes without touching another label, the legend, or (``avoid_lines``) a line; if
+    inside the axes (give or take ``slack`` pixels) without touching another label, the legend,
+    the pixel boxes in ``avoid`` (markers) within ``pad`` pixels, or (``avoid_lines``) a line; if
     none is clean, the first that is inside and clear of labels, else the first. Returns the
-    Text."""
+    Text; :func:`noted` ``(text, "clean")`` says whether its place is clean. The one label
+    placer: :func:`place_labels` and the annotation helpers of every builder use it."""
     renderer = _renderer(ax.figure)
     if renderer is None:
         return make(candidates[0])
     axbox = _box(ax, renderer)
     skip = set(map(id, exclude))
     taken = [_box(t, renderer) for t in ax.texts
-             if t.get_visible() and t.get_text() and id(t) not in skip]
+             if t.get_visible() and t.get_text() and id(t) not in skip] + list(avoid)
     leg = ax.get_legend()
     if leg is not None and leg.get_visible():
         taken.append(_box(leg, renderer))
@@ -279,14 +298,14 @@ def place(ax, make, candidates, avoid_lines=True, exclude=()):
     for cand in candidates:
         t = make(cand)
         box = _box(t, renderer)
-        inside = (box[0] >= axbox[0] - 1 and box[2] <= axbox[2] + 1 and box[1] >= axbox[1] - 1
-                  and box[3] <= axbox[3] + 1)
-        clash = any(_overlap(box, o) for o in taken)
-        hits = (_line_hits(box, lines, collections=colls) if (inside and not clash)
-                else True)
+        inside = (box[0] >= axbox[0] - slack and box[2] <= axbox[2] + slack
+                  and box[1] >= axbox[1] - slack and box[3] <= axbox[3] + slack)
+        clash = any(_overlap(box, o, pad) for o in taken)
+        hits = _line_hits(box, lines, collections=colls)
         score = (not inside, clash, hits)
-        t._llm_clean = score == (False, False, False)
-        if t._llm_clean:
+        clean = score == (False, False, False)
+        note(t, clean=clean)
+        if clean:
             if best is not None:
                 best.remove()
             return t
@@ -324,7 +343,7 @@ def iso_lines(ax, values, fmt, xlim, color=None):
     for v in values:
         guide = ax.plot(xs, v * xs, color=color, lw=1.0, ls="--", zorder=0.8)[0]
         # a guide, like a grid line: labels may cross it (a white halo breaks it under them)
-        guide._llm_guide = True
+        note(guide, guide=True)
     for v in values:
         x_lo, x_hi = max(xlim[0], ylo / v), min(xlim[1], yhi / v)
         if x_hi <= x_lo:
@@ -343,17 +362,13 @@ def iso_lines(ax, values, fmt, xlim, color=None):
 
 
 def place_labels(ax, xs, ys, names, fontsize=SMALL):
-    """Label points, trying offsets around each and keeping the first that stays inside the
-    axes and overlaps no marker, label or line."""
-    fig = ax.figure
-    renderer = fig.canvas.get_renderer()
-    taken = []
+    """Label points (several at one place share a label) with :func:`place`, trying offsets
+    around each, then farther out with a leader line, and keeping the first that stays inside
+    the axes and covers no marker, label or line."""
+    markers = []
     for x, y in zip(xs, ys, strict=True):  # the markers themselves
         px, py = ax.transData.transform((x, y))
-        taken.append((px - 8, py - 8, px + 8, py + 8))
-    for other in ax.texts:  # labels already there (lines of constant ratio)
-        bb = other.get_window_extent(renderer)
-        taken.append((bb.x0, bb.y0, bb.x1, bb.y1))
+        markers.append((px - 8, py - 8, px + 8, py + 8))
     offsets = [(6, -3, "left", "top"), (6, 3, "left", "bottom"), (-6, 3, "right", "bottom"),
                (-6, -3, "right", "top"), (0, -9, "center", "top"), (0, 9, "center", "bottom"),
                (9, 0, "left", "center"), (-9, 0, "right", "center")]
@@ -364,37 +379,18 @@ def place_labels(ax, xs, ys, names, fontsize=SMALL):
             ha = "left" if dx > 3 else "right" if dx < -3 else "center"
             va = "bottom" if dy > 3 else "top" if dy < -3 else "center"
             offsets.append((round(dx, 1), round(dy, 1), ha, va))
-    axbox = ax.get_window_extent(renderer)
-    lines = [ln for ln in ax.lines if ln.get_visible()]
     for x, y, name in _group_labels(xs, ys, names):
         label = ", ".join(name)
-        best = None
-        for dx, dy, ha, va in offsets:
+
+        def make(c, x=x, y=y, label=label):
+            dx, dy, ha, va = c
             far = math.hypot(dx, dy) > 14
-            t = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points",
-                            ha=ha, va=va, fontsize=fontsize, path_effects=HALO,
-                            arrowprops=dict(arrowstyle="-", lw=0.6, color="#555555",
-                                            shrinkA=1, shrinkB=5) if far else None)
-            bb = t.get_window_extent(renderer)
-            box = (bb.x0, bb.y0, bb.x1, bb.y1)
-            inside = (bb.x0 >= axbox.x0 and bb.x1 <= axbox.x1
-                      and bb.y0 >= axbox.y0 and bb.y1 <= axbox.y1)
-            clash = any(not (box[2] < o[0] or box[0] > o[2] or box[3] < o[1] or box[1] > o[3])
-                        for o in taken)
-            score = (not inside, clash, _line_hits(box, lines, collections=ax.collections))
-            if score == (False, False, False):
-                if best is not None:
-                    best[0].remove()
-                best = (t, box, score)
-                break
-            if best is None or score < best[2]:
-                if best is not None:
-                    best[0].remove()
-                best = (t, box, score)
-            else:
-                t.remove()
-        t, box, _ = best
-        taken.append(box)
+            return ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points",
+                               ha=ha, va=va, fontsize=fontsize, path_effects=HALO,
+                               arrowprops=dict(arrowstyle="-", lw=0.6, color="#555555",
+                                               shrinkA=1, shrinkB=5) if far else None)
+
+        place(ax, make, offsets, avoid=markers, pad=0.0, slack=0.0)
 
 
 _LEGEND_LOCS = ("upper left", "upper right", "lower right", "lower left", "center left",
@@ -443,7 +439,7 @@ def wrap_title(ax):
 
 
 def _restore_height(fig):
-    base = getattr(fig, "_llm_base_height", None)
+    base = noted(fig, "base_height")
     if base is not None and fig.get_figheight() != base:
         fig.set_figheight(base)
 
@@ -456,22 +452,22 @@ def settle_legend(ax):
     wrap_title(ax)
     two_log_ticks(ax)
     leg = ax.get_legend()
-    if leg is not None and not getattr(leg, "_llm_settled", False):
+    if leg is not None and not noted(leg, "settled", False):
         # the builder's own legend (drawn now, or once in its setup): remember what it holds
-        ax._llm_base_legend = (list(leg.legend_handles), [t.get_text() for t in leg.get_texts()],
-                               leg._loc, leg.get_title().get_text())
-    base = getattr(ax, "_llm_base_legend", None)
-    old = getattr(ax, "_llm_outside_legend", None)
+        note(ax, base_legend=(list(leg.legend_handles), [t.get_text() for t in leg.get_texts()],
+                              leg._loc, leg.get_title().get_text()))
+    base = noted(ax, "base_legend")
+    old = noted(ax, "outside_legend")
     if old is not None:
         if old in ax.figure.legends:
             old.remove()
-        ax._llm_outside_legend = None
-    bands = [a for a in list(ax.patches) + list(ax.lines) if getattr(a, "_llm_legend", False)]
+        note(ax, outside_legend=None)
+    bands = [a for a in list(ax.patches) + list(ax.lines) if noted(a, "legend", False)]
     if base is None and not bands:
         return
     handles, labels, loc, title = base if base is not None else ([], [], "best", "")
-    if (bands or leg is None or getattr(leg, "_llm_settled", False)
-            or getattr(leg, "_llm_hidden", False)):
+    if (bands or leg is None or noted(leg, "settled", False)
+            or noted(leg, "hidden", False)):
         # shaded bands ("does not fit") are named in the legend, not written over the curves
         handles, labels = list(handles), list(labels)
         for b in bands:
@@ -480,7 +476,7 @@ def settle_legend(ax):
                 labels.append(b.get_label())
         leg = ax.legend(handles, labels, loc=loc, title=title or None, fontsize=SMALL,
                         title_fontsize=SMALL)
-        leg._llm_settled = True
+        note(leg, settled=True)
     if leg is None or not leg.get_visible():
         return
     renderer = _renderer(ax.figure)
@@ -512,11 +508,11 @@ def settle_legend(ax):
     leg.set_loc(first)
     handles, labels = leg.legend_handles, [t.get_text() for t in leg.get_texts()]
     title = leg.get_title().get_text()
-    if getattr(leg, "_llm_settled", False):
+    if noted(leg, "settled", False):
         leg.remove()
     else:  # a legend made once by the builder's setup: keep it, hidden, for the next update
         leg.set_visible(False)
-        leg._llm_hidden = True
+        note(leg, hidden=True)
     n = len(labels)
     ncol = min(n, 3)
     fig = ax.figure
@@ -528,8 +524,8 @@ def settle_legend(ax):
             break
         out.remove()
         ncol -= 1
-    ax._llm_outside_legend = out
+    note(ax, outside_legend=out)
     # the figure grows by the legend's height, so the plot keeps its size and its labels fit
-    base = getattr(fig, "_llm_base_height", None) or fig.get_figheight()
-    fig._llm_base_height = base
+    base = noted(fig, "base_height") or fig.get_figheight()
+    note(fig, base_height=base)
     fig.set_figheight(base + out.get_window_extent(renderer).height / fig.dpi + 0.1)

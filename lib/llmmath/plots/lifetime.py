@@ -6,21 +6,31 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter
 
 from .. import models as _models
+from ..cost import chip_hours_cost, chip_hours_cost_per_million_tokens
 from ..lifetime import (
     DECODE_EFFICIENCY,
     PUBLISHED_RUNS,
+    RL_FLOPS_PER_PARAM,
     SCALING_FITS,
     compute_optimal_ratio,
     equal_spend_overtraining,
+    equal_spend_tokens,
+    lifetime_compute,
     lifetime_optimum,
     loss_gap,
+    scaling_loss,
     served_tokens,
     tokens_for_loss,
 )
-from ..units import fmt_count, fmt_si
-from .figure import builder
+from ..training import compute_chip_hours, overtraining_factor
+from ..units import fmt_count, fmt_percent, fmt_si, fmt_usd
+from .explore import chip_picker, dropdown, explorer, model_picker, slider, steps
+from .figure import builder, chip_of, model_of
 from .labels import fmt_params, loglim, place_labels, set_log
 from .style import CYCLE, PALETTE, ROLE
+
+__all__ = ["lifetime_cost_vs_params", "overtraining_vs_decode_efficiency", "overtraining_map",
+           "loss_gap_vs_overtraining"]
 
 DAY = 86400.0
 
@@ -56,12 +66,37 @@ def _cost_setup(p):
     ax.set_ylabel("compute (FLOP at training's rate)")
 
 
-@builder(figsize=(6.4, 5.2), setup=_cost_setup)
+def _life_numbers(params, inference_tokens, decode_efficiency, rl_flops_per_param, chip, mfu):
+    """A model's life under the equal-spend rule; with a chip, what each third costs on it."""
+    eq = equal_spend_tokens(inference_tokens, decode_efficiency, rl_flops_per_param)
+    c = lifetime_compute(params, eq.pretrain_tokens, eq.rl_tokens, inference_tokens,
+                         decode_efficiency, rl_flops_per_param)
+    out = {"inference_tokens": inference_tokens, "pretrain_tokens": eq.pretrain_tokens,
+           "rl_tokens": eq.rl_tokens,
+           "overtraining": overtraining_factor(params, eq.pretrain_tokens),
+           "tokens_per_param": eq.pretrain_tokens / params, "third": c.pretrain,
+           "lifetime_total": c.total}
+    if chip is not None:
+        dt, _ = chip.resolve_dtype("bf16")
+        hours = compute_chip_hours(c.pretrain, chip, mfu, dt)  # one third, at training's rate
+        out.update(chip=chip.name, mfu=mfu, chip_hours_per_third=hours,
+                   cost_per_third=chip_hours_cost(hours, chip),
+                   inference_cost_per_million=chip_hours_cost_per_million_tokens(
+                       hours, inference_tokens, chip))
+    return out
+
+
+@builder(figsize=(6.4, 5.2), setup=_cost_setup, marked=("rl_flops_per_param", "chip", "mfu"))
 def lifetime_cost_vs_params(p, loss, inference_tokens, decode_efficiency=DECODE_EFFICIENCY,
-                            fit="hoffmann", mark_params=None):
+                            fit="hoffmann", mark_params=None, rl_flops_per_param=RL_FLOPS_PER_PARAM,
+                            chip=None, mfu=0.4):
     """Pre-training, inference and total compute against model size, every model trained to the
     same ``loss`` (the fit's iso-loss curve), with the least pre-training (Chinchilla), equal
-    spend and the exact optimum marked. From ``llmmath.lifetime.lifetime_optimum``."""
+    spend and the exact optimum marked. From ``llmmath.lifetime.lifetime_optimum``.
+
+    With ``mark_params``, ``fig.numbers`` also gives that model's life under the equal-spend rule
+    (``rl_flops_per_param`` FLOP per parameter per RL token): its tokens and compute, and with a
+    ``chip`` the chip-hours and dollars of each third at training utilisation ``mfu``."""
     o = lifetime_optimum(loss, inference_tokens, decode_efficiency, fit)
     lo = max(o.optimum_params / 12.0, (SCALING_FITS[fit].A / (loss - SCALING_FITS[fit].E))
              ** (1 / SCALING_FITS[fit].alpha) * 1.02)
@@ -91,13 +126,16 @@ def lifetime_cost_vs_params(p, loss, inference_tokens, decode_efficiency=DECODE_
             handles.append(p.add(ax.plot([mn], [tot], "o", ms=9, mfc="none",
                                          mec=PALETTE["vermillion"], mew=2.2, zorder=6,
                                          label="the marked model")[0]))
-            p.numbers = {"marked_total": tot}
+            p.numbers = {"marked_total": tot,
+                         **_life_numbers(mn, inference_tokens, decode_efficiency,
+                                         rl_flops_per_param, chip, mfu)}
     # one legend below the axes, the same size for every value of the arguments (frames match)
     p.add(ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2,
                     frameon=False))
     ax.set_title(f"One loss ({loss:.3f}), {fmt_count(inference_tokens)} tokens served, "
                  f"u = {decode_efficiency:.2g}")
-    p.numbers.update(optimum_params=o.optimum_params, equal_params=o.equal_params,
+    p.numbers.update(loss=loss, fit=fit, optimum_params=o.optimum_params,
+                     equal_params=o.equal_params,
                      chinchilla_params=o.chinchilla_params, equal_excess=o.equal_excess,
                      inference_over_pretrain=o.optimum_inference_over_pretrain)
     return (f"Log-log plot of compute against active parameters for models that all reach loss "
@@ -269,3 +307,57 @@ def loss_gap_vs_overtraining(p, compute, tokens_per_param=None, mark_tokens_per_
             + " and ".join(f"{f} fit (optimum at {v:,.0f} tokens per parameter)"
                            for f, v in best.items())
             + ": each curve is zero at its optimum and rises slowly on either side.")
+
+
+# ----- the chapter's explorer --------------------------------------------------------------------
+
+LIFETIME_EFFICIENCIES = [0.1, 0.2, 0.25, 1 / 3, 0.5, 1.0]
+
+
+@explorer(main="decode_efficiency", sweep=LIFETIME_EFFICIENCIES)
+def lifetime_explorer(model="DeepSeek-V3", chip="H100-SXM", tokens_per_second=50e6, days=60,
+                      decode_efficiency=1 / 3, rl_flops_per_param=3.0, fit="hoffmann", mfu=0.4):
+    """Pre-training, RL and inference over one model's life: the serving rate and lifetime set the
+    inference tokens, the equal-spend rule sets the pre-training and RL tokens; the figure puts
+    the model on the fit's iso-loss curve beside the least-pre-training and least-total sizes.
+    The panel prices each third on ``chip`` at training utilisation ``mfu`` (decode's FLOPs run
+    at ``decode_efficiency`` times that)."""
+    controls = {
+        "model": model_picker(model), "chip": chip_picker(chip),
+        "tokens_per_second": steps("tokens/s", [1e6, 3e6, 10e6, 30e6, 50e6, 100e6, 200e6, 500e6],
+                                   tokens_per_second, fmt=lambda r: fmt_count(r)),
+        "days": steps("days served", [7, 30, 60, 90, 180, 365, 730], days),
+        "decode_efficiency": steps("decode u", LIFETIME_EFFICIENCIES, decode_efficiency,
+                                   fmt=lambda u: f"1/{1 / u:.0f}" if u < 1 else "1"),
+        "rl_flops_per_param": slider("RL FLOP/param", rl_flops_per_param, 2.0, 6.0, 0.5, ".1f"),
+        "fit": dropdown("loss fit", list(SCALING_FITS), fit),
+    }
+
+    def figure(v):
+        n = float(model_of(v["model"]).active_params)
+        u, r = v["decode_efficiency"], v["rl_flops_per_param"]
+        d_inf = served_tokens(v["tokens_per_second"], v["days"] * 86400.0)
+        eq = equal_spend_tokens(d_inf, u, r)
+        return lifetime_cost_vs_params, dict(
+            loss=scaling_loss(n, eq.pretrain_tokens, v["fit"]), inference_tokens=d_inf,
+            decode_efficiency=u, fit=v["fit"], mark_params=n, rl_flops_per_param=r,
+            chip=chip_of(v["chip"]), mfu=mfu)
+
+    return controls, figure, _lifetime_readout
+
+
+def _lifetime_readout(n):
+    return [("inference tokens D_inf", fmt_count(n["inference_tokens"])),
+            ("pre-training tokens (equal spend)", fmt_count(n["pretrain_tokens"])),
+            ("RL tokens (equal spend)", fmt_count(n["rl_tokens"])),
+            ("past compute-optimal", f"{n['overtraining']:,.0f}x"),
+            ("tokens per parameter", f"{n['tokens_per_param']:,.0f}"),
+            ("each of the three costs", fmt_si(n["third"], "FLOP")),
+            (f"chip-hours per third ({n['chip']}, MFU {n['mfu']:.0%})",
+             fmt_count(n["chip_hours_per_third"])),
+            ("dollars per third", fmt_usd(n["cost_per_third"])),
+            ("inference $ per million tokens", fmt_usd(n["inference_cost_per_million"])),
+            ("lifetime total", fmt_si(n["lifetime_total"], "FLOP")),
+            (f"loss ({n['fit']} fit)", f"{n['loss']:.3f}"),
+            ("least-total size at that loss", f"{n['optimum_params'] / 1e9:,.1f} bn"),
+            ("equal spend costs more by", fmt_percent(n["equal_excess"]))]

@@ -10,10 +10,14 @@ from __future__ import annotations
 import numpy as np
 
 from .. import moe as _moe
-from ..units import fmt_count
+from ..roofline import decode_step
+from ..units import fmt_bytes, fmt_count, fmt_time
+from .explore import BATCHES, chip_picker, dropdown, explorer, model_picker, snap, steps
 from .figure import as_list, builder, chip_of, model_of
 from .labels import fmt_b, fmt_n, fmt_t, loglim, set_log
 from .style import CYCLE, PALETTE, ROLE, VENDOR_COLOUR
+
+__all__ = ["domain_capacity", "all_to_all_vs_chips", "imbalance_vs_chips", "ep_memory_per_chip"]
 
 _EP = np.array([8, 16, 24, 32, 48, 64, 72, 96, 128, 144, 192, 256, 288], dtype=float)
 
@@ -69,17 +73,38 @@ def domain_capacity(p, domains=None, weight_bytes=1, kv_fraction=0.5, mark_param
             f"{ds[small].name} to {fmt_count(vals[big], 2)} for {ds[big].name}.")
 
 
-@builder()
+def _layout_numbers(model, chip, tokens_per_chip, ep, redundant_experts):
+    """An EP layout's numbers at fp8: the decode step bound without communication, and for an
+    MoE model the placement and the routing imbalance."""
+    dt, _ = chip.resolve_dtype("fp8")
+    s = decode_step(model, chip, tokens_per_chip * ep, 0, n_chips=ep, weight_bytes=1, dtype=dt)
+    out = {"is_moe": model.is_moe, "step_time": s.time, "bound": s.bound}
+    if model.is_moe:
+        pl = _moe.expert_placement(model, ep, redundant_experts=redundant_experts, weight_bytes=1)
+        out.update(experts_per_chip=pl.experts_per_chip, idle_chips=pl.idle_chips,
+                   weight_bytes_per_chip=pl.weight_bytes_per_chip,
+                   kv_room_per_chip=max(chip.hbm_capacity - pl.weight_bytes_per_chip, 0.0),
+                   imbalance=_moe.imbalance_factor(tokens_per_chip, ep, model.experts_per_token))
+    return out
+
+
+@builder(marked=("redundant_experts",))
 def all_to_all_vs_chips(p, model, chip_list=("H100-SXM", "GB200"), tokens_per_chip=128,
-                        ep=None, dispatch_bytes=1, combine_bytes=2, mark_chips=None):
+                        ep=None, dispatch_bytes=1, combine_bytes=2, mark_chips=None,
+                        redundant_experts=0):
     """Dispatch + combine time of one MoE layer per chip against the EP degree, one line per chip.
 
     Inside the chip's scale-up domain the all-to-all rides the fast network; past it, copies
     leave the domain over the scale-out network and the time jumps (dotted line: the domain
-    size). ``mark_chips`` marks the first chip's curve at that EP degree.
+    size). ``mark_chips`` marks the first chip's curve at that EP degree; ``fig.numbers`` then
+    also gives that layout on the first chip (fp8 weights, ``redundant_experts`` extra slots):
+    its experts and bytes per chip, the routing imbalance and the decode step bound.
     """
     model = model_of(model)
     cl = [chip_of(c) for c in as_list(chip_list, [])]
+    layout = {}
+    if mark_chips is not None and cl:
+        layout = _layout_numbers(model, cl[0], tokens_per_chip, mark_chips, redundant_experts)
     n = _EP if ep is None else np.unique(np.asarray(ep, dtype=float))
     ax = p.ax
     ax.set_xlabel("chips in the expert-parallel group (EP degree)")
@@ -89,7 +114,7 @@ def all_to_all_vs_chips(p, model, chip_list=("H100-SXM", "GB200"), tokens_per_ch
         ax.set_xlim(n.min() / 1.15, n.max() * 1.15)
         p.note("dense model: no experts, no all-to-all", loc=(0.5, 0.5), ha="center", va="center")
         ax.set_title(f"{model.name}: dense, no expert parallelism")
-        p.numbers = {}
+        p.numbers = dict(layout)
         return f"Empty plot: {model.name} is a dense model, so it has no expert all-to-all."
     ys = []
     grids = []
@@ -119,7 +144,8 @@ def all_to_all_vs_chips(p, model, chip_list=("H100-SXM", "GB200"), tokens_per_ch
                                        dispatch_bytes=dispatch_bytes, combine_bytes=combine_bytes)
             p.point(m, a.time, f"EP{m:g}: {fmt_t(a.time)}", offset=(8, -14), ha="left")
             p.numbers = {"time": a.time, "scale_up_time": a.scale_up_time,
-                         "scale_out_time": a.scale_out_time}
+                         "scale_out_time": a.scale_out_time,
+                         "time_per_step": a.time * model.n_moe_layers, **layout}
     ax.set_title(f"{model.name}: dispatch + combine, {fmt_n(tokens_per_chip)} tokens per chip")
     jumps = []
     for c, y, nc in zip(cl, ys, grids, strict=True):
@@ -238,3 +264,46 @@ def ep_memory_per_chip(p, model, chip, ep=None, redundant_experts=0, weight_byte
             f"{fmt_b(rout[0])} at {n[0]:g} chips to {fmt_b(rout[-1])} at {n[-1]:g}, while the "
             f"replicated {fmt_b(rep[0])} stays, against {fmt_b(chip.hbm_capacity)} of {chip.name} "
             "HBM.")
+
+
+# ----- the chapter's explorer --------------------------------------------------------------------
+
+EP_DEGREES = [8, 16, 32, 64, 72, 128, 144, 256, 288]
+
+
+@explorer(main="batch", sweep=BATCHES)
+def moe_explorer(model="DeepSeek-V3", chip="GB200", batch=128, expert_parallel=72,
+                 redundant_experts=0):
+    """Expert parallelism over a scale-up domain: the all-to-all of one MoE layer against the EP
+    degree (it jumps where the group leaves the chip's domain), with the layout's experts and
+    bytes per chip, the routing imbalance and the step bound beside it. ``batch`` is the tokens
+    each chip holds per decode step."""
+    controls = {
+        "model": model_picker(model), "chip": chip_picker(chip),
+        "expert_parallel": dropdown("EP chips", EP_DEGREES, snap(expert_parallel, EP_DEGREES)),
+        "redundant_experts": dropdown("redundant", [0, 16, 32, 64], redundant_experts),
+        "batch": steps("tokens/chip", BATCHES, batch),
+    }
+
+    def figure(v):
+        return all_to_all_vs_chips, dict(model=model_of(v["model"]),
+                                         chip_list=(chip_of(v["chip"]),),
+                                         tokens_per_chip=v["batch"],
+                                         mark_chips=v["expert_parallel"],
+                                         redundant_experts=v["redundant_experts"])
+
+    return controls, figure, _moe_readout
+
+
+def _moe_readout(n):
+    step = [("step bound, no comm (fp8)", fmt_time(n["step_time"])), ("bound", n["bound"])]
+    if not n["is_moe"]:
+        return [("model", "dense: no experts to place"),
+                ("step bound (fp8)", fmt_time(n["step_time"])), ("bound", n["bound"])]
+    return [("experts per chip", f"{n['experts_per_chip']:g} ({n['idle_chips']:g} chips idle)"),
+            ("weights per chip (fp8)", fmt_bytes(n["weight_bytes_per_chip"])),
+            ("left for KV per chip", fmt_bytes(n["kv_room_per_chip"])),
+            ("all-to-all per MoE layer", f"{fmt_time(n['time'])} ({fmt_time(n['scale_up_time'])} "
+                                         f"up, {fmt_time(n['scale_out_time'])} out)"),
+            ("all-to-all per step", fmt_time(n["time_per_step"])),
+            ("busiest chip / mean (random routing)", f"{n['imbalance']:.2f}x"), *step]

@@ -9,11 +9,24 @@ from matplotlib.ticker import FuncFormatter, LogLocator
 from .. import chips as _chips
 from .. import models as _models
 from ..collectives import STEP_LATENCIES, collective_time, latency_bandwidth_crossover, torus_dims
-from ..parallel import ffn_comm_time, sharded_decode
-from ..units import fmt_count
-from .figure import builder, grid, mask
+from ..parallel import KV_SHARDINGS, best_tensor_parallel, ffn_comm_time, sharded_decode
+from ..units import fmt_bytes, fmt_count, fmt_time
+from .explore import (
+    BATCHES,
+    CONTEXTS,
+    chip_picker,
+    dropdown,
+    explorer,
+    model_picker,
+    or_dash,
+    steps,
+)
+from .figure import builder, chip_of, grid, mask, model_of
 from .labels import fmt_b, fmt_n, fmt_t, loglim, point_candidates, set_log, with_notes
 from .style import CYCLE, PALETTE, ROLE, SMALL
+
+__all__ = ["collective_time_vs_bytes", "tp_step_vs_chips", "ffn_layouts_vs_tokens",
+           "latency_cost_vs_chips"]
 
 _NVLS_STEP = STEP_LATENCIES["NVLink SHARP step (H100, NCCL)"][0]
 
@@ -144,10 +157,18 @@ def tp_step_vs_chips(p, model="Llama-3-70B", chip="H100-SXM", batch=8, context=4
                 p.note(f"n = {m:g} is outside this plot (up to "
                        f"{ns.max():g}): {fmt_t(r.time)} a step",
                        loc=(0.98, 0.03), ha="right")
-            p.numbers = {"time": r.time, "step": r.step.time, "comm": r.comm}
+            p.numbers = {"time": r.time, "step": r.step.time, "comm": r.comm,
+                         "tp_comm": r.tp_comm, "kv_comm": r.kv_comm,
+                         "time_overlapped": r.time_overlapped, "kv_replicas": r.kv_replicas,
+                         "hbm_per_chip": r.weights_per_chip + r.kv_per_chip, "fits": r.fits,
+                         "chip_seconds_per_token": r.chip_seconds_per_token}
     ax.set_title(with_notes(f"{model.name} on {chip.name}, batch {fmt_n(batch)}, {topology}, "
                             f"{fmt_t(hop_latency)}/step", dnote, cnote))
     p.numbers.update(best_chips=best, best_time=float(tot[ns == best][0]) if best else None)
+    if mark_chips is not None:  # the fastest count in the whole scale-up domain, not the plot's
+        fastest, _ = best_tensor_parallel(model, chip, batch, context, hop_latency=hop_latency,
+                                          topology=topology, **kw)
+        p.numbers.update(fastest_chips=fastest)
     return (f"Log-log plot of the decode step of {model.name} at batch {fmt_n(batch)} against "
             "tensor-parallel chips: the step bound falls as 1/n while the all-reduce time on a "
             f"{topology} with {fmt_t(hop_latency)} per step grows; their sum is smallest at "
@@ -285,3 +306,48 @@ def latency_cost_vs_chips(p, model="Llama-3-70B", chip="GB200", batches=(1, 8, 6
             "chips first cut latency at little extra cost, then communication makes them slower "
             "and dearer; the fastest counts are "
             + ", ".join(f"{n} at batch {fmt_n(b)}" for b, n in best.items()) + ".")
+
+
+# ----- the chapter's explorer --------------------------------------------------------------------
+
+_LATENCIES = [("0 (bandwidth only)", 0.0), ("1 µs", 1e-6), ("2.4 µs (NVLink ring)", 2.4e-6),
+              ("3 µs (NVLink SHARP)", 3e-6), ("10 µs", 1e-5), ("77 µs (InfiniBand)", 77e-6)]
+
+
+@explorer(main="n_chips", sweep=[1, 2, 4, 8, 16, 32, 64])
+def partition_explorer(model="Llama-3-70B", chip="H100-SXM", batch=8, context=4096, n_chips=8,
+                       topology="ring", hop_latency=2.4e-6, kv_shard="batch"):
+    """Tensor parallelism with its communication: the decode step bound falls as 1/n while the
+    all-reduces (alpha-beta model, ``hop_latency`` per step on ``topology``) do not; the panel gives
+    the parts of the step, the cost per token and the fastest chip count."""
+    controls = {
+        "model": model_picker(model), "chip": chip_picker(chip),
+        "batch": steps("batch B", BATCHES, batch),
+        "context": steps("context", CONTEXTS, context),
+        "topology": dropdown("topology", ["switch", "ring", "torus"], topology),
+        "hop_latency": dropdown("per step", _LATENCIES, hop_latency),
+        "kv_shard": dropdown("KV split by", list(KV_SHARDINGS), kv_shard),
+        "n_chips": steps("chips n", [1, 2, 4, 8, 16, 32, 64, 128, 256], n_chips),
+    }
+
+    def figure(v):
+        m, c = model_of(v["model"]), chip_of(v["chip"])
+        ctx, _ = m.cap_context(v["context"])
+        return tp_step_vs_chips, dict(model=m, chip=c, batch=v["batch"], context=ctx,
+                                      hop_latency=v["hop_latency"], topology=v["topology"],
+                                      kv_shard=v["kv_shard"], mark_chips=v["n_chips"])
+
+    return controls, figure, _partition_readout
+
+
+def _partition_readout(n):
+    return [("step bound (ch. 3-5)", fmt_time(n["step"])),
+            ("tensor-parallel all-reduces", fmt_time(n["tp_comm"])),
+            ("attention resharding", fmt_time(n["kv_comm"])),
+            ("step, not overlapped", fmt_time(n["time"])),
+            ("step, fully overlapped", fmt_time(n["time_overlapped"])),
+            ("KV copies read", f"{n['kv_replicas']:.3g}"),
+            ("HBM per chip", fmt_bytes(n["hbm_per_chip"])),
+            ("fits", "yes" if n["fits"] else "no"),
+            ("chip-seconds per token", f"{n['chip_seconds_per_token']:.3g}"),
+            ("fastest count in the domain", or_dash(n["fastest_chips"], lambda x: f"{x:g}"))]

@@ -13,10 +13,23 @@ from ..pipeline import (
     schedule_timeline,
 )
 from ..roofline import decode_step
-from ..units import fmt_percent
-from .figure import builder, grid, mask
+from ..units import fmt_bytes, fmt_percent, fmt_time
+from .explore import (
+    CHIP_COUNTS,
+    CONTEXTS,
+    chip_picker,
+    dropdown,
+    explorer,
+    model_picker,
+    or_dash,
+    steps,
+)
+from .figure import builder, chip_of, grid, mask, model_of
 from .labels import fmt_b, fmt_n, fmt_t, loglim, set_log, with_notes
 from .style import CYCLE, PALETTE, ROLE, model_colour
+
+__all__ = ["pipeline_schedule", "bubble_vs_microbatches", "pipeline_memory_vs_stages",
+           "decode_latency_vs_stages", "boundary_ratio_vs_layers"]
 
 _NAMES = {"gpipe": "GPipe", "1f1b": "1F1B"}
 
@@ -126,16 +139,33 @@ def _memory_setup(p):
     ax.set_ylabel("HBM per chip (bytes)")
 
 
-@builder(setup=_memory_setup)
+def _decode_numbers(model, chip, micro_batch, context, chips_per_stage, stages, micro_batches,
+                    hop_latency):
+    """Pipelined decode at ``stages`` (bf16 where the chip has it), hops over the chip's
+    scale-out network (else an eighth of its scale-up or HBM bandwidth), and the 1F1B bubble."""
+    m_used = stages if micro_batches is None else micro_batches
+    dt, _ = chip.resolve_dtype("bf16")
+    bw = chip.scale_out_bandwidth or (chip.scale_up_bandwidth or chip.hbm_bandwidth) / 8
+    d = pipeline_decode(model, chip, micro_batch, context, chips_per_stage, stages,
+                        micro_batches=m_used, hop_latency=hop_latency, dtype=dt,
+                        scale_out_bandwidth=bw)
+    return {"hop_latency": hop_latency, "token_latency": d.token_latency,
+            "utilisation": d.utilisation, "tokens_per_second_per_chip": d.throughput_per_chip,
+            "bubble": bubble_fraction(stages, m_used)}
+
+
+@builder(setup=_memory_setup, marked=("hop_latency",))
 def pipeline_memory_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64, context=4096,
                               micro_batches=None, stages=None, weight_bytes=2, kv_bytes=2,
-                              mark_stages=None):
+                              mark_stages=None, hop_latency=None):
     """HBM per chip against pipeline stages: weights fall as 1/P, the KV cache does not.
 
     ``llmmath.pipeline.pipeline_memory`` with ``micro_batches`` m in flight (default
     ``m = P`` at every P, the fewest that keep the stages busy; a fixed m shades the stages
     that then idle). Marks the first P that fits the chip and, at ``mark_stages``, the memory
-    per chip and the 1F1B training bubble for that many micro-batches.
+    per chip and the 1F1B training bubble for that many micro-batches. With ``hop_latency``
+    (seconds per hop between stages), ``fig.numbers`` also gives pipelined decode at the marked
+    P (``llmmath.pipeline.pipeline_decode``: token latency, utilisation, tokens/s per chip).
     """
     ctx, cnote = model.cap_context(context)
     P = grid(stages if stages is not None else 2.0 ** np.arange(0, 7), 1, 64)
@@ -167,7 +197,13 @@ def pipeline_memory_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64,
             p.point(mp, float(mm.total), f"{mp:g} stages: {fmt_b(float(mm.total))},\nbubble "
                                          f"{fmt_percent(bub, 2)}")
             p.numbers = {"weights": float(mm.weights), "kv": float(mm.kv), "total": float(mm.total),
-                         "batch_in_flight": float(mm.batch_in_flight), "bubble_1f1b": bub}
+                         "batch_in_flight": float(mm.batch_in_flight), "bubble_1f1b": bub,
+                         "hbm_capacity": chip.hbm_capacity,
+                         "fits": float(mm.total) <= chip.hbm_capacity,
+                         "chips_total": chips_per_stage * mark_stages}
+            if hop_latency is not None:
+                p.numbers.update(_decode_numbers(model, chip, micro_batch, ctx, chips_per_stage,
+                                                 mark_stages, micro_batches, hop_latency))
     in_flight = "" if m is None else f", m = {m:g}"
     idle = "" if m is None or P.max() <= m else ("\nshaded: fewer micro-batches "
                                                  "than stages, stages idle")
@@ -280,3 +316,46 @@ def boundary_ratio_vs_layers(p, model_list, chip, layers=None):
     return ("Log-log plot of scale-up time inside a pipeline stage over scale-out time at its "
             f"boundary against layers per stage on {chip.name}, whose scale-up link is {ratio:.0f} "
             f"times its scale-out link: every model shown crosses 1 by {most:g} layers per stage.")
+
+
+# ----- the chapter's explorer --------------------------------------------------------------------
+
+@explorer(main="stages", sweep=[1, 2, 4, 8, 16, 32, 64])
+def pipeline_explorer(model="DeepSeek-V3", chip="H100-SXM", stages=4, chips_per_stage=8,
+                      context=4096, micro_batch=64, micro_batches="P", hop_latency=77e-6):
+    """Pipelined serving and training on one figure: HBM per chip against stages P (weights fall
+    as 1/P, the KV cache of the P micro-batches in flight does not), with the decode latency,
+    throughput per chip and the 1F1B training bubble for the same P and m in the panel."""
+    m_options = [("= P", "P")] + [(str(m), m) for m in (1, 2, 4, 8, 16, 32, 64, 128)]
+    controls = {
+        "model": model_picker(model), "chip": chip_picker(chip),
+        "chips_per_stage": dropdown("chips/stage", CHIP_COUNTS, chips_per_stage),
+        "micro_batch": steps("micro-batch b", [1, 4, 16, 64, 256, 1024], micro_batch),
+        "micro_batches": dropdown("micro-batches m", m_options, micro_batches),
+        "context": steps("context", CONTEXTS, context),
+        "stages": steps("stages P", [1, 2, 4, 8, 16, 32, 64], stages),
+    }
+
+    def figure(v):
+        m = model_of(v["model"])
+        ctx, _ = m.cap_context(v["context"])
+        mb = None if v["micro_batches"] == "P" else v["micro_batches"]
+        return pipeline_memory_vs_stages, dict(
+            model=m, chip=chip_of(v["chip"]), chips_per_stage=v["chips_per_stage"],
+            micro_batch=v["micro_batch"], context=ctx, micro_batches=mb,
+            mark_stages=v["stages"], hop_latency=hop_latency)
+
+    return controls, figure, _pipeline_readout
+
+
+def _pipeline_readout(n):
+    return [("weights per chip", fmt_bytes(n["weights"])), ("KV per chip", fmt_bytes(n["kv"])),
+            ("total per chip", fmt_bytes(n["total"])), ("chip HBM", fmt_bytes(n["hbm_capacity"])),
+            ("fits", "yes" if n["fits"] else "no"),
+            ("fits from P", or_dash(n.get("fits_from"), lambda x: f"{x:g}")),
+            ("sequences in flight", f"{n['batch_in_flight']:,.0f}"),
+            ("chips in total", f"{n['chips_total']:,}"),
+            (f"token latency ({fmt_time(n['hop_latency'])} hops)", fmt_time(n["token_latency"])),
+            ("stage utilisation (decode)", f"{n['utilisation']:.0%}"),
+            ("tokens/s per chip", f"{n['tokens_per_second_per_chip']:,.0f}"),
+            ("training bubble (1F1B)", f"{n['bubble']:.0%}")]

@@ -7,12 +7,19 @@ import math
 import numpy as np
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from ..cost import input_output_cost, kv_to_compute_ratio, price_step_context
+from ..cost import (
+    chip_hour_price,
+    cost_per_million_tokens,
+    input_output_cost,
+    kv_to_compute_ratio,
+    price_step_context,
+)
 from ..memory import cache_cost, memory_tiers
 from ..roofline import critical_batch, decode_step, prefill_step
-from ..units import fmt_count, fmt_usd
-from .decode import _fits, _set_time_lines, _time_lines_setup
-from .figure import builder, grid, log_interp, mask, refine_root, try_value
+from ..units import fmt_count, fmt_time, fmt_usd
+from .common import fits_at, set_time_lines, time_lines_setup
+from .explore import CHIP_COUNTS, chip_picker, dropdown, explorer, model_picker, or_dash, steps
+from .figure import builder, chip_of, grid, log_interp, mask, model_of, refine_root, try_value
 from .labels import (
     chips_label,
     fmt_batch,
@@ -27,9 +34,12 @@ from .labels import (
 )
 from .style import PALETTE, ROLE, SMALL
 
+__all__ = ["prefill_time_vs_prompt", "prefill_vs_decode_per_token", "io_cost_ratio_vs_batch",
+           "price_step_vs_context", "tier_drain_times", "cache_cost_vs_lifetime"]
+
 
 def _prefill_time_vs_prompt_setup(p):
-    _time_lines_setup(p)
+    time_lines_setup(p)
     p.l_kv.set_label("KV-cache writes")
     p.ax.legend(loc="upper left")
     set_log(p.ax, x=lambda v: fmt_count(v, 2), y=fmt_t)
@@ -50,7 +60,7 @@ def prefill_time_vs_prompt(p, model, chip, batch=1, prompts=None, n_chips=1, wei
     P = grid(prompts, 1, top)
     s = prefill_step(model, chip, float(batch), P, n_chips=n_chips, weight_bytes=weight_bytes,
                      kv_bytes=kv_bytes, dtype=dt)
-    ys = _set_time_lines(p, P, s)
+    ys = set_time_lines(p, P, s)
     ax = p.ax
     ax.set_xlim(P.min(), P.max())
     ax.set_ylim(*loglim(np.concatenate([np.ravel(y) for y in ys]), pad=1.3))
@@ -68,8 +78,10 @@ def prefill_time_vs_prompt(p, model, chip, batch=1, prompts=None, n_chips=1, wei
                              weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dt)
             p.point(float(mark_prompt), m.time, f"P={fmt_count(float(mark_prompt))}: "
                                                 f"{fmt_t(m.time)}")
+            price, _ = chip_hour_price(chip)
             p.numbers = {"step_time": m.time, "bound": m.bound,
-                         "tokens_per_second": m.tokens / m.time}
+                         "tokens_per_second": m.tokens / m.time, "price_per_chip_hour": price,
+                         "cost_per_million": cost_per_million_tokens(m, price)}
     ax.set_title(with_notes(f"Prefill: {model.name} on "
                             f"{chips_label(n_chips, chip)}, batch {float(batch):g}",
                         dnote))
@@ -175,7 +187,7 @@ def io_cost_ratio_vs_batch(p, model, chip, prompt=2048, context=4096, batches=No
                           weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dt,
                           price_per_chip_hour=1.0)
     ratio = np.asarray(r.output_to_input)
-    mb, _ = _fits(model, chip, float(context), n_chips, weight_bytes, kv_bytes)
+    mb, _ = fits_at(model, chip, float(context), n_chips, weight_bytes, kv_bytes)
     p.l.set_data(*mask(B, ratio))
     ax = p.ax
     ax.set_xlim(B.min(), B.max())
@@ -364,3 +376,34 @@ def cache_cost_vs_lifetime(p, kv_bytes_per_token, tiers=None, lifetimes=None,
             + ("; recomputing the prompt costs "
                f"{fmt_usd(remat_cost_per_million)} per million tokens"
                if remat_cost_per_million is not None else "") + ".")
+
+
+# ----- the chapter's explorer --------------------------------------------------------------------
+
+@explorer(main="prompt", sweep=[16, 64, 256, 1024, 2048, 4096, 8192])
+def prefill_explorer(model="Llama-3-70B", chip="H100-SXM", prompt=2048, batch=1, n_chips=8):
+    """Prefill bound vs prompt length: when it turns compute-bound; time to first token."""
+    controls = {
+        "model": model_picker(model), "chip": chip_picker(chip),
+        "n_chips": dropdown("chips", CHIP_COUNTS, n_chips),
+        "batch": steps("batch", [1, 2, 4, 8, 16, 32, 64], batch),
+        "prompt": steps("prompt", [16, 64, 256, 1024, 2048, 4096, 8192, 32768, 131072], prompt),
+    }
+
+    def figure(v):
+        m, c = model_of(v["model"]), chip_of(v["chip"])
+        dt, _ = c.resolve_dtype("bf16")
+        pr = min(v["prompt"], m.max_context or v["prompt"])
+        return prefill_time_vs_prompt, dict(model=m, chip=c, batch=v["batch"],
+                                            n_chips=v["n_chips"], dtype=dt, mark_prompt=pr)
+
+    return controls, figure, _prefill_readout
+
+
+def _prefill_readout(n):
+    return [("prefill time (lower bound)", fmt_time(n["step_time"])), ("bound", n["bound"]),
+            ("time to first token", fmt_time(n["step_time"])),
+            ("prompt tokens/s", fmt_count(n["tokens_per_second"])),
+            (f"$/M input tokens at {fmt_usd(n['price_per_chip_hour'])}/chip-h",
+             fmt_usd(n["cost_per_million"])),
+            ("compute-bound from P", or_dash(n.get("crossover_prompt"), lambda x: f"{x:,.0f}"))]

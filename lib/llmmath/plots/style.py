@@ -18,10 +18,8 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-__all__ = ["PALETTE", "CYCLE", "ROLE", "KIND_COLOUR", "VENDOR_COLOUR", "CHIP_COLOUR",
-           "MODEL_COLOUR", "NOFIT", "STYLE", "PHONE", "SMALL", "PHONE_COLUMN_PX", "MIN_PHONE_PX",
-           "series_colour", "chip_colour", "model_colour", "house_style", "offscreen",
-           "is_offscreen", "setup_notebook"]
+__all__ = ["PALETTE", "CYCLE", "ROLE", "KIND_COLOUR", "NOFIT", "STYLE", "PHONE", "series_colour",
+           "chip_colour", "model_colour", "house_style", "setup_notebook", "offscreen"]
 
 # Okabe-Ito, colour-blind safe; black last for reference lines.
 PALETTE = {

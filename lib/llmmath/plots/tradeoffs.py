@@ -15,7 +15,17 @@ from ..tradeoffs import (
     recompute_intensity,
     store_or_recompute,
 )
-from ..units import fmt_bytes, fmt_count, fmt_time
+from ..units import fmt_bytes, fmt_count, fmt_si, fmt_time
+from .explore import (
+    BATCHES,
+    CHIP_COUNTS,
+    CONTEXTS,
+    chip_picker,
+    explorer,
+    model_picker,
+    or_dash,
+    steps,
+)
 from .figure import as_list, builder, chip_of, model_of
 from .labels import fmt_b, fmt_t, loglim, place, set_log, time_axis, with_notes
 from .style import PALETTE, ROLE, SMALL
@@ -77,9 +87,11 @@ def store_vs_recompute(p, model, chip, batch=1, n_chips=1, contexts=None, weight
                     f"S = {fmt_count(sm, 3)}: recompute {float(rm.time_ratio):,.3g}x",
                     color=ROLE["compute"])
             p.numbers = {"store": float(rm.store.time), "recompute": float(rm.recompute.time),
-                         "ratio": float(rm.time_ratio)}
+                         "ratio": float(rm.time_ratio), "context": sm,
+                         "extra_flops": rm.extra_flops, "saved_bytes": rm.saved_bytes}
     ax.set_title(with_notes(f"{m.name} on {n_chips:g} {c.name}, batch {batch:g}", dnote))
-    p.numbers.update(crossover=sx, ratio_at_end=ratio_end)
+    p.numbers.update(crossover=sx, ratio_at_end=ratio_end,
+                     recompute_intensity=recompute_intensity(m), ridge=c.ops_per_byte(dt))
     return (f"Log-log plot of the decode step's lower bound against context for {m.name} on "
             f"{n_chips:g} {c.name} at batch {batch:g}: reading the KV cache stays near "
             f"{fmt_time(ts[0], 2)} and grows slowly; recomputing the context every step costs "
@@ -242,3 +254,39 @@ def hold_time_by_tier(p, model, chip, prompt=8192, n_chips=1, tiers=None,
             f"{c.name}: " + ", ".join(f"{tier.name} {fmt_time(ti)}"
                                       for tier, ti in zip(ts, t, strict=True))
             + "; the top axis marks the 5-minute and 1-hour cache lifetimes of API price sheets.")
+
+
+# ----- the chapter's explorer --------------------------------------------------------------------
+
+@explorer(main="context", sweep=CONTEXTS)
+def tradeoff_explorer(model="Llama-3-70B", chip="H100-SXM", batch=1, context=4096, n_chips=8):
+    """Store or recompute (chapter 13): a decode step that reads its KV cache beside one that
+    recomputes the context, against context; the panel gives both bounds, the extra FLOPs, the
+    bytes saved, the context recomputed for free and the FLOPs per rebuilt byte."""
+    controls = {
+        "model": model_picker(model), "chip": chip_picker(chip),
+        "batch": steps("batch B", BATCHES, batch),
+        "n_chips": steps("chips n", CHIP_COUNTS, n_chips),
+        "context": steps("context", CONTEXTS, context),
+    }
+
+    def figure(v):
+        m, c = model_of(v["model"]), chip_of(v["chip"])
+        dt, _ = c.resolve_dtype("bf16")
+        ctx = min(float(v["context"]), float(m.max_context) - 1.0)
+        return store_vs_recompute, dict(model=m, chip=c, batch=v["batch"], n_chips=v["n_chips"],
+                                        dtype=dt, mark_context=ctx)
+
+    return controls, figure, _tradeoff_readout
+
+
+def _tradeoff_readout(n):
+    return [("context used", f"{n['context']:,.0f} tokens"),
+            ("step, reading the cache", fmt_time(n["store"])),
+            ("step, recomputing it", fmt_time(n["recompute"])),
+            ("recompute / read", f"{n['ratio']:,.3g}x"),
+            ("extra FLOPs per step", fmt_si(n["extra_flops"], "FLOP")),
+            ("KV bytes not read", fmt_bytes(n["saved_bytes"])),
+            ("free recompute up to", or_dash(n["crossover"], lambda x: f"{x:,.0f} tokens")),
+            ("FLOP per rebuilt byte", f"{n['recompute_intensity']:,.0f}"),
+            ("chip ridge C/W", f"{n['ridge']:,.0f} FLOP/byte")]

@@ -7,17 +7,21 @@ import math
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
+from ..cost import chip_hour_price, chip_hours_cost
 from ..training import (
     attention_training_share,
+    chip_hours,
     dp_compute_time,
     dp_critical_tokens,
     dp_gradient_sync_time,
+    min_training_chips,
     training_flops,
     training_memory,
     training_time,
     zero_memory_per_chip,
 )
-from ..units import fmt_bytes, fmt_count, fmt_percent, fmt_si, fmt_time
+from ..units import fmt_bytes, fmt_count, fmt_percent, fmt_si, fmt_time, fmt_usd
+from .explore import chip_picker, explorer, model_picker, slider, steps
 from .figure import as_list, builder, chip_of, grid, mask, model_of
 from .labels import (
     fmt_b,
@@ -29,6 +33,9 @@ from .labels import (
 )
 from .style import CYCLE, PALETTE, ROLE, SMALL
 
+__all__ = ["training_time_vs_chips", "attention_share_vs_seq", "zero_memory_vs_chips",
+           "dp_sync_vs_tokens"]
+
 
 def _training_time_vs_chips_setup(p):
     ax = p.ax
@@ -37,6 +44,21 @@ def _training_time_vs_chips_setup(p):
     set_log(ax, x=lambda v: fmt_count(v, 2), y=fmt_days)
     ax.set_xlabel("chips n (count)")
     ax.set_ylabel("training time (days)")
+
+
+def _run_numbers(model, tokens, chip, n_chips, mfu, dtype):
+    """One run on ``n_chips``: its time, chip-hours and dollars, and what the state and the
+    data-parallel gradient sync need."""
+    t = training_time(model, tokens, chip, n_chips, mfu, dtype=dtype)
+    price, _ = chip_hour_price(chip)
+    hours = chip_hours(n_chips, t)
+    sync = {word: dp_critical_tokens(model, chip, n_chips, net, dtype=dtype)
+            for net, word in (("scale_up", "scale-up"), ("scale_out", "scale-out"))
+            if getattr(chip, f"{net}_bandwidth")}
+    return {"time": t, "chip_hours": hours, "price_per_chip_hour": price,
+            "cost": chip_hours_cost(hours, chip), "state": training_memory(model),
+            "state_per_chip_zero3": zero_memory_per_chip(model, n_chips, 3),
+            "min_training_chips": min_training_chips(model, chip), "dp_critical_tokens": sync}
 
 
 @builder(setup=_training_time_vs_chips_setup)
@@ -69,7 +91,7 @@ def training_time_vs_chips(p, model, tokens, chip, chips_range=None, mfu=0.4, dt
             mc = float(mark_chips)
             d = float(training_time(model, tokens, chip, mc, mfu, dtype=dt)) / 86400.0
             p.point(mc, d, f"{mc:,.0f} chips: {fmt_days(d)} days")
-            p.numbers = {"days": d}
+            p.numbers = {"days": d, **_run_numbers(model, tokens, chip, mark_chips, mfu, dt)}
     name = model.name if hasattr(model, "name") else f"{fmt_count(model)}-parameter model"
     ax.set_title(with_notes(f"{name}, {fmt_count(tokens)} tokens on "
                             f"{chip.name} at MFU {mfu:.0%}", dnote))
@@ -234,3 +256,37 @@ def dp_sync_vs_tokens(p, model, chip, n_chips=1024, tokens=None, grad_bytes=2, m
     return (f"Log-log plot of compute time per step against tokens per chip for {m.name} on "
             f"{c.name}, a rising line, beside flat gradient "
             f"all-reduce times over {n_chips:,} chips: {parts}.")
+
+
+# ----- the chapter's explorer --------------------------------------------------------------------
+
+@explorer(main="n_chips", sweep=[64, 256, 1024, 2048, 4096, 8192, 16384])
+def training_explorer(model="Llama-3-70B", tokens=15e12, chip="H100-SXM", n_chips=4096, mfu=0.4):
+    """Training time vs chip count at a given MFU: 6 N D / (n C MFU)."""
+    controls = {
+        "model": model_picker(model), "chip": chip_picker(chip),
+        "tokens": steps("tokens", [1e11, 3e11, 1e12, 2e12, 5e12, 15e12, 36e12], tokens,
+                        fmt=lambda t: fmt_count(t)),
+        "mfu": slider("MFU", mfu, 0.1, 0.7, 0.05, ".2f"),
+        "n_chips": steps("chips", [64, 256, 1024, 2048, 4096, 8192, 16384, 32768, 65536], n_chips),
+    }
+
+    def figure(v):
+        c = chip_of(v["chip"])
+        dt, _ = c.resolve_dtype("bf16")
+        return training_time_vs_chips, dict(model=model_of(v["model"]), tokens=v["tokens"], chip=c,
+                                            mfu=v["mfu"], dtype=dt, mark_chips=v["n_chips"])
+
+    return controls, figure, _training_readout
+
+
+def _training_readout(n):
+    rows = [("training FLOPs (6ND)", fmt_si(n["flops"], "FLOP")),
+            ("wall-clock time", fmt_time(n["time"])), ("chip-hours", fmt_count(n["chip_hours"])),
+            (f"cost at {fmt_usd(n['price_per_chip_hour'])}/chip-h", fmt_usd(n["cost"])),
+            ("training state (16 B/param)", fmt_bytes(n["state"])),
+            ("state per chip (ZeRO-3)", fmt_bytes(n["state_per_chip_zero3"])),
+            ("fewest chips for the state", f"{n['min_training_chips']:,}")]
+    rows += [(f"DP sync hides above ({word})", f"{fmt_count(t)} tokens/chip")
+             for word, t in n["dp_critical_tokens"].items()]
+    return rows

@@ -1,5 +1,10 @@
-"""The explorer machinery: controls, a figure kept for the explorer's life and a numbers
-panel, kept in sync; and the controls and presets the explorers share."""
+"""The explorer machinery: the live widget an explorer declaration makes (controls, a figure
+kept for the explorer's life and a numbers panel, kept in sync).
+
+Explorers are declared in the figures modules (:mod:`llmmath.plots.explore`); this module
+turns a declaration's plain controls into ipywidgets and runs it. Nothing here computes: the
+figure comes from the declared builder and the panel from that figure's ``numbers``.
+"""
 
 from __future__ import annotations
 
@@ -11,23 +16,12 @@ import ipywidgets as W
 import numpy as np
 from PIL import Image
 
-from .. import chips as _chips
-from .. import models as _models
 from .. import plots
-from ..plots.figure import try_value
+from ..plots.explore import BATCHES, CHIP_COUNTS, CONTEXTS, PRECISIONS
+
+__all__ = ["Explorer", "LIVE_DPI", "PRECISIONS", "CHIP_COUNTS", "BATCHES", "CONTEXTS"]
 
 LIVE_DPI = 100  # 640 x 400 px: the live figure is redrawn per slider move, so keep it light
-#: Precision presets: label -> (bytes per weight, bytes per KV element, compute dtype).
-PRECISIONS = {
-    "bf16 weights, bf16 KV": (2, 2, "bf16"),
-    "fp8 weights, fp8 KV": (1, 1, "fp8"),
-    "fp8 weights, bf16 KV": (1, 2, "fp8"),
-    "int4 weights, bf16 KV": (0.5, 2, "bf16"),
-    "fp4 weights, fp8 KV": (0.5, 1, "fp4"),
-}
-CHIP_COUNTS = [1, 2, 4, 8, 16, 32, 64, 72, 128, 256]
-BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
-CONTEXTS = [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
 
 
 def _table(rows) -> str:
@@ -39,23 +33,23 @@ def _table(rows) -> str:
     return f"<table class='llm-numbers'>{cells}</table>"
 
 
-def _or_dash(v, fmt):
-    try:
-        return fmt(v) if v is not None and np.isfinite(v) else "-"
-    except (TypeError, ValueError):
-        return "-"
-
-
 class Explorer(W.VBox):
     """Controls + figure (PNG in an ``Image`` widget) + numbers panel, kept in sync.
 
-    ``controls`` maps names to value widgets; ``compute(values)`` returns ``(fig, html)`` after
-    updating a figure in place. ``update(**values)`` sets controls and redraws once;
+    Made by an explorer declaration (:func:`llmmath.plots.explore.explorer`): ``controls`` maps
+    names to :class:`~llmmath.plots.explore.Control` descriptions (made into value widgets,
+    ``explorer.controls``); ``figure(values)`` gives the builder and its arguments for the control
+    values; ``readout(fig.numbers)`` the panel's rows. One figure per builder is kept for the life
+    of the explorer and updated in place. ``update(**values)`` sets controls and redraws once;
     ``last_update_s`` is the time the last redraw took.
     """
 
-    def __init__(self, name: str, controls: dict, compute, main: str):
-        self.name, self.controls, self._compute, self.main = name, dict(controls), compute, main
+    def __init__(self, name: str, controls: dict, figure, readout, main: str):
+        self.name, self.main = name, main
+        self.specs = dict(controls)
+        self.controls = {k: _widget(c) for k, c in self.specs.items()}
+        self._figure_for, self._readout = figure, readout
+        self._figures: dict = {}
         self._holding = False
         self.last_update_s = float("nan")
         self.image = W.Image(format="png", layout=W.Layout(width="100%", max_width="640px",
@@ -83,6 +77,28 @@ class Explorer(W.VBox):
     @property
     def values(self) -> dict:
         return {k: w.value for k, w in self.controls.items()}
+
+    def _compute(self, values):
+        """Follow dependent controls, update the builder's figure, read its numbers."""
+        for k, spec in self.specs.items():
+            if spec.follows is not None:
+                options, value = spec.follows(values)
+                w = self.controls[k]
+                if list(w.options) != list(options):  # e.g. another chip: offer its formats
+                    held, self._holding = self._holding, True
+                    try:
+                        w.options = list(options)
+                        w.value = value
+                    finally:
+                        self._holding = held
+                    values = {**values, k: w.value}
+        builder, kwargs = self._figure_for(values)
+        fig = self._figures.get(builder)
+        if fig is None:
+            fig = self._figures[builder] = _figure(builder, **kwargs)
+        else:
+            fig.update(**kwargs)
+        return fig, _table(self._readout(fig.numbers))
 
     def _on_change(self, change):
         if not self._holding:
@@ -143,44 +159,27 @@ def _impossible(message: str, values: dict) -> str:
             "possible setting)</small></div>")
 
 
+def _widget(c):
+    """The ipywidget for a control description."""
+    if c.kind == "dropdown":
+        return W.Dropdown(options=list(c.options), value=c.value, description=c.description)
+    if c.kind == "steps":
+        return W.SelectionSlider(options=list(c.options), value=c.value,
+                                 description=c.description, continuous_update=True,
+                                 layout=W.Layout(width="22rem"))
+    if c.kind == "slider":
+        return W.FloatSlider(value=c.value, min=c.min, max=c.max, step=c.step,
+                             description=c.description, continuous_update=True,
+                             readout_format=c.readout_format)
+    if c.kind == "toggle":
+        return W.ToggleButtons(options=list(c.options), value=c.value)
+    if c.kind == "check":
+        return W.Checkbox(value=c.value, description=c.description)
+    raise ValueError(f"control kind: got {c.kind!r}")
+
+
 def _figure(builder, **kwargs):
     with plots.offscreen():
         fig = builder(**kwargs)
     fig.set_dpi(LIVE_DPI)
     return fig
-
-
-def _model_picker(value):
-    return W.Dropdown(options=_models.names(), value=_models.get(value).name, description="model")
-
-
-def _chip_picker(value):
-    return W.Dropdown(options=_chips.names(), value=_chips.get(value).name, description="chip")
-
-
-def _snap(value, options):
-    options = list(options)
-    return min(options, key=lambda o: abs(np.log(o) - np.log(value)))
-
-
-def _sel(description, options, value, fmt=None):
-    options = list(options)
-    labels = [(fmt(o) if fmt else f"{o:,}", o) for o in options]
-    return W.SelectionSlider(options=labels, value=_snap(value, options), description=description,
-                             continuous_update=True, layout=W.Layout(width="22rem"))
-
-
-def _precision(chip, label):
-    wb, kvb, dt = PRECISIONS[label]
-    dt_used, _ = chip.resolve_dtype(dt)
-    return wb, kvb, dt_used
-
-
-def _fit_rows(model, chip, n, wb, kvb, ctx, batch):
-    from ..roofline import max_batch, min_chips
-
-    mb = try_value(max_batch, model, chip, max(ctx, 1), n_chips=n, weight_bytes=wb, kv_bytes=kvb)
-    need = min_chips(model, chip, batch=batch, context=ctx, weight_bytes=wb, kv_bytes=kvb)
-    fits = mb is not None and mb >= batch
-    return [("max batch that fits", f"{mb:,}" if mb is not None else "weights do not fit"),
-            ("fits in HBM", "yes" if fits else f"no: needs {need} chips")]
