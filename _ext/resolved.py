@@ -142,6 +142,7 @@ def _citations(app) -> dict:
         domain = app.env.get_domain("cite")
     except Exception:  # noqa: BLE001 - no sphinxcontrib-bibtex: nothing to write
         return {"citations": {}, "cite_style": {}}
+    from pybtex.richtext import Text
     from sphinxcontrib.bibtex.style.template import year
 
     style = domain.reference_style
@@ -151,8 +152,8 @@ def _citations(app) -> dict:
     for i, cit in enumerate(domain.citations):
         data = {"entry": cit.entry, "style": style}
         out[cit.key] = {
-            "author": author.format_data(data).render(md),
-            "year": year.format_data(data).render(md),
+            "author": Text(author.format_data(data)).render(md),
+            "year": Text(year.format_data(data)).render(md),
             "order": i,
             "label": cit.formatted_entry.label,
             "doc": cit.bibliography_key.docname,
@@ -161,7 +162,7 @@ def _citations(app) -> dict:
         }
 
     def s(x):
-        return x if isinstance(x, str) else x.render(md)
+        return x if isinstance(x, str) else x.render(md)  # brackets are markup: kept raw
     p, t = style.bracket_parenthetical, style.bracket_textual
     cite_style = {"p": {"left": s(p.left), "right": s(p.right), "sep": s(p.sep),
                         "author_year_sep": s(style.author_year_sep)},
