@@ -35,7 +35,6 @@ from docutils import nodes
 from docutils.nodes import make_id
 from sphinx.util import logging
 
-
 logger = logging.getLogger(__name__)
 
 FILENAME = "resolved.json"
@@ -122,7 +121,7 @@ def collect(app) -> dict:
                          "ref_is_numref": label in exercises and kind == "exercise"}
     math = env.get_domain("math")
     for label, (doc, seq) in sorted(math.equations.items()):
-        node_id = make_id("equation-%s" % label)
+        node_id = make_id(f"equation-{label}")  # as the math domain names it
         if env.config.math_numfig and env.config.numfig:
             number = _num(env.toc_fignumbers.get(doc, {}).get("displaymath", {}).get(node_id))
         else:
