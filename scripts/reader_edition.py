@@ -218,13 +218,21 @@ def rewrite(text: str, block, role, heading=None) -> str:
                 at = starts[tok.map[0]] + m.end()
                 edits.append((at, at, f"{n}. "))
         elif tok.type == "inline" and role is not None:
-            for name, content in roles([tok]):
-                pat = re.compile(r"\{" + re.escape(name) + r"\}(`+)" + re.escape(content) + r"\1")
-                m = pat.search(text, cursor)
-                if not m:
-                    raise ValueError(f"role {{{name}}}`{content}` not found in its source")
-                edits.append((m.start(), m.end(), role(name, content)))
-                cursor = m.end()
+            for child in tok.children or []:
+                if child.type == "code_inline":  # step over it: a role spelled inside is code
+                    body = r"\s+".join(map(re.escape, child.content.split()))
+                    tick = re.escape(child.markup)
+                    m = re.compile(tick + r"\s*" + body + r"\s*" + tick).search(text, cursor)
+                    cursor = m.end() if m else cursor
+                elif child.type == "myst_role":
+                    name, content = child.meta["name"], child.content
+                    pat = re.compile(r"\{" + re.escape(name) + r"\}(`+)" + re.escape(content)
+                                     + r"\1")
+                    m = pat.search(text, cursor)
+                    if not m:
+                        raise ValueError(f"role {{{name}}}`{content}` not found in its source")
+                    edits.append((m.start(), m.end(), role(name, content)))
+                    cursor = m.end()
     out, pos = [], 0
     for a, b, new in sorted(edits, key=lambda e: (e[0], e[1])):
         out.append(text[pos:a])
