@@ -124,8 +124,10 @@ SHOWN_BY_THE_BODY = {
     "book/03_decode_roofline": {"206"},
     "book/05_kv_cache": {"104"},  # 104 GB per chip in the pipelining aside (ch5-ex-pipeline)
     "book/06_prefill_prices": {"285 MB/s"},  # the disk row of the memory-tier table
-    # the domain table lists the B300 rack's HBM (ch7-ex-rack); gpt-oss's "(1.00 D)" expert width
-    "book/07_moe_rack": {"20.7 TB", "1.00"},
+    # the domain table lists the B300 rack's HBM (ch7-ex-rack); gpt-oss's "(1.00 D)" expert width;
+    # the References cell prints the H100 datasheet entry as the bibliography does, whose note
+    # gives NVLink's 900 GB/s, the GB200 scale-up figure one solution quotes (ch7-ex-tworacks)
+    "book/07_moe_rack": {"20.7 TB", "1.00", "900 GB/s"},
 }
 
 
