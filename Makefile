@@ -22,7 +22,7 @@ help:
 	@echo "              strict nbval of the notebooks changed since main (BASE=<commit> to choose)"
 	@echo "make compat   the library alone (pip install .) tested on the oldest and newest Python"
 	@echo "make execute  re-execute the notebooks in place (deterministic; commit the result)"
-	@echo "make notebooks  write the reader's edition of every chapter into $(NOTEBOOKS)"
+	@echo "make notebooks  write the reader's edition of every chapter into $(NOTEBOOKS), tested (after make book)"
 	@echo "make lab      open the reader's edition in JupyterLab with live widgets"
 	@echo "make student  the student edition (site and notebooks, no solutions or answers) into $(STUDENT), tested"
 	@echo "make psets    the autograded problem sets (otter-grader) into problem_sets/_build (SEED=N: a new variant)"
@@ -46,8 +46,9 @@ $(STAMP): requirements.txt pyproject.toml
 
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --all --builder html -n -W --keep-going
-	@# The page's download button links _sources/book/NN.ipynb: hand out the reader's edition.
-	$(BIN)/python scripts/reader_edition.py --out $(NOTEBOOKS)
+	@# The page's download button links _sources/book/NN.ipynb: hand out the reader's edition, whose
+	@# numbers, titles and citations are the ones this build resolved (_build/resolved.json).
+	$(BIN)/python -m scripts.reader_edition --out $(NOTEBOOKS)
 	cp $(NOTEBOOKS)/*.ipynb $(HTML)/_sources/book/
 	@echo "The book is at $(CURDIR)/$(HTML)/index.html"
 
@@ -123,9 +124,12 @@ test: $(STAMP)
 execute: $(STAMP)
 	$(BIN)/python scripts/execute_notebooks.py
 
-# The reader's edition: glued numbers written in, MyST turned into plain markdown (stdlib only).
-notebooks:
-	$(PYTHON) scripts/reader_edition.py --out $(NOTEBOOKS)
+# The reader's edition: glued numbers written in, MyST turned into plain markdown, numbers and
+# citations as the last `make book` resolved them (_build/resolved.json; without it this says to run
+# `make book` first), then tested against that build.
+notebooks: $(STAMP)
+	$(BIN)/python -m scripts.reader_edition --out $(NOTEBOOKS)
+	LLMMATH_REQUIRE_RESOLVED=1 $(BIN)/python -m pytest tests/test_reader_edition.py -q -p no:cacheprovider
 
 # Problem sets (issue 15): Otter Assign turns each problem_sets/partN.ipynb into a student and an
 # autograder version under problem_sets/_build/partN/; SEED=N issues another term's variant.
@@ -146,11 +150,13 @@ psets-test: $(STAMP)
 student: $(STAMP)
 	@start=$$(date +%s); \
 	rm -rf $(STUDENT) && \
-	$(BIN)/python scripts/reader_edition.py --student-site $(STUDENT)/src && \
+	$(BIN)/python -m scripts.reader_edition --student-site $(STUDENT)/src && \
 	$(BIN)/jupyter-book build $(STUDENT)/src --all --builder html -n -W --keep-going \
 	  --path-output $(STUDENT)/out && \
-	mv $(STUDENT)/out/_build/html $(STUDENT)/html && rm -rf $(STUDENT)/out && \
-	$(BIN)/python scripts/reader_edition.py --student --out $(STUDENT)/notebooks && \
+	mv $(STUDENT)/out/_build/html $(STUDENT)/html && \
+	mv $(STUDENT)/out/_build/resolved.json $(STUDENT)/resolved.json && rm -rf $(STUDENT)/out && \
+	$(BIN)/python -m scripts.reader_edition --student --resolved $(STUDENT)/resolved.json \
+	  --out $(STUDENT)/notebooks && \
 	cp $(STUDENT)/notebooks/*.ipynb $(STUDENT)/html/_sources/book/ && \
 	t1=$$(date +%s) && \
 	LLMMATH_REQUIRE_STUDENT=1 $(BIN)/python -m pytest tests/test_student_edition.py -q -p no:cacheprovider && \
@@ -159,27 +165,29 @@ student: $(STAMP)
 	  "notebooks $(CURDIR)/$(STUDENT)/notebooks"
 
 # Lecture slides (course guide, "Slides and figures"): one deck per chapter of _toc.yml from the
-# executed notebooks (title, goals, equations, figures, takeaways, exercise prompts without
+# executed notebooks, numbered as the last `make book` resolved them (_build/resolved.json) (title, goals, equations, figures, takeaways, exercise prompts without
 # solutions); reveal.js from _vendor/reveal, MathJax from the site's package: works from file://.
 slides: $(STAMP)
 	@start=$$(date +%s); \
-	$(BIN)/python scripts/slides.py --out $(SLIDES) && t1=$$(date +%s) && \
+	$(BIN)/python -m scripts.slides --out $(SLIDES) && t1=$$(date +%s) && \
 	LLMMATH_REQUIRE_SLIDES=1 $(BIN)/python -m pytest tests/test_slides.py -q -p no:cacheprovider \
 	  -k "not figure_export" && \
 	t2=$$(date +%s) && \
 	echo "make slides: build $$((t1-start)) s, test $$((t2-t1)) s; $(CURDIR)/$(SLIDES)/index.html"
 
-# Every figure re-drawn by its builder (one process per chapter) as SVG and PNG, named by label.
+# Every figure re-drawn by its builder (one process per chapter) as SVG and PNG, named by label,
+# numbered as the last `make book` resolved them (_build/resolved.json).
 # Separate from `make slides` (which reuses the notebooks' PNGs) because it re-runs every chapter.
 figures: $(STAMP)
 	@start=$$(date +%s); \
-	$(BIN)/python scripts/figures.py --out $(FIGURES) && t1=$$(date +%s) && \
+	$(BIN)/python -m scripts.figures --out $(FIGURES) && t1=$$(date +%s) && \
 	LLMMATH_REQUIRE_FIGURES=1 $(BIN)/python -m pytest tests/test_slides.py -q -p no:cacheprovider \
 	  -k figure_export && \
 	t2=$$(date +%s) && \
 	echo "make figures: build $$((t1-start)) s, test $$((t2-t1)) s; $(CURDIR)/$(FIGURES)/index.html"
 
-lab: $(STAMP) notebooks
+lab: $(STAMP)
+	$(BIN)/python -m scripts.reader_edition --out $(NOTEBOOKS)
 	$(BIN)/jupyter lab $(NOTEBOOKS)/
 
 bench: $(STAMP)

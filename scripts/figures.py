@@ -16,7 +16,10 @@ vector drawing. Explorer cells (``widgets.*``/``frames.*`` calls) and every cell
 figure (exercise keys, answer checks) are skipped, and glue calls do nothing. A figure whose cell
 no longer draws exactly one figure is an error, not a silent gap.
 
-Usage: python scripts/figures.py [--out DIR] [--jobs N] [chapter docnames or stems ...]
+Figure numbers and chapter titles are the HTML build's (_build/resolved.json): run `make book`
+first.
+
+Usage: python -m scripts.figures [--out DIR] [--jobs N] [chapter docnames or stems ...]
 """
 
 from __future__ import annotations
@@ -33,8 +36,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import reader_edition as rd  # noqa: E402
+from scripts import reader_edition as rd  # captions and numbers as the reader's edition shows them
 
 ROOT = rd.ROOT
 OUT = ROOT / "_build" / "figures"
@@ -112,8 +114,9 @@ def run_chapter(nb_path: Path, out: Path) -> list[dict]:
 def _worker(doc: str, out: Path) -> tuple[str, float]:
     start = time.perf_counter()
     env = dict(os.environ, MPLBACKEND="Agg")
-    proc = subprocess.run([sys.executable, __file__, "--worker", str(ROOT / f"{doc}.ipynb"),
-                           "--out", str(out)], capture_output=True, text=True, env=env)
+    proc = subprocess.run([sys.executable, "-m", "scripts.figures", "--worker",
+                           str(ROOT / f"{doc}.ipynb"), "--out", str(out)],
+                          capture_output=True, text=True, env=env, cwd=ROOT)
     if proc.returncode:
         raise RuntimeError(f"figures: {doc} failed:\n{proc.stderr[-3000:]}")
     return doc, time.perf_counter() - start
@@ -187,7 +190,11 @@ def main(argv: list[str] | None = None) -> int:
         run_chapter(args.worker.resolve(), args.out.resolve())
         return 0
     start = time.perf_counter()
-    times = build(args.out.resolve(), args.chapters or None, args.jobs)
+    try:
+        times = build(args.out.resolve(), args.chapters or None, args.jobs)
+    except rd.NotBuilt as exc:
+        print(f"figures: {exc}", file=sys.stderr)
+        return 2
     n = sum(1 for _ in args.out.glob("*/*.svg"))
     slow = ", ".join(f"{Path(d).name} {t:.1f} s" for d, t in sorted(times.items()))
     print(f"figures: {n} figures (SVG and PNG) in {args.out} "

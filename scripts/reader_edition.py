@@ -1,23 +1,26 @@
-"""The reader's edition of the chapter notebooks (`make notebooks`).
+"""The reader's edition of the chapter notebooks (`make notebooks`, run by `make book`).
 
 The chapters in book/ are MyST source: numbers are `{glue:}` placeholders filled in by the book
 build, citations and cross-references are roles, admonitions and exercises are directive fences.
-JupyterLab, Colab and Binder show all of that as raw text. This script writes, for every notebook
-listed in _toc.yml, a copy into _build/notebooks/ (same file names) whose markdown every Jupyter
-front end renders:
+JupyterLab, Colab and Binder show all of that as raw text. This module writes, for every notebook
+of _toc.yml, a copy into _build/notebooks/ (same file names) whose markdown every Jupyter front
+end renders:
 
 - `{glue:}` / `{glue:text}` / `{glue:md}` roles and `{glue:figure}` directives: the glued value
   from the notebook's own stored outputs (format specs such as ``:.1f`` applied);
 - admonitions: titled blockquotes; `{dropdown}` and ``:class: dropdown``: ``<details>`` blocks;
 - `{exercise}`: numbered headings; `{solution}`: ``<details><summary>`` blocks;
 - `{cite}` / `{cite:t}` / `{cite:p}`: author-year text linking to a References cell appended to
-  the chapter (the entries it cites, from references.bib);
-- `{numref}` / `{ref}` / `{eq}` / `{doc}`: the numbers and titles the HTML build gives them,
-  computed from the same rules (chapters numbered through the numbered parts of _toc.yml, figures,
-  equations, exercises and sections numbered in document order within a chapter); a test checks
-  them against the built site where one exists;
-- labelled display math (`$$ ... $$ (label)`, `{math}`): `$$ ... \\tag{3.1} $$`, which MathJax
-  numbers.
+  the chapter (the entries it cites, formatted as the site's bibliography formats them);
+- `{numref}` / `{ref}` / `{eq}` / `{doc}`, section numbers, figure captions, labelled display math
+  (``\\tag{3.1}``, which MathJax numbers): the numbers and titles the HTML build gave them.
+
+Nothing is renumbered here. The HTML build writes what Sphinx resolved (numbers of sections,
+figures, equations and exercises, page titles, citation texts) to ``_build/resolved.json``
+(_ext/resolved.py), and this module reads it: run `make book` first. MyST is parsed with
+myst-parser's own markdown-it parser (the one the site is built with), so roles, targets,
+directives and labelled math are found as the site finds them; the text around them is kept
+byte for byte.
 
 Code cells, outputs and widget state are kept; cells the site hides get their input collapsed
 (``metadata.jupyter.source_hidden``); each figure gets its numbered caption as a markdown cell; a
@@ -25,20 +28,21 @@ first code cell installs the library when `llmmath` is not importable (Colab, Bi
 
 ``student=True`` (for the teaching kit's student edition, `make student`) additionally drops every
 solution block and every cell tagged ``answer`` (``ANSWER_TAG``: the hidden cells that compute the
-values only solutions show, and any cell whose output gives an exercise's answer away).
-``--student-site DIR`` writes the MyST source of the student site into DIR: the pages of _toc.yml
-with the same cells and solution blocks removed but MyST kept, the configuration (title marked,
-sphinx-exercise's ``hide_solutions`` on) and links to the assets, for `jupyter-book build DIR`.
+values only solutions show, and any cell whose output gives an exercise's answer away), with
+nbconvert's ``TagRemovePreprocessor``. ``--student-site DIR`` writes the MyST source of the
+student site into DIR: the pages of _toc.yml with the same cells and solution blocks removed but
+MyST kept, the configuration (title marked, sphinx-exercise's ``hide_solutions`` on) and links to
+the assets, for `jupyter-book build DIR` (no build needed for that step).
 
-Standard library only, so it runs before any environment exists.
-Usage: python scripts/reader_edition.py [--out DIR] [--student] [notebook names ...]
-       python scripts/reader_edition.py --student-site DIR
+Usage: python -m scripts.reader_edition [--out DIR] [--resolved JSON] [--student] [names ...]
+       python -m scripts.reader_edition --student-site DIR
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import json
 import re
 import sys
@@ -47,6 +51,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "_build" / "notebooks"
+RESOLVED = ROOT / "_build" / "resolved.json"  # written by _ext/resolved.py
 RECORD = "application/papermill.record/"
 # The one tag that marks an answer cell: the student edition drops it (README, "For instructors").
 ANSWER_TAG = "answer"
@@ -60,147 +65,91 @@ ADMONITIONS = ("note", "tip", "hint", "important", "warning", "caution", "attent
 FALLBACK_REPO_URL = ""
 
 
-# --------------------------------------------------------------------------------------------
-# Bibliography
-
-
-def _strip_braces(text: str) -> str:
-    return re.sub(r"\s+", " ", text.replace("{", "").replace("}", "")).strip()
-
-
-def _split_top(text: str, sep: str) -> list[str]:
-    """Split on `sep` only outside braces (BibTeX's author lists)."""
-    parts, depth, cur, i = [], 0, [], 0
-    while i < len(text):
-        ch = text[i]
-        depth += ch == "{"
-        depth -= ch == "}"
-        if depth == 0 and text.startswith(sep, i):
-            parts.append("".join(cur))
-            cur, i = [], i + len(sep)
-            continue
-        cur.append(ch)
-        i += 1
-    parts.append("".join(cur))
-    return [p.strip() for p in parts if p.strip()]
-
-
-def parse_bib(text: str) -> dict[str, dict[str, str]]:
-    """Entries of a BibTeX file: {key: {"type": ..., field: value}} (values with braces kept)."""
-    entries = {}
-    for m in re.finditer(r"@(\w+)\s*\{\s*([^,\s]+)\s*,", text):
-        depth, i = 1, m.end()
-        while i < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
-        body = text[m.end():i - 1]
-        fields = {"type": m.group(1).lower()}
-        for f in _split_top(body, ","):
-            if "=" not in f:
-                continue
-            name, value = f.split("=", 1)
-            value = value.strip()
-            if value[:1] in "{\"":
-                value = value[1:-1]
-            fields[name.strip().lower()] = value.strip()
-        entries[m.group(2)] = fields
-    return entries
-
-
-def _last_names(entry: dict[str, str]) -> list[str]:
-    names = []
-    for author in _split_top(entry.get("author", ""), " and "):
-        if author.startswith("{") and author.endswith("}"):
-            names.append(_strip_braces(author))  # a corporate author: {NVIDIA}
-        elif "," in author:
-            names.append(_strip_braces(author.split(",", 1)[0]))
-        else:
-            names.append(_strip_braces(author).split(" ")[-1])
-    return names
-
-
-def cite_parts(entry: dict[str, str]) -> tuple[str, str]:
-    """(authors, year) as the site's author_year style prints them: "Pope *et al.*", "2023"."""
-    names = _last_names(entry) or [_strip_braces(entry.get("title", "?"))]
-    if len(names) == 1:
-        who = names[0]
-    elif len(names) == 2:
-        who = f"{names[0]} and {names[1]}"
-    else:
-        who = f"{names[0]} *et al.*"
-    return who, _strip_braces(entry.get("year", "n.d."))
-
-
-def _first_last(author: str) -> str:
-    """ "Pope, Reiner" -> "Reiner Pope"; a braced corporate author stays as it is."""
-    if author.startswith("{") or "," not in author:
-        return _strip_braces(author)
-    last, first = author.split(",", 1)
-    return _strip_braces(f"{first} {last}")
-
-
-def reference_entry(entry: dict[str, str]) -> str:
-    """One line of the References cell."""
-    authors = [_first_last(a) for a in _split_top(entry.get("author", ""), " and ")]
-    who = ", ".join(authors) if len(authors) <= 6 else ", ".join(authors[:6]) + ", et al."
-    parts = [f"{who} ({_strip_braces(entry.get('year', 'n.d.'))}).",
-             f"*{_strip_braces(entry.get('title', ''))}*."]
-    venue = entry.get("booktitle") or entry.get("journal") or entry.get("howpublished") or ""
-    if venue:
-        parts.append(_strip_braces(venue) + ".")
-    url = entry.get("url") or (f"https://doi.org/{entry['doi']}" if entry.get("doi") else "")
-    if url:
-        parts.append(f"<{url}>")
-    return " ".join(parts)
+class NotBuilt(RuntimeError):
+    """The resolved numbers are missing: the HTML build has not run."""
 
 
 # --------------------------------------------------------------------------------------------
-# The book: table of contents, labels and their numbers
+# The book: pages of _toc.yml, and what the HTML build resolved
 
 
-def read_toc(root: Path) -> list[tuple[str, str | None]]:
-    """[(docname, chapter number or None)] in _toc.yml order; numbering runs on across numbered
-    parts, as sphinx-multitoc-numbering does."""
-    docs, numbered, n = [], False, 0
-    for line in (root / "_toc.yml").read_text(encoding="utf-8").splitlines():
-        s = line.strip()
-        if s.startswith("root:"):
-            docs.append((s.split(":", 1)[1].strip(), None))
-        elif s.startswith("- caption:"):
-            numbered = False
-        elif s.startswith("numbered:"):
-            numbered = s.split(":", 1)[1].strip().lower() == "true"
-        elif s.startswith("- file:"):
-            name = s.split(":", 1)[1].strip()
-            if numbered:
-                n += 1
-            docs.append((name, str(n) if numbered else None))
-    return docs
+def toc_pages(root: Path = ROOT) -> list[tuple[str, bool]]:
+    """[(docname, in a numbered part)] in _toc.yml order, as Jupyter Book's own parser
+    (sphinx-external-toc) reads it. For what needs no build (the student site's source, lists
+    of chapters); numbers and titles come from the build (`load_book`)."""
+    from sphinx_external_toc.parsing import parse_toc_yaml
+
+    site = parse_toc_yaml(root / "_toc.yml")
+    numbered = {doc for tree in site.root.subtrees if tree.numbered for doc in tree.files()}
+    return [(doc, doc in numbered) for doc in site]
 
 
 @dataclass
 class Target:
-    kind: str  # "section", "figure", "equation", "exercise"
+    kind: str  # "section", "figure", "equation", "exercise", "table", ... or "target"
     doc: str  # docname, e.g. "book/decode_roofline"
     number: str  # "3.1" ("" when unnumbered)
     title: str = ""
+    ref_is_numref: bool = False  # sphinx-exercise shows a plain {ref} as its {numref}
 
 
 @dataclass
 class Book:
     root: Path
-    docs: list[tuple[str, str | None]]
+    docs: list[tuple[str, str | None]]  # (docname, chapter number or None), toc order
     titles: dict[str, str] = field(default_factory=dict)  # docname -> title (no number)
     labels: dict[str, Target] = field(default_factory=dict)
-    bib: dict[str, dict[str, str]] = field(default_factory=dict)
-    numbers: dict[str, dict] = field(default_factory=dict)  # docname -> per-doc numbering
+    sections: dict[str, list[dict]] = field(default_factory=dict)  # docname -> in doc order
+    parts: dict[str, str] = field(default_factory=dict)  # docname -> part caption
+    citations: dict[str, dict] = field(default_factory=dict)  # bib key -> author, year, entry
+    cite_style: dict = field(default_factory=dict)  # brackets and separators
+    formats: dict = field(default_factory=lambda: {"numfig": {}, "eq": "({number})"})
 
 
-FENCE_RE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,}|:{3,})(?P<info>.*)$")
-DIRECTIVE_RE = re.compile(r"^\{(?P<name>[\w:-]+)\}\s*(?P<arg>.*)$")
-HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-TARGET_RE = re.compile(r"^\(([\w:.-]+)\)=\s*$")
-DMATH_RE = re.compile(r"\$\$(.+?)\$\$[ \t]*\(([\w:.-]+)\)", re.S)
+def load_book(root: Path = ROOT, resolved: Path | None = None) -> Book:
+    """The book as the HTML build resolved it (``_build/resolved.json``)."""
+    path = resolved or (root / "_build" / "resolved.json")
+    if not path.exists():
+        raise NotBuilt(f"{path} is missing: the reader's edition takes its numbers, titles and "
+                       "citations from the HTML build; run `make book` first")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    docs = data["docs"]
+    return Book(
+        root=root,
+        docs=[(doc, d["number"] or None) for doc, d in docs.items()],
+        titles={doc: d["title"] for doc, d in docs.items()},
+        labels={k: Target(v["kind"], v["doc"], v["number"], v["title"], v["ref_is_numref"])
+                for k, v in data["labels"].items()},
+        sections={doc: d["sections"] for doc, d in docs.items()},
+        parts={doc: d["part"] for doc, d in docs.items()},
+        citations=data["citations"], cite_style=data["cite_style"], formats=data["formats"])
+
+
+def chapter_notebooks(book: Book) -> list[str]:
+    return [doc for doc, _ in book.docs if (book.root / f"{doc}.ipynb").exists()]
+
+
+# --------------------------------------------------------------------------------------------
+# MyST, as the site's parser sees it
+
+
+@functools.cache
+def _parser():
+    """myst-parser's markdown-it parser with the extensions _config.yml enables."""
+    import yaml
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.config.main import MdParserConfig
+    from myst_parser.parsers.mdit import create_md_parser
+
+    parse = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8")).get("parse", {})
+    cfg = MdParserConfig(enable_extensions=set(parse.get("myst_enable_extensions", [])),
+                         dmath_double_inline=parse.get("myst_dmath_double_inline", False))
+    return create_md_parser(cfg, RendererHTML)
+
+
+def parse(text: str):
+    """The block tokens of MyST markdown (markdown-it-py tokens, with line maps)."""
+    return _parser().parse(text)
 
 
 @dataclass
@@ -211,142 +160,111 @@ class Directive:
     body: str
 
 
-def parse_blocks(text: str) -> list:
-    """Split markdown into plain text (str), code fences (("code", raw)) and Directives."""
-    lines = text.split("\n")
-    out, buf, i = [], [], 0
-    while i < len(lines):
-        m = FENCE_RE.match(lines[i])
-        if not m:
-            buf.append(lines[i])
-            i += 1
-            continue
-        fence, info = m.group("fence"), m.group("info").strip()
-        j = i + 1
-        close = re.compile(r"^ {0,3}" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}\s*$")
-        while j < len(lines) and not close.match(lines[j]):
-            j += 1
-        body = lines[i + 1:j]
-        d = DIRECTIVE_RE.match(info)
-        if buf:
-            out.append("\n".join(buf))
-            buf = []
-        if d and not (fence[0] == ":" and False):
-            options, k = {}, 0
-            while k < len(body) and re.match(r"^\s*:[\w-]+:", body[k]):
-                key, _, value = body[k].strip()[1:].partition(":")
-                options[key] = value.strip()
-                k += 1
-            while k < len(body) and not body[k].strip() and k == len(options):
-                k += 1
-            out.append(Directive(d.group("name"), d.group("arg").strip(), options,
-                                 "\n".join(body[k:]).strip("\n")))
-        elif fence[0] == ":":
-            buf.extend(lines[i:j + 1])  # a bare ::: fence is not MyST; leave it as text
-        else:
-            out.append(("code", "\n".join(lines[i:j + 1])))
-        i = j + 1
-    if buf:
-        out.append("\n".join(buf))
-    return out
+def directive(token) -> Directive | None:
+    """A ```{name} / :::{name} fence as a Directive (None for a code fence)."""
+    if token.type not in ("fence", "colon_fence"):
+        return None
+    m = re.match(r"^\{([\w:-]+)\}\s*(.*)$", token.info.strip())
+    if not m:
+        return None
+    lines = token.content.split("\n")
+    options, k = {}, 0
+    while k < len(lines) and re.match(r"^\s*:[\w-]+:", lines[k]):
+        key, _, value = lines[k].strip()[1:].partition(":")
+        options[key] = value.strip()
+        k += 1
+    if options and k < len(lines) and not lines[k].strip():
+        k += 1  # the blank line between options and content
+    return Directive(m.group(1), m.group(2).strip(), options, "\n".join(lines[k:]).strip("\n"))
 
 
-def _plain_title(text: str) -> str:
-    """A heading's title as a reference shows it: roles reduced to their text, no markup."""
-    text = re.sub(r"\{[\w:-]+\}`([^`]*)`", r"\1", text)
-    return text.replace("**", "").replace("`", "").strip()
+def roles(tokens):
+    """Every role of the inline text of these block tokens, in order: (name, content)."""
+    for tok in tokens:
+        for child in tok.children or []:
+            if child.type == "myst_role":
+                yield child.meta["name"], child.content
 
 
-def scan_document(book: Book, doc: str, chapter: str | None, nb: dict) -> None:
-    """Number this document's sections, figures, equations and exercises; register labels."""
-    counts = {"figure": 0, "equation": 0, "exercise": 0}
-    sections = [0, 0, 0, 0, 0, 0]
-    headings = []  # per markdown cell, in order: list of section numbers for its headings
-    pending: list[str] = []
-
-    def num(kind):
-        counts[kind] += 1
-        return f"{chapter}.{counts[kind]}" if chapter else str(counts[kind])
-
-    def scan_text(text):
-        nums = []
-        for line in text.split("\n"):
-            t = TARGET_RE.match(line)
-            if t:
-                pending.append(t.group(1))
-                continue
-            h = HEADING_RE.match(line)
-            if h:
-                level, title = len(h.group(1)), h.group(2)
-                if level == 1:
-                    book.titles.setdefault(doc, _plain_title(title))
-                    number = chapter or ""
-                else:
-                    sections[level - 1] += 1
-                    for k in range(level, 6):
-                        sections[k] = 0
-                    number = ".".join([chapter] + [str(s) for s in sections[1:level]]) \
-                        if chapter else ""
-                nums.append(number)
-                for label in pending:
-                    book.labels[label] = Target("section", doc, number, _plain_title(title))
-                pending.clear()
-            elif line.strip():
-                for label in pending:  # a target before a paragraph: link text is the label
-                    book.labels[label] = Target("section", doc, "", label)
-                pending.clear()
-        for m in DMATH_RE.finditer(text):
-            book.labels[m.group(2)] = Target("equation", doc, num("equation"))
-        return nums
-
-    def scan_blocks(blocks, nums):
-        for b in blocks:
-            if isinstance(b, str):
-                nums.extend(scan_text(b))
-            elif isinstance(b, Directive):
-                name = b.name
-                if name == "exercise":
-                    t = Target("exercise", doc, num("exercise"), b.arg)
-                    if "label" in b.options:
-                        book.labels[b.options["label"]] = t
-                elif name == "math" and "label" in b.options:
-                    book.labels[b.options["label"]] = Target("equation", doc, num("equation"))
-                elif name in ("figure", "glue:figure") and "name" in b.options:
-                    book.labels[b.options["name"]] = Target("figure", doc, num("figure"))
-                if name not in ("math",):
-                    scan_blocks(parse_blocks(b.body), [])
-
-    for cell in nb["cells"]:
-        src = _source(cell)
-        if cell["cell_type"] == "markdown":
-            nums = []
-            scan_blocks(parse_blocks(src), nums)
-            headings.append(nums)
-        elif cell["cell_type"] == "code":
-            fig = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
-            if fig.get("name"):
-                book.labels[fig["name"]] = Target("figure", doc, num("figure"))
-    book.numbers[doc] = {"headings": headings}
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    for m in re.finditer("\n", text):
+        starts.append(m.end())
+    starts.append(len(text) + 1)
+    return starts
 
 
-def _source(cell) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
+def rewrite(text: str, block, role, heading=None) -> str:
+    """`text` with its MyST constructs replaced and everything else kept as it is.
+
+    ``block(token, raw)`` returns the replacement of a fence, target or labelled display math
+    (``None``: keep it), ``role(name, content)`` the text of a role (``role=None``: keep roles),
+    ``heading()`` the number to put before the next heading ("" for none)."""
+    starts = _line_starts(text)
+    edits, cursor = [], 0
+    for tok in parse(text):
+        if tok.map and tok.type in ("fence", "colon_fence", "myst_target", "math_block_label"):
+            a, b = starts[tok.map[0]], min(starts[tok.map[1]], len(text))
+            raw = text[a:b]
+            new = block(tok, raw.rstrip("\n"))
+            if new is not None:
+                edits.append((a, b, new + "\n" if new and raw.endswith("\n") else new))
+            cursor = b
+        elif (tok.type == "heading_open" and heading is not None and tok.level == 0
+              and tok.markup.startswith("#")):
+            n = heading()
+            m = re.match(r"[ \t]*#{1,6}[ \t]+", text[starts[tok.map[0]]:])
+            if n and m:
+                at = starts[tok.map[0]] + m.end()
+                edits.append((at, at, f"{n}. "))
+        elif tok.type == "inline" and role is not None:
+            for child in tok.children or []:
+                if child.type == "code_inline":  # step over it: a role spelled inside is code
+                    body = r"\s+".join(map(re.escape, child.content.split()))
+                    tick = re.escape(child.markup)
+                    m = re.compile(tick + r"\s*" + body + r"\s*" + tick).search(text, cursor)
+                    cursor = m.end() if m else cursor
+                elif child.type == "myst_role":
+                    name, content = child.meta["name"], child.content
+                    pat = re.compile(r"\{" + re.escape(name) + r"\}(`+)" + re.escape(content)
+                                     + r"\1")
+                    m = pat.search(text, cursor)
+                    if not m:
+                        raise ValueError(f"role {{{name}}}`{content}` not found in its source")
+                    edits.append((m.start(), m.end(), role(name, content)))
+                    cursor = m.end()
+    out, pos = [], 0
+    for a, b, new in sorted(edits, key=lambda e: (e[0], e[1])):
+        out.append(text[pos:a])
+        out.append(new)
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
 
 
-def load_book(root: Path = ROOT) -> Book:
-    book = Book(root, read_toc(root))
-    bib = root / "references.bib"
-    if bib.exists():
-        book.bib = parse_bib(bib.read_text(encoding="utf-8"))
-    for doc, chapter in book.docs:
-        ipynb, md = root / f"{doc}.ipynb", root / f"{doc}.md"
-        if ipynb.exists():
-            scan_document(book, doc, chapter, json.loads(ipynb.read_text(encoding="utf-8")))
-        elif md.exists():
-            cell = {"cell_type": "markdown", "source": md.read_text(encoding="utf-8")}
-            scan_document(book, doc, chapter, {"cells": [cell]})
-    return book
+def glue_refs(text: str) -> set[str]:
+    """Names of glued values this MyST text pastes (roles and {glue:figure}), at any depth."""
+    found = set()
+    for tok in parse(text):
+        d = directive(tok)
+        if d:
+            if d.name.startswith("glue"):
+                found.add(d.arg)
+            found |= glue_refs(d.arg) | glue_refs(d.body)
+        for name, content in roles([tok]):
+            if name.startswith("glue"):
+                found.add(content.partition(":")[0].strip())
+    return found
+
+
+def solution_bodies(text: str) -> list[str]:
+    """The bodies of the `{solution}` blocks of MyST markdown, at any depth."""
+    found = []
+    for tok in parse(text):
+        d = directive(tok)
+        if d:
+            found += [d.body] if d.name == "solution" else solution_bodies(d.body)
+    return found
 
 
 # --------------------------------------------------------------------------------------------
@@ -361,6 +279,11 @@ class Context:
     glue: dict[str, dict] = field(default_factory=dict)  # name -> mime bundle (prefix stripped)
     cited: list[str] = field(default_factory=list)
     student: bool = False
+
+
+def _source(cell) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
 
 
 def glue_values(nb: dict) -> dict[str, dict]:
@@ -427,18 +350,22 @@ def _resolve_doc(ctx: Context, target: str) -> str:
 
 
 def cite_text(ctx: Context, keys: str, role: str) -> str:
-    out = []
+    """A citation as the site's author-year style shows it, each part linking to References."""
+    cites = []
     for key in [k.strip() for k in keys.split(",") if k.strip()]:
-        if key not in ctx.book.bib:
-            raise KeyError(f"{ctx.doc}: citation key {key!r} is not in references.bib")
+        if key not in ctx.book.citations:
+            raise KeyError(f"{ctx.doc}: citation key {key!r} is not in the bibliography")
         if key not in ctx.cited:
             ctx.cited.append(key)
-        who, year = cite_parts(ctx.book.bib[key])
-        out.append((who, year))
-    out.sort()  # the site's author_year style sorts a group by author, then year
+        cites.append(ctx.book.citations[key])
+    cites.sort(key=lambda c: c["order"])  # the site lists a group in the bibliography's order
     if role == "cite:t":
-        return ", ".join(f"{who} [[{year}](#References)]" for who, year in out)
-    return "[" + ", ".join(f"[{who}, {year}](#References)" for who, year in out) + "]"
+        s = ctx.book.cite_style["t"]
+        return s["sep"].join(f"{c['author']}{s['text_reference_sep']}{s['left']}"
+                             f"[{c['year']}](#References){s['right']}" for c in cites)
+    s = ctx.book.cite_style["p"]
+    return s["left"] + s["sep"].join(f"[{c['author']}{s['author_year_sep']}{c['year']}]"
+                                     "(#References)" for c in cites) + s["right"]
 
 
 def role_text(ctx: Context, role: str, content: str) -> str:
@@ -449,23 +376,24 @@ def role_text(ctx: Context, role: str, content: str) -> str:
         return glue_text(ctx, content, role.rstrip(":") or "glue")
     if role in ("cite", "cite:p", "cite:t", "cite:ps", "cite:ts"):
         return cite_text(ctx, content, role[:6] if role.startswith("cite:t") else "cite")
+    numfig = ctx.book.formats["numfig"]
     if role == "numref":
         t = _ref_target(ctx, label)
-        default = {"figure": "Fig. {number}", "equation": "Eq. {number}",
-                   "exercise": "Exercise {number}", "section": "Section {number}"}[t.kind]
-        shown = (text or default).replace("%s", "{number}").replace("{name}", t.title)
+        if t.kind not in numfig:
+            raise KeyError(f"{ctx.doc}: {{numref}} to {label!r}, a {t.kind} (not numbered)")
+        shown = (text or numfig[t.kind]).replace("%s", "{number}").replace("{name}", t.title)
         return shown.replace("{number}", t.number)
     if role == "ref":
         t = _ref_target(ctx, label)
         if text:
             shown = text
-        elif t.kind == "exercise":
-            shown = f"Exercise {t.number}"  # sphinx-exercise's {ref} text
+        elif t.ref_is_numref:
+            shown = numfig[t.kind].replace("%s", t.number)
         else:
             shown = t.title
         return _doc_link(ctx, t.doc, shown) if t.doc != ctx.doc else shown
     if role == "eq":
-        return f"({_ref_target(ctx, label).number})"
+        return ctx.book.formats["eq"].replace("{number}", _ref_target(ctx, label).number)
     if role == "doc":
         doc = _resolve_doc(ctx, label)
         if doc not in ctx.book.titles:
@@ -481,35 +409,9 @@ def role_text(ctx: Context, role: str, content: str) -> str:
                      f"add one to scripts/reader_edition.py")
 
 
-ROLE_OR_CODE = re.compile(r"\{(?P<role>[\w:+-]+)\}(?P<tick>`+)(?P<content>.+?)(?P=tick)"
-                          r"|(?P<code>(?P<ct>`+).+?(?P=ct))", re.S)
-
-
 def transform_roles(text: str, ctx: Context) -> str:
-    """Replace every role in prose (not inside inline code) with its reader's text."""
-    def sub(m):
-        if m.group("code"):
-            return m.group("code")
-        return role_text(ctx, m.group("role"), m.group("content"))
-    return ROLE_OR_CODE.sub(sub, text)
-
-
-def _number_headings(text: str, numbers: list[str]) -> str:
-    it = iter(numbers)
-
-    def heading(m):
-        n = next(it, "")
-        return f"{m.group(1)} {n}. {m.group(2)}" if n else m.group(0)
-    return re.sub(r"(?m)^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$", heading, text) if numbers else text
-
-
-def transform_math(text: str, ctx: Context) -> str:
-    """Labelled display math `$$ x $$ (label)` -> `$$ x \\tag{n} $$` (MathJax numbers it)."""
-    def sub(m):
-        n = _ref_target(ctx, m.group(2)).number
-        body = m.group(1).strip("\n")
-        return f"$$\n{body}\n\\tag{{{n}}}\n$$" if n else f"$$\n{body}\n$$"
-    return DMATH_RE.sub(sub, text)
+    """Every role of inline MyST text (a title, a caption) replaced with its reader's text."""
+    return rewrite(text, lambda tok, raw: None, lambda n, c: role_text(ctx, n, c))
 
 
 def titled_block(title: str, body: str) -> str:
@@ -521,13 +423,21 @@ def details_block(summary: str, body: str) -> str:
     return f"<details>\n<summary>{summary}</summary>\n\n{body}\n\n</details>"
 
 
+def _math(body: str, number: str) -> str:
+    body = body.strip("\n")
+    return f"$$\n{body}\n\\tag{{{number}}}\n$$" if number else f"$$\n{body}\n$$"
+
+
+def _caption(ctx: Context, label: str, caption: str) -> str:
+    kind = ctx.book.formats["numfig"]["figure"].replace("%s", _ref_target(ctx, label).number)
+    return f"**{kind}.** {caption}"
+
+
 def transform_directive(d: Directive, ctx: Context) -> str:
     name = d.name
     if name == "math":
-        body = d.body.strip()
         label = d.options.get("label")
-        n = _ref_target(ctx, label).number if label else ""
-        return f"$$\n{body}\n\\tag{{{n}}}\n$$" if n else f"$$\n{body}\n$$"
+        return _math(d.body.strip(), _ref_target(ctx, label).number if label else "")
     if name == "glue:figure" or name == "glue":
         bundle = ctx.glue.get(d.arg)
         if bundle is None:
@@ -537,21 +447,22 @@ def transform_directive(d: Directive, ctx: Context) -> str:
                  if img else escape_md(_text(bundle.get("text/plain", ""))))
         caption = transform_markdown(d.body, ctx) if d.body else ""
         if "name" in d.options:
-            caption = f"**Fig. {_ref_target(ctx, d.options['name']).number}.** {caption}"
+            caption = _caption(ctx, d.options["name"], caption)
         return shown + (f"\n\n{caption}" if caption.strip() else "")
     body = transform_markdown(d.body, ctx)
     if name == "exercise":
         label = d.options.get("label")
         n = _ref_target(ctx, label).number if label else ""
         title = transform_roles(d.arg, ctx)
-        head = f"Exercise {n}" + (f" ({title})" if title else "")
-        return f"#### {head}\n\n{body}"
+        head = ctx.book.formats["numfig"]["exercise"].replace("%s", n).strip()
+        return f"#### {head}" + (f" ({title})" if title else "") + f"\n\n{body}"
     if name == "solution":
         if ctx.student:
             return ""
         t = _ref_target(ctx, d.arg.strip())
         title = transform_roles(t.title, ctx)
-        summary = f"Solution to Exercise {t.number}" + (f" ({title})" if title else "")
+        head = ctx.book.formats["numfig"]["exercise"].replace("%s", t.number)
+        summary = f"Solution to {head}" + (f" ({title})" if title else "")
         return details_block(summary, body)
     title = transform_roles(d.arg, ctx) if d.arg else ""
     if name == "dropdown" or "dropdown" in d.options.get("class", "").split():
@@ -563,39 +474,59 @@ def transform_directive(d: Directive, ctx: Context) -> str:
     if name == "figure":
         caption = body
         if "name" in d.options:
-            caption = f"**Fig. {_ref_target(ctx, d.options['name']).number}.** {body}"
+            caption = _caption(ctx, d.options["name"], body)
         return f"![{d.options.get('alt', '')}]({d.arg})\n\n{caption}"
     raise ValueError(f"{ctx.doc}: directive {{{name}}} has no reader's-edition rendering; "
                      f"add one to scripts/reader_edition.py")
 
 
 def transform_markdown(text: str, ctx: Context, heading_numbers: list[str] | None = None) -> str:
-    """MyST markdown -> markdown Jupyter renders (directives, targets, math, roles)."""
-    parts = []
-    numbers = list(heading_numbers or [])
-    for b in parse_blocks(text):
-        if isinstance(b, Directive):
-            parts.append(transform_directive(b, ctx))
-        elif isinstance(b, tuple):
-            parts.append(b[1])  # a code fence stays as it is
-        else:
-            b = re.sub(r"(?m)^\([\w:.-]+\)=[ \t]*\n?", "", b)
-            n_here = len(re.findall(r"(?m)^#{1,6}\s+", b))
-            b = _number_headings(b, numbers[:n_here])
-            numbers = numbers[n_here:]
-            parts.append(transform_roles(transform_math(b, ctx), ctx))
-    # A directive always starts a block of its own: keep blank lines around it.
-    return re.sub(r"\n{3,}", "\n\n", "\n\n".join(parts)).strip("\n")
+    """MyST markdown -> markdown Jupyter renders (directives, targets, math, roles, numbers)."""
+    numbers = iter(heading_numbers or [])
+
+    def block(tok, raw):
+        if tok.type == "myst_target":
+            return ""
+        if tok.type == "math_block_label":  # indentation and body kept as written
+            m = re.match(r"^([ \t]*)\$\$(.*)\$\$[ \t]*\([^)]*\)[ \t]*$", raw, re.S)
+            return m.group(1) + _math(m.group(2), _ref_target(ctx, tok.info).number)
+        d = directive(tok)
+        # a directive (and a code fence, kept as it is) is a block of its own: blank lines around
+        return f"\n\n{transform_directive(d, ctx) if d else raw}\n\n"
+
+    out = rewrite(text, block, lambda n, c: role_text(ctx, n, c), lambda: next(numbers, ""))
+    return re.sub(r"\n{3,}", "\n\n", out).strip("\n")
+
+
+def heading_count(text: str) -> int:
+    """The headings of MyST markdown that are sections of the page (not inside a directive)."""
+    return sum(1 for tok in parse(text) if tok.type == "heading_open" and tok.level == 0)
+
+
+def heading_numbers(nb: dict, ctx: Context) -> dict[str, list[str]]:
+    """{cell id: the site's numbers of its headings}: the built page's sections, in order."""
+    sections = ctx.book.sections.get(ctx.doc, [])
+    out, i = {}, 0
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            n = heading_count(_source(cell))
+            out[cell.get("id")] = [s["number"] for s in sections[i:i + n]]
+            i += n
+    if i != len(sections):
+        raise ValueError(f"{ctx.doc}: {i} headings in the notebook, {len(sections)} sections in "
+                         "the built page: rebuild the site (`make book`)")
+    return out
 
 
 def install_cell(root: Path = ROOT) -> dict:
     """The first code cell: install llmmath when it is missing (Colab, Binder); else a no-op."""
+    import yaml
+
     url = FALLBACK_REPO_URL
     cfg = root / "_config.yml"
     if cfg.exists():
-        m = re.search(r"(?ms)^repository:\s*\n(?:\s+.*\n)*?\s+url:\s*\"?([^\"\n]*)\"?",
-                      cfg.read_text())
-        url = (m.group(1).strip() if m else "") or url
+        repo = yaml.safe_load(cfg.read_text(encoding="utf-8")).get("repository") or {}
+        url = (repo.get("url") or "").strip() or url
     target = f"git+{url}" if url else ""
     src = [
         "# Reader's edition: install the book's library `llmmath` where it is missing (Colab,\n",
@@ -622,17 +553,18 @@ def transform_output(out: dict, ctx: Context) -> dict:
     data = out.get("data", {})
     if "text/markdown" in data:
         out = copy.deepcopy(out)
-        md = transform_roles(_text(data["text/markdown"]), ctx)
-        out["data"]["text/markdown"] = md
+        out["data"]["text/markdown"] = transform_roles(_text(data["text/markdown"]), ctx)
     return out
 
 
 def references_cell(ctx: Context) -> dict | None:
+    """The entries this chapter cites, labelled and formatted as the site's bibliography."""
     if not ctx.cited:
         return None
     lines = ["## References", ""]
-    for key in sorted(ctx.cited, key=lambda k: (cite_parts(ctx.book.bib[k]), k)):
-        lines.append(f"- {reference_entry(ctx.book.bib[key])}")
+    for key in sorted(ctx.cited, key=lambda k: ctx.book.citations[k]["order"]):
+        c = ctx.book.citations[key]
+        lines.append(f"- \\[{escape_md(c['label'])}\\] {c['entry']}")
     return {"cell_type": "markdown", "id": "reader-references", "metadata": {},
             "source": "\n".join(lines)}
 
@@ -644,27 +576,22 @@ def _split_source(text: str) -> list[str]:
 def transform_notebook(nb: dict, ctx: Context, student: bool = False) -> dict:
     """The reader's (or, with `student`, the student's) edition of one executed notebook."""
     ctx.student = student
+    numbers = heading_numbers(nb, ctx)  # of the whole page, before any cell is dropped
     if student:
         nb = student_source(nb, ctx.doc)  # answer cells and their glued values gone first
     ctx.glue = glue_values(nb)
     new = copy.deepcopy(nb)
-    headings = iter(ctx.book.numbers.get(ctx.doc, {}).get("headings", []))
     cells, installed = [], False
-    for cell in nb["cells"]:
-        cell = copy.deepcopy(cell)
+    for cell in copy.deepcopy(nb["cells"]):
         tags = cell.get("metadata", {}).get("tags", [])
         if cell["cell_type"] == "markdown":
-            nums = next(headings, [])
-            if student and any(t in ANSWER_TAGS for t in tags):
-                continue
-            cell["source"] = _split_source(transform_markdown(_source(cell), ctx, nums))
+            text = transform_markdown(_source(cell), ctx, numbers.get(cell.get("id"), []))
+            cell["source"] = _split_source(text)
             if cell["source"]:
                 cells.append(cell)
             continue
         if cell["cell_type"] != "code":
             cells.append(cell)
-            continue
-        if student and any(t in ANSWER_TAGS for t in tags):
             continue
         if not installed:
             cells.append(install_cell(ctx.book.root))
@@ -675,10 +602,9 @@ def transform_notebook(nb: dict, ctx: Context, student: bool = False) -> dict:
         cells.append(cell)
         fig = cell["metadata"].get("mystnb", {}).get("figure", {})
         if fig.get("name"):
-            number = _ref_target(ctx, fig["name"]).number
             caption = transform_markdown(fig.get("caption", ""), ctx)
             cells.append({"cell_type": "markdown", "id": f"reader-caption-{fig['name']}"[:64],
-                          "metadata": {}, "source": f"**Fig. {number}.** {caption}"})
+                          "metadata": {}, "source": _caption(ctx, fig["name"], caption)})
     refs = references_cell(ctx)
     if refs:
         cells.append(refs)
@@ -688,43 +614,28 @@ def transform_notebook(nb: dict, ctx: Context, student: bool = False) -> dict:
 
 
 # --------------------------------------------------------------------------------------------
-# The student site: the MyST source with answers removed
+# The student edition: answer cells and solution blocks removed, MyST otherwise kept
 
 
 def strip_solutions(text: str) -> str:
     """MyST markdown with every ``{solution}`` block removed (at any depth); the rest verbatim."""
-    lines = text.split("\n")
-    out, i = [], 0
-    while i < len(lines):
-        m = FENCE_RE.match(lines[i])
-        if not m:
-            out.append(lines[i])
-            i += 1
-            continue
-        fence = m.group("fence")
-        close = re.compile(r"^ {0,3}" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}\s*$")
-        j = i + 1
-        while j < len(lines) and not close.match(lines[j]):
-            j += 1
-        d = DIRECTIVE_RE.match(m.group("info").strip())
-        if d and d.group("name") == "solution":
-            i = j + 1
-            continue
-        body = "\n".join(lines[i + 1:j])
-        out.append(lines[i])
-        if d:
-            body = strip_solutions(body)
-        if body or j > i + 1:
-            out.append(body)
-        if j < len(lines):
-            out.append(lines[j])
-        i = j + 1
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
+    def block(tok, raw):
+        d = directive(tok)
+        if d is None:
+            return None
+        if d.name == "solution":
+            return ""
+        lines = raw.split("\n")
+        if len(lines) < 2:
+            return None
+        inner = "\n".join(lines[1:-1])
+        stripped = strip_solutions(inner)
+        if stripped == inner:
+            return None
+        return "\n".join([lines[0]] + ([stripped] if stripped else []) + [lines[-1]]) + "\n"
 
-
-def _glue_refs(text: str) -> set[str]:
-    return (set(re.findall(r"\{glue(?::\w*)?\}`([^`:]+)", text))
-            | set(re.findall(r"(?m)^ {0,3}(?:`{3,}|:{3,})\{glue:figure\}\s*(\S+)", text)))
+    out = rewrite(text, block, None)
+    return re.sub(r"\n{3,}", "\n\n", out).strip("\n")
 
 
 def _is_answer(cell: dict) -> bool:
@@ -732,26 +643,25 @@ def _is_answer(cell: dict) -> bool:
 
 
 def student_source(nb: dict, doc: str = "") -> dict:
-    """One notebook's student MyST source: answer cells and solution blocks removed.
+    """One notebook's student MyST source: answer cells (nbconvert's TagRemovePreprocessor) and
+    solution blocks removed.
 
     Raises ValueError when the remaining prose pastes a glued value that only an answer cell
     computes (an exercise statement needs it: glue it in an untagged cell instead)."""
-    new = copy.deepcopy(nb)
-    cells = []
+    import nbformat
+    from nbconvert.preprocessors import TagRemovePreprocessor
+
+    new = nbformat.from_dict(copy.deepcopy(nb))
+    TagRemovePreprocessor(remove_cell_tags=set(ANSWER_TAGS), enabled=True).preprocess(new, {})
+    new = json.loads(json.dumps(new))  # back to plain dicts
     for cell in new["cells"]:
         if cell["cell_type"] == "markdown":
-            # emptied, not dropped: markdown cells stay in step with the book's heading numbers
-            cell["source"] = ("" if _is_answer(cell)
-                              else _split_source(strip_solutions(_source(cell))))
-        elif _is_answer(cell):
-            continue
-        cells.append(cell)
-    new["cells"] = cells
+            cell["source"] = _split_source(strip_solutions(_source(cell)))
     kept = set(glue_values(new))
     needed = set()
-    for cell in cells:
+    for cell in new["cells"]:
         if cell["cell_type"] == "markdown":
-            needed |= _glue_refs(_source(cell))
+            needed |= glue_refs(_source(cell))
     missing = sorted(needed - kept)
     if missing:
         raise ValueError(f"{doc}: the student edition's prose pastes {missing}, glued only in "
@@ -779,7 +689,6 @@ def build_student_site(dest: Path, root: Path = ROOT) -> list[Path]:
     """Write the student site's source tree into `dest` (built by `make student`)."""
     import shutil
 
-    book = load_book(root)
     if dest.exists():
         shutil.rmtree(dest)
     (dest / "book").mkdir(parents=True)
@@ -791,7 +700,7 @@ def build_student_site(dest: Path, root: Path = ROOT) -> list[Path]:
         if (root / name).exists():
             (dest / name).symlink_to((root / name).resolve())
     written = []
-    for doc, _ in book.docs:
+    for doc, _ in toc_pages(root):
         src_nb, src_md = root / f"{doc}.ipynb", root / f"{doc}.md"
         if src_nb.exists():
             nb = student_source(json.loads(src_nb.read_text(encoding="utf-8")), doc)
@@ -807,14 +716,10 @@ def build_student_site(dest: Path, root: Path = ROOT) -> list[Path]:
     return written
 
 
-def chapter_notebooks(book: Book) -> list[str]:
-    return [doc for doc, _ in book.docs if (book.root / f"{doc}.ipynb").exists()]
-
-
 def build(out: Path = OUT, student: bool = False, root: Path = ROOT,
-          names: list[str] | None = None) -> list[Path]:
+          names: list[str] | None = None, resolved: Path | None = None) -> list[Path]:
     """Write the edition of every notebook in the table of contents into `out`."""
-    book = load_book(root)
+    book = load_book(root, resolved)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for doc in chapter_notebooks(book):
@@ -832,6 +737,8 @@ def build(out: Path = OUT, student: bool = False, root: Path = ROOT,
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", type=Path, default=OUT, help="output folder (default _build/notebooks)")
+    p.add_argument("--resolved", type=Path, default=None,
+                   help="the HTML build's resolved.json (default _build/resolved.json)")
     p.add_argument("--student", action="store_true", help="drop solutions and answer cells")
     p.add_argument("--student-site", type=Path, metavar="DIR",
                    help="write the student site's MyST source tree into DIR instead")
@@ -841,7 +748,12 @@ def main(argv: list[str] | None = None) -> int:
         written = build_student_site(args.student_site)
         print(f"wrote the student site's source ({len(written)} pages) into {args.student_site}")
         return 0 if written else 1
-    written = build(args.out, student=args.student, names=args.names)
+    try:
+        written = build(args.out, student=args.student, names=args.names,
+                        resolved=args.resolved)
+    except NotBuilt as exc:
+        print(f"reader_edition: {exc}", file=sys.stderr)
+        return 2
     for path in written:
         print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     return 0 if written else 1

@@ -14,15 +14,17 @@ from _toc.yml each time: nothing here names a chapter) it writes `_build/slides/
 
 Every number is the glued value stored in the executed notebook; cross-references, citations and
 glue roles are resolved by the reader's edition (scripts/reader_edition.py), with its student
-mode, so no solution block can reach a deck. Figures are the PNGs the notebook holds (what the
-book shows), written next to the deck as `<chapter>/<label>.png`. An index page lists the decks.
+mode, so no solution block can reach a deck. Chapter, figure and equation numbers, titles and
+part captions are the HTML build's (_build/resolved.json): run `make book` first. Figures are
+the PNGs the notebook holds (what the book shows), written next to the deck as
+`<chapter>/<label>.png`. An index page lists the decks.
 
 Nothing is fetched when a deck is opened: reveal.js (and its notes plugin) comes from
 _vendor/reveal/ (npm `reveal.js` 5.2.1, MIT), MathJax 3 (SVG output, fonts inside the script)
 from the `sphinx-mathjax-offline` package the site already uses; both are copied into
 `_build/slides/_assets/`, so a deck works from file://.
 
-Usage: python scripts/slides.py [--out DIR] [chapter docnames or stems ...]
+Usage: python -m scripts.slides [--out DIR] [chapter docnames or stems ...]
 """
 
 from __future__ import annotations
@@ -38,15 +40,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import reader_edition as rd  # noqa: E402  (the same MyST resolution as the reader's edition)
+from scripts import reader_edition as rd  # the same MyST resolution as the reader's edition
 
 ROOT = rd.ROOT
 OUT = ROOT / "_build" / "slides"
 REVEAL = ROOT / "_vendor" / "reveal"
 ASSETS = "_assets"
 N_EXERCISES = 3
-DMATH_ANY = re.compile(r"\$\$(.+?)\$\$(?:[ \t]*\(([\w:.-]+)\))?", re.S)
+# block tokens after which the paragraph before them no longer introduces a display equation
+LEAD_BREAKS = ("heading_open", "fence", "colon_fence", "math_block", "math_block_label", "amsmath",
+               "table_open", "html_block", "hr", "myst_block_break")
 CITE_LINK = re.compile(r"\[([^\[\]]+)\]\(#References\)")
 
 
@@ -166,10 +169,15 @@ def _question(text: str, ctx: rd.Context) -> str:
     return to_html(rd.transform_roles(m.group(1), ctx)) if m else ""
 
 
-def _lead(before: str, ctx: rd.Context) -> str:
+def _plain_title(text: str) -> str:
+    """A heading's title as a reference shows it: no bold or code markup."""
+    return text.replace("**", "").replace("`", "").strip()
+
+
+def _lead(para: str, ctx: rd.Context) -> str:
     """The last sentence of the paragraph right before a display equation (its introduction)."""
-    para = before.rstrip().split("\n\n")[-1].strip()
-    if not para or "$$" in para or para.startswith("#"):
+    para = para.strip()
+    if not para or "$$" in para:
         return ""
     sentence = re.split(r"(?<=[.!?])\s+(?=[A-Z*])", para)[-1].strip()
     return _strip_p(to_html(rd.transform_markdown(sentence, ctx)))
@@ -199,30 +207,33 @@ def read_deck(book: rd.Book, doc: str, number: str) -> Deck:
             continue
         if not deck.question:
             deck.question = _question(src, ctx)
-        for block in rd.parse_blocks(src):
-            if isinstance(block, rd.Directive):
-                title = block.arg.strip()
-                if block.name == "admonition" and title.lower() == "learning goals":
-                    deck.goals = to_html(rd.transform_markdown(block.body, ctx))
-                elif block.name == "admonition" and title.lower() == "takeaways":
-                    deck.takeaways = to_html(rd.transform_markdown(block.body, ctx))
-                elif block.name == "exercise":
-                    label = block.options.get("label", "")
+        tokens = rd.parse(src)
+        lead = ""  # the last paragraph, while nothing else came after it
+        for i, tok in enumerate(tokens):
+            d = rd.directive(tok)
+            if d:
+                title = d.arg.strip()
+                if d.name == "admonition" and title.lower() == "learning goals":
+                    deck.goals = to_html(rd.transform_markdown(d.body, ctx))
+                elif d.name == "admonition" and title.lower() == "takeaways":
+                    deck.takeaways = to_html(rd.transform_markdown(d.body, ctx))
+                elif d.name == "exercise":
+                    label = d.options.get("label", "")
                     n = book.labels[label].number if label in book.labels else ""
                     exercises.append(Exercise(n, rd.transform_roles(title, ctx),
-                                              to_html(rd.transform_markdown(block.body, ctx))))
+                                              to_html(rd.transform_markdown(d.body, ctx))))
+            elif tok.type == "heading_open" and tok.tag == "h2" and tok.level == 0:
+                section = _plain_title(rd.transform_roles(tokens[i + 1].content, ctx))
+            elif tok.type in ("math_block", "math_block_label"):
+                label = tok.info if tok.type == "math_block_label" else ""
+                n = book.labels[label].number if label else ""
+                deck.items.append(Equation(tok.content.strip("\n"), n, section,
+                                           _lead(lead, ctx)))
+            elif tok.type == "inline" and tokens[i - 1].type == "paragraph_open":
+                lead = tok.content  # at any depth: a list item's paragraph leads its math too
                 continue
-            if isinstance(block, tuple):
-                continue
-            for line in block.split("\n"):
-                h = rd.HEADING_RE.match(line)
-                if h and len(h.group(1)) == 2:
-                    section = rd._plain_title(rd.transform_roles(h.group(2), ctx))
-            for m in DMATH_ANY.finditer(block):
-                label = m.group(2)
-                n = book.labels[label].number if label and label in book.labels else ""
-                deck.items.append(Equation(m.group(1).strip("\n"), n, section,
-                                           _lead(block[:m.start()], ctx)))
+            if tok.type in LEAD_BREAKS:
+                lead = ""
     deck.n_exercises_total = len(exercises)
     if exercises:
         picks = sorted({0, len(exercises) // 2, len(exercises) - 1})[:N_EXERCISES]
@@ -416,17 +427,6 @@ def index_html(decks: list[Deck], parts: dict[str, str]) -> str:
     return INDEX.format(parts="\n".join(blocks), figures=figs)
 
 
-def part_captions(root: Path) -> dict[str, str]:
-    out, caption = {}, ""
-    for line in (root / "_toc.yml").read_text(encoding="utf-8").splitlines():
-        s = line.strip()
-        if s.startswith("- caption:"):
-            caption = s.split(":", 1)[1].strip().strip('"')
-        elif s.startswith("- file:"):
-            out[s.split(":", 1)[1].strip()] = caption
-    return out
-
-
 def copy_assets(out: Path) -> None:
     dest = out / ASSETS
     if dest.exists():
@@ -468,7 +468,7 @@ def build(out: Path = OUT, only: list[str] | None = None, root: Path = ROOT) -> 
         for stale in out.glob("*.html"):
             if stale.name != "index.html" and stale.stem not in {d.stem for d in decks}:
                 stale.unlink()
-    (out / "index.html").write_text(index_html(decks, part_captions(root)),
+    (out / "index.html").write_text(index_html(decks, book.parts),
                                     encoding="utf-8")
     return decks
 
@@ -479,7 +479,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("chapters", nargs="*", help="chapter docnames or stems (default: all)")
     args = ap.parse_args(argv)
     start = time.perf_counter()
-    decks = build(args.out, args.chapters or None)
+    try:
+        decks = build(args.out, args.chapters or None)
+    except rd.NotBuilt as exc:
+        print(f"slides: {exc}", file=sys.stderr)
+        return 2
     n_fig = sum(len(d.figures) for d in decks)
     print(f"slides: {len(decks)} decks, {n_fig} figures in {args.out} "
           f"({time.perf_counter() - start:.1f} s); open {args.out / 'index.html'}")

@@ -8,8 +8,9 @@
 # installs and the single-process stages fill the second core. Both lanes are mostly CPU-bound on
 # two cores, so the gain is what the idle core had: the lanes are balanced to end together.
 #   lane "library": unit, unit-baseline, compat, nbval
-#   lane "site":    TeX Live and Chromium installs, pdf, book, slides, student (its own site in
-#                   _build/student), browser
+#   lane "site":    TeX Live and Chromium installs, pdf, book, notebooks (the reader's edition's
+#                   tests, on the numbers the book build resolved), slides, student (its own site
+#                   in _build/student), browser
 # The site lane builds _build/html only after the unit stage is done: two unit tests read the
 # built site when there is one, and must not see half of one. Each lane logs to
 # _build/bench/lane-<name>.log, printed when the lane ends; a failing stage stops its lane, and
@@ -48,6 +49,7 @@ site_lane() {
   stage pdf $MAKE --no-print-directory pdf || return 1
   while [ ! -e "$OUT/unit.done" ]; do sleep 2; done
   stage build $MAKE --no-print-directory book &&
+  stage notebooks $MAKE --no-print-directory notebooks &&
   stage slides $MAKE --no-print-directory slides &&
   stage student $MAKE --no-print-directory student &&
   stage browser $MAKE --no-print-directory browser
@@ -70,12 +72,12 @@ total=$(( $(date +%s) - start ))
 # every stage's own seconds (lanes overlap, so they sum to more than the total)
 {
   printf '{'
-  for s in unit unit_baseline compat nbval student install_tex install_chromium pdf build slides \
-           browser; do
+  for s in unit unit_baseline compat nbval student install_tex install_chromium pdf build notebooks \
+           slides browser; do
     [ -f "$OUT/stage-$s.s" ] && printf '"%s_s": %s, ' "$s" "$(cat "$OUT/stage-$s.s")"
   done
   printf '"total_s": %s, "lanes": "library: unit unit_baseline compat nbval; ' "$total"
-  printf 'site: install_tex install_chromium pdf build slides student browser"}\n'
+  printf 'site: install_tex install_chromium pdf build notebooks slides student browser"}\n'
 } > "$OUT/test_stages.json"
 echo "make test: $total s wall, stages $(cat "$OUT/test_stages.json")"
 [ "$lib_rc" = 0 ] && [ "$site_rc" = 0 ] && { echo "make test: passed"; exit 0; }

@@ -8,7 +8,6 @@ Screenshots of chapter 3 go to _build/screenshots/lab-*.png.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -25,10 +24,7 @@ pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "_build" / "screenshots"
-_spec = importlib.util.spec_from_file_location("reader_edition", ROOT / "scripts/reader_edition.py")
-re_ed = importlib.util.module_from_spec(_spec)
-sys.modules["reader_edition"] = re_ed
-_spec.loader.exec_module(re_ed)
+from scripts import reader_edition as re_ed  # noqa: E402
 
 # Five notebooks, one per part and two of Part II (the two explorer kinds a reader meets first),
 # are opened in JupyterLab, run top to bottom, their markdown and figures counted and an explorer
