@@ -21,23 +21,24 @@ BOOK = Path(__file__).resolve().parent.parent / "book"
 
 #: card number -> (what the card asks, the exercise label that covers it)
 COVERED = {
-    7: ("typical FLOP per byte of HBM bandwidth, about 300", "ch1-ex-ratio"),
+    7: ("typical FLOP per byte of HBM bandwidth, about 300", "hardware-ex-ratio"),
     8: ("critical batch about 300 x sparsity; DeepSeek-V3 with its real sparsity",
-        "ch4-ex-deepseek"),
-    9: ("HBM drain time of a Rubin GPU, about 15 ms", "ch1-ex-rubin"),
+        "batching-ex-deepseek"),
+    9: ("HBM drain time of a Rubin GPU, about 15 ms", "hardware-ex-rubin"),
     10: ("scale-out bandwidth about 8x below scale-up: one MoE layer over two racks",
-         "ch7-ex-tworacks"),
-    15: ("the 6 in 6ND: forward 2, backward 4", "ch11-ex-six"),
-    16: ("total compute: 6 N D_pre + f_RL N D_RL / u + 2 N D_inf / u", "ch12-ex-equation"),
+         "moe-ex-tworacks"),
+    15: ("the 6 in 6ND: forward 2, backward 4", "training-ex-six"),
+    16: ("total compute: 6 N D_pre + f_RL N D_RL / u + 2 N D_inf / u", "overtraining-ex-equation"),
     18: ("C_pre = C_RL = C_inf with decode at a third of prefill's MFU: D_pre = 1.5 D_RL = D_inf",
-         "ch12-ex-split"),
+         "overtraining-ex-split"),
     19: ("50M tokens/s for two months: 259T inference tokens (the card rounds to 200T)",
-         "ch12-ex-served"),
+         "overtraining-ex-served"),
     20: ("a 100B-active model on that many tokens: about 130x past compute-optimal "
-         "(the card says 100x)", "ch12-ex-factor"),
-    23: ("KV bytes per token implied by a 200k-token price step, about 1.7 kB", "ch6-ex-kvbytes"),
-    24: ("decode MFU implied by output costing 3-5x input", "ch6-ex-mfu"),
-    25: ("cached input about 10x cheaper: recompute against hold and fetch", "ch6-ex-cache"),
+         "(the card says 100x)", "overtraining-ex-factor"),
+    23: ("KV bytes per token implied by a 200k-token price step, about 1.7 kB",
+         "prefill-ex-kvbytes"),
+    24: ("decode MFU implied by output costing 3-5x input", "prefill-ex-mfu"),
+    25: ("cached input about 10x cheaper: recompute against hold and fetch", "prefill-ex-cache"),
 }
 
 def _labels():

@@ -120,14 +120,14 @@ def _secrets() -> dict[str, dict]:
 # asks the reader to read a number off a table or a printed line of the chapter, or a coincidence
 # with an unrelated number of the page. Each is reviewed; anything else found is a leak.
 SHOWN_BY_THE_BODY = {
-    "book/hardware": {"15.9"},  # the body prints I at batch 16; ch1-ex-b16 asks to place it
-    # 206 us of KV read in the Pope et al. row (ch3-ex-moe asks for GB/s)
+    "book/hardware": {"15.9"},  # the body prints I at batch 16; hardware-ex-b16 asks to place it
+    # 206 us of KV read in the Pope et al. row (decode-ex-moe asks for GB/s)
     "book/decode_roofline": {"206"},
-    "book/kv_cache": {"104"},  # 104 GB per chip in the pipelining aside (ch5-ex-pipeline)
+    "book/kv_cache": {"104"},  # 104 GB per chip in the pipelining aside (kv-ex-pipeline)
     "book/prefill_prices": {"285 MB/s"},  # the disk row of the memory-tier table
-    # the domain table lists the B300 rack's HBM (ch7-ex-rack); gpt-oss's "(1.00 D)" expert width;
+    # the domain table lists the B300 rack's HBM (moe-ex-rack); gpt-oss's "(1.00 D)" expert width;
     # the References cell prints the H100 datasheet entry as the bibliography does, whose note
-    # gives NVLink's 900 GB/s, the GB200 scale-up figure one solution quotes (ch7-ex-tworacks)
+    # gives NVLink's 900 GB/s, the GB200 scale-up figure one solution quotes (moe-ex-tworacks)
     "book/moe_rack": {"20.7 TB", "1.00", "900 GB/s"},
 }
 

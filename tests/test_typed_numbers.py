@@ -273,7 +273,7 @@ def test_the_scanner_bites_a_planted_chapter():
 
 
 def test_the_scanner_reads_exercises_but_not_code():
-    md = ("```{exercise} Warm-up\n:label: ch1-ex-rubin\n\nRubin has 288 GB of HBM4.\n```\n\n"
+    md = ("```{exercise} Warm-up\n:label: hardware-ex-rubin\n\nRubin has 288 GB of HBM4.\n```\n\n"
           "```python\nbw = 20  # TB/s, 20 TB/s\n```\n\n"
           "```{math}\n:label: eq-x\n3 \\text{ TB/s}\n```\n")
     assert [t for t, _ in typed_numbers(md)] == ["288 GB"]

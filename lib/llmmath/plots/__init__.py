@@ -26,7 +26,7 @@ helpers several families share), ``explore`` (explorer declarations), and one
 figures-and-explorers module per figure family: ``hardware``, ``counting``, ``decode``,
 ``cost``, ``kv``, ``prefill``, ``moe``, ``pipeline``, ``partition``, ``estimate``, ``training``,
 ``lifetime``, ``tradeoffs``. Each declares its ``__all__`` (what ``llmmath.plots`` exports) and,
-where its chapter has one, its explorer (:func:`llmmath.plots.explore.explorer`); this package
+where its chapter has one, its explorer (``llmmath.plots.explore.explorer``); this package
 gathers both, so a new module needs no line here.
 """
 

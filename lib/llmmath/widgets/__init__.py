@@ -16,7 +16,7 @@ kernel-free twin from :func:`llmmath.frames.slider`, built by the same plot buil
 
 Each chapter's explorer is declared in its figures-and-explorers module (``plots.decode``
 declares ``decode_explorer`` beside ``decode_time_vs_batch``, see
-:mod:`llmmath.plots.explore`); this package discovers the declarations, and
+``llmmath.plots.explore``); this package discovers the declarations, and
 ``widgets.explorer`` holds the machinery that makes them live.
 """
 

@@ -1,7 +1,7 @@
 """The explorer machinery: the live widget an explorer declaration makes (controls, a figure
 kept for the explorer's life and a numbers panel, kept in sync).
 
-Explorers are declared in the figures modules (:mod:`llmmath.plots.explore`); this module
+Explorers are declared in the figures modules (``llmmath.plots.explore``); this module
 turns a declaration's plain controls into ipywidgets and runs it. Nothing here computes: the
 figure comes from the declared builder and the panel from that figure's ``numbers``.
 """
@@ -36,8 +36,8 @@ def _table(rows) -> str:
 class Explorer(W.VBox):
     """Controls + figure (PNG in an ``Image`` widget) + numbers panel, kept in sync.
 
-    Made by an explorer declaration (:func:`llmmath.plots.explore.explorer`): ``controls`` maps
-    names to :class:`~llmmath.plots.explore.Control` descriptions (made into value widgets,
+    Made by an explorer declaration (``llmmath.plots.explore.explorer``): ``controls`` maps
+    names to ``Control`` descriptions (made into value widgets,
     ``explorer.controls``); ``figure(values)`` gives the builder and its arguments for the control
     values; ``readout(fig.numbers)`` the panel's rows. One figure per builder is kept for the life
     of the explorer and updated in place. ``update(**values)`` sets controls and redraws once;
