@@ -15,7 +15,7 @@ from ..units import fmt_bytes, fmt_count, fmt_time
 from .explore import BATCHES, chip_picker, dropdown, explorer, model_picker, snap, steps
 from .figure import as_list, builder, chip_of, model_of
 from .labels import fmt_b, fmt_n, fmt_t, loglim, set_log
-from .style import CYCLE, PALETTE, ROLE, VENDOR_COLOUR
+from .style import CYCLE, PALETTE, ROLE, VENDOR_COLOUR, chip_colour
 
 __all__ = ["domain_capacity", "all_to_all_vs_chips", "imbalance_vs_chips", "ep_memory_per_chip"]
 
@@ -118,7 +118,7 @@ def all_to_all_vs_chips(p, model, chip_list=("H100-SXM", "GB200"), tokens_per_ch
         return f"Empty plot: {model.name} is a dense model, so it has no expert all-to-all."
     ys = []
     grids = []
-    for i, c in enumerate(cl):
+    for c in cl:  # each chip in its colour across the book
         d = float(c.scale_up_domain)  # past the domain, whole domains only
         nc = np.unique(np.concatenate([n[n <= d], d * np.arange(2, n.max() // d + 1)]))
         grids.append(nc)
@@ -126,12 +126,12 @@ def all_to_all_vs_chips(p, model, chip_list=("H100-SXM", "GB200"), tokens_per_ch
                                    combine_bytes=combine_bytes)
         y = np.asarray(a.time, dtype=float)
         ys.append(y)
-        p.add(ax.plot(nc, y, "-", color=CYCLE[i % len(CYCLE)],
+        p.add(ax.plot(nc, y, "-", color=chip_colour(c.name),
                       label=f"{c.name} (domain {c.scale_up_domain})")[0])
         dots = np.isin(nc, n)
-        p.add(ax.plot(nc[dots], y[dots], "o", color=CYCLE[i % len(CYCLE)], ms=4)[0])
+        p.add(ax.plot(nc[dots], y[dots], "o", color=chip_colour(c.name), ms=4)[0])
         if n.min() <= c.scale_up_domain < n.max():
-            p.vline(c.scale_up_domain, "", color=CYCLE[i % len(CYCLE)])
+            p.vline(c.scale_up_domain, "", color=chip_colour(c.name))
     set_log(ax, x=lambda v: f"{v:g}", y=fmt_t)
     ax.set_xticks([8, 16, 32, 64, 144, 288], ["8", "16", "32", "64", "144", "288"])
     ax.set_xlim(n.min() / 1.15, n.max() * 1.15)

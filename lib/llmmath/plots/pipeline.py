@@ -305,8 +305,10 @@ def boundary_ratio_vs_layers(p, model_list, chip, layers=None):
         p.add(ax.plot(L, y, "o-", color=model_colour(m), ms=4, label=f"{m.name} (k = {k})")[0])
     ax.set_xlim(L.min() / 1.3, L.max() * 1.3)
     ax.set_ylim(*loglim(np.concatenate(ys + [np.array([1.0])]), pad=2.0))
-    p.hline(1.0, "boundary no longer the bottleneck", color=ROLE["reference"], x=0.99, ha="right",
-            va="bottom")
+    # labelled in the legend: the models' lines cross 1 all along the axis, so a label on the
+    # line would cover one of them
+    p.add(ax.axhline(1.0, color=ROLE["reference"], ls="--", lw=1.2, zorder=1,
+                     label="above 1: boundary not the bottleneck"))
     p.add(ax.legend(loc="upper left"))
     ratio = chip.scale_up_bandwidth / chip.scale_out_bandwidth
     ax.set_title(f"Stage boundary on {chip.name}: scale-up {ratio:.0f}x scale-out")

@@ -31,7 +31,7 @@ from .labels import (
     set_log,
     with_notes,
 )
-from .style import CYCLE, PALETTE, ROLE, SMALL
+from .style import CYCLE, PALETTE, ROLE, SMALL, model_colour
 
 __all__ = ["training_time_vs_chips", "attention_share_vs_seq", "zero_memory_vs_chips",
            "dp_sync_vs_tokens"]
@@ -76,15 +76,15 @@ def training_time_vs_chips(p, model, tokens, chip, chips_range=None, mfu=0.4, dt
     ax = p.ax
     ax.set_xlim(n.min(), n.max())
     ax.set_ylim(*loglim(days, pad=1.5))
+    state = training_memory(model)
+    need = math.ceil(state / chip.hbm_capacity)
+    if need > n.min():  # one line along the bottom, placed before the reference lines' labels
+        p.nofit(n.min(), min(need, n.max()), "")
+        p.add(ax.text(0.02, 0.02, f"training state (16 B/param) needs >= {need:,} chips",
+                      transform=ax.transAxes, fontsize=SMALL, color="#444444", va="bottom"))
     for d, lab in ((7, "1 week"), (30, "1 month"), (90, "3 months")):
         if ax.get_ylim()[0] < d < ax.get_ylim()[1]:
             p.hline(d, lab, color=PALETTE["grey"], x=0.99, ha="right", ls=":")
-    state = training_memory(model)
-    need = math.ceil(state / chip.hbm_capacity)
-    if need > n.min():
-        p.nofit(n.min(), min(need, n.max()), "")
-        p.add(ax.text(0.02, 0.04, f"training state (16 bytes/param)\nneeds >= {need:,} chips",
-                         transform=ax.transAxes, fontsize=SMALL, color="#444444"))
     flops = training_flops(model, tokens)
     with p.marking():
         if mark_chips is not None:
@@ -129,19 +129,19 @@ def attention_share_vs_seq(p, model_list, sequence_lengths=None, mark_sequence_l
          else 2.0 ** np.arange(9, 18))
     ax = p.ax
     ends, names, last = [], [], {}
-    for i, m in enumerate(ms):
+    for m in ms:
         s = S[S <= m.max_context]
         y = np.asarray([attention_training_share(m, v) for v in s])
-        p.add(ax.plot(s, y, "o-", ms=3.5, color=CYCLE[i % len(CYCLE)])[0])
-        ends.append((s[-1], y[-1], CYCLE[i % len(CYCLE)]))
+        p.add(ax.plot(s, y, "o-", ms=3.5, color=model_colour(m), label=m.name)[0])
+        ends.append((s[-1], y[-1], model_colour(m)))
         names.append(m.name)
         last[m.name] = (float(s[-1]), float(y[-1]))
-    ax.set_xlim(S.min() / 1.2, S.max() * 9)
-    top = max(e[1] for e in ends)  # names go at the lines' ends, in their colours
+    ax.set_xlim(S.min() / 1.2, S.max() * 1.5)
+    top = max(e[1] for e in ends)
     ax.set_ylim(0, max(0.1, top * 1.15))
-    for (x, y, colour), name in sorted(zip(ends, names, strict=True), key=lambda e: -e[0][1]):
-        p.label(x, y, name, [(6, 0, "left", "center"), (6, 8, "left", "bottom"),
-                             (6, -8, "left", "top"), (0, 10, "center", "bottom")], color=colour)
+    # a legend in the empty upper left: a line that stops early (a short window) ends among
+    # the others, where no name at its end stays off them
+    p.add(ax.legend(loc="upper left"))
     with p.marking():
         if mark_sequence_length is not None and ms:
             sm = float(mark_sequence_length)
