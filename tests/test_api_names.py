@@ -28,10 +28,6 @@ README = Path(__file__).resolve().parents[1] / "lib" / "README.md"
 # (name, where). Strict where the callable exists: once it stops using the name, the test
 # fails until the entry is removed here.
 KNOWN_DEVIATIONS = {
-    ("chip_name", "widgets.chip_explorer"),  # the table's name is `chip`
-    ("ep", "plots.all_to_all_vs_chips"),  # `expert_parallel`
-    ("ep", "plots.ep_memory_per_chip"),  # `expert_parallel`
-    ("layers", "plots.boundary_ratio_vs_layers"),  # `n_layers`
 }
 
 

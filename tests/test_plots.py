@@ -48,7 +48,7 @@ def _build(name, model, chip):
                                                          contexts=[128, 1024, 8192, 131072],
                                                          mark_context=1024),
             "training_time_vs_chips": lambda: plots.training_time_vs_chips(
-                model, 1e12, chip, chips_range=[8, 512, 65536], mark_chips=512),
+                model, 1e12, chip, chip_counts=[8, 512, 65536], mark_chips=512),
             "regime_map": lambda: plots.regime_map(model, chip, batches=np.geomspace(1, 4096, 8),
                                                    contexts=np.geomspace(128, 2048, 6)),
         }[name]()

@@ -90,7 +90,7 @@ def _layout_numbers(model, chip, tokens_per_chip, ep, redundant_experts):
 
 @builder(marked=("redundant_experts",))
 def all_to_all_vs_chips(p, model, chip_list=("H100-SXM", "GB200"), tokens_per_chip=128,
-                        ep=None, dispatch_bytes=1, combine_bytes=2, mark_chips=None,
+                        chip_counts=None, dispatch_bytes=1, combine_bytes=2, mark_chips=None,
                         redundant_experts=0):
     """Dispatch + combine time of one MoE layer per chip against the EP degree, one line per chip.
 
@@ -105,7 +105,7 @@ def all_to_all_vs_chips(p, model, chip_list=("H100-SXM", "GB200"), tokens_per_ch
     layout = {}
     if mark_chips is not None and cl:
         layout = _layout_numbers(model, cl[0], tokens_per_chip, mark_chips, redundant_experts)
-    n = _EP if ep is None else np.unique(np.asarray(ep, dtype=float))
+    n = _EP if chip_counts is None else np.unique(np.asarray(chip_counts, dtype=float))
     ax = p.ax
     ax.set_xlabel("chips in the expert-parallel group (EP degree)")
     ax.set_ylabel("all-to-all per MoE layer (s)")
@@ -162,7 +162,7 @@ def all_to_all_vs_chips(p, model, chip_list=("H100-SXM", "GB200"), tokens_per_ch
 
 
 @builder()
-def imbalance_vs_chips(p, tokens_per_chip=(16, 128, 1024), experts_per_token=8, n_chips=None,
+def imbalance_vs_chips(p, tokens_per_chip=(16, 128, 1024), experts_per_token=8, chip_counts=None,
                        mark_chips=None, mark_tokens=128):
     """Busiest chip's load over the mean (uniform random routing) against the EP degree, one line
     per tokens-per-chip value: more chips raise it, more tokens per chip lower it.
@@ -170,8 +170,8 @@ def imbalance_vs_chips(p, tokens_per_chip=(16, 128, 1024), experts_per_token=8, 
     ``mark_chips`` marks the line of ``mark_tokens`` tokens per chip at that chip count.
     """
     ts = [float(t) for t in np.atleast_1d(tokens_per_chip)]
-    n = (np.array([2, 4, 8, 16, 32, 64, 72, 128, 144, 256, 512], dtype=float) if n_chips is None
-         else np.unique(np.asarray(n_chips, dtype=float)))
+    n = (np.array([2, 4, 8, 16, 32, 64, 72, 128, 144, 256, 512], dtype=float) if chip_counts is None
+         else np.unique(np.asarray(chip_counts, dtype=float)))
     ax = p.ax
     allv = []
     for i, t in enumerate(ts):
@@ -205,7 +205,7 @@ def imbalance_vs_chips(p, tokens_per_chip=(16, 128, 1024), experts_per_token=8, 
 
 
 @builder()
-def ep_memory_per_chip(p, model, chip, ep=None, redundant_experts=0, weight_bytes=1,
+def ep_memory_per_chip(p, model, chip, chip_counts=None, redundant_experts=0, weight_bytes=1,
                        mark_chips=None):
     """Weight bytes per chip against the EP degree: the replicated part (attention, dense layers,
     shared experts, embeddings, held by every chip under data-parallel attention) stays; the routed
@@ -213,7 +213,7 @@ def ep_memory_per_chip(p, model, chip, ep=None, redundant_experts=0, weight_byte
     for the KV cache.
     """
     model, chip = model_of(model), chip_of(chip)
-    n = _EP if ep is None else np.unique(np.asarray(ep, dtype=float))
+    n = _EP if chip_counts is None else np.unique(np.asarray(chip_counts, dtype=float))
     ax = p.ax
 
     def place(count):

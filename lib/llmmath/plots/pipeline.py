@@ -287,7 +287,7 @@ def _boundary_setup(p):
 
 
 @builder(setup=_boundary_setup)
-def boundary_ratio_vs_layers(p, model_list, chip, layers=None):
+def boundary_ratio_vs_layers(p, model_list, chip, n_layers=None):
     """Inside-stage scale-up time over boundary scale-out time, per token, against layers per stage.
 
     ``llmmath.pipeline.boundary_ratio`` for each model on ``chip``: lines ``2 k L bw_out/bw_up``.
@@ -295,7 +295,7 @@ def boundary_ratio_vs_layers(p, model_list, chip, layers=None):
     """
     from ..pipeline import boundary_ratio, min_layers_per_stage
 
-    L = grid(layers if layers is not None else [1, 2, 4, 8, 16, 32, 61], 1, 128)
+    L = grid(n_layers if n_layers is not None else [1, 2, 4, 8, 16, 32, 61], 1, 128)
     ax = p.ax
     ys = []
     for m in model_list:

@@ -62,15 +62,15 @@ def _run_numbers(model, tokens, chip, n_chips, mfu, dtype):
 
 
 @builder(setup=_training_time_vs_chips_setup)
-def training_time_vs_chips(p, model, tokens, chip, chips_range=None, mfu=0.4, dtype="bf16",
+def training_time_vs_chips(p, model, tokens, chip, chip_counts=None, mfu=0.4, dtype="bf16",
                            mark_chips=None):
     """Training time (days) against chip count (log-log): ``6 N_act D / (n C MFU)``.
 
     Reference lines at a week, a month and three months; greys out chip counts too few to hold
-    the training state (16 B per parameter, activations excluded). ``chips_range`` default 8..65536.
+    the training state (16 B per parameter, activations excluded). ``chip_counts`` default 8..65536.
     """
     dt, dnote = chip.resolve_dtype(dtype)
-    n = grid(chips_range, 8, 65536, n=40)
+    n = grid(chip_counts, 8, 65536, n=40)
     days = np.asarray(training_time(model, tokens, chip, n, mfu, dtype=dt)) / 86400.0
     p.l.set_data(*mask(n, days))
     ax = p.ax
@@ -169,12 +169,12 @@ def _zero_setup(p):
 
 
 @builder(setup=_zero_setup)
-def zero_memory_vs_chips(p, model, chip, chips_range=None, mark_chips=None):
+def zero_memory_vs_chips(p, model, chip, chip_counts=None, mark_chips=None):
     """Training state per chip (16 B per parameter, mixed-precision Adam) against the chips it is
     sharded over, for ZeRO stages 0-3, with the chip's HBM as a line. Activations excluded.
-    ``chips_range`` default 1 .. 16,384."""
+    ``chip_counts`` default 1 .. 16,384."""
     m, c = model_of(model), chip_of(chip)
-    n = grid(chips_range, 1, 16384, n=30) if chips_range is not None else 2.0 ** np.arange(0, 15)
+    n = grid(chip_counts, 1, 16384, n=30) if chip_counts is not None else 2.0 ** np.arange(0, 15)
     ax = p.ax
     vals = {}
     for i, stage in enumerate((0, 1, 2, 3)):
