@@ -551,17 +551,18 @@ def test_student_edition_of_every_chapter_has_no_solution_and_no_answer_cell(tmp
             assert "Solution to Exercise" not in re_ed._source(cell), f"{path.name}: a solution"
 
 
-def test_course_guide_refers_to_exercises_that_exist_and_covers_every_chapter(book):
+def test_course_guide_refers_to_exercises_and_chapters_that_exist(book):
     """The course guide assigns exercises by label (class, homework, exam): each label must name an
-    exercise of the book, and every numbered chapter of _toc.yml must be in its plans."""
+    exercise of the book, and each chapter it schedules must be one of _toc.yml's. It is an
+    instructor's plan, not a registry: a new chapter need not be in it (CONTRIBUTING.md)."""
     guide = (ROOT / "book" / "course_guide.md").read_text(encoding="utf-8")
     labels = re.findall(r"\{ref\}`([^`<>]+)`", guide)
     assert len(labels) >= 60
     missing = [lb for lb in labels if lb not in book.labels or book.labels[lb].kind != "exercise"]
     assert not missing, f"course_guide.md refers to exercises that do not exist: {missing}"
-    for doc, numbered in re_ed.toc_pages(ROOT):
-        if numbered:
-            assert f"{{doc}}`{Path(doc).name}`" in guide, f"{doc} not in the plans"
+    pages = {Path(doc).name for doc, _ in re_ed.toc_pages(ROOT)}
+    scheduled = set(re.findall(r"\{doc\}`([^`<>]+)`", guide))
+    assert len(scheduled) >= 13 and scheduled <= pages, f"not in the book: {scheduled - pages}"
     exam = {lb for lb, t in book.labels.items()
             if t.doc == "book/exam_bank" and t.kind == "exercise"}
     assert exam and exam <= set(labels), (
