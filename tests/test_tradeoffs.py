@@ -226,9 +226,19 @@ SUMMARY_BY_HAND = {
 }
 
 
+def _checked_in_its_claims(row):
+    """A row that comes with a later chapter is checked by hand (value and printed text) in that
+    chapter's claims file, which names the bound: nothing here lists it."""
+    path = Path(__file__).resolve().parent / f"test_claims_{row.chapter}.py"
+    return path.exists() and f'"{row.bound}"' in path.read_text(encoding="utf-8")
+
+
 def test_every_summary_row_by_hand():
     rows = {r.bound: r for r in tr.summary_bounds()}
-    assert set(rows) - {"estimate over the bound"} == set(SUMMARY_BY_HAND)
+    assert set(SUMMARY_BY_HAND) <= set(rows)
+    unchecked = [b for b, r in rows.items() if b not in SUMMARY_BY_HAND
+                 and b != "estimate over the bound" and not _checked_in_its_claims(r)]
+    assert not unchecked, f"summary rows no test checks by hand: {unchecked}"
     for bound, (hand, rel) in SUMMARY_BY_HAND.items():
         assert rows[bound].value == pytest.approx(hand, rel=rel, abs=0), bound
 
@@ -287,8 +297,11 @@ SUMMARY_UNITS = {
 def test_summary_rows_print_their_number():
     # each row's printed text is its value in a reader's unit, rounded to the digits shown
     rows = tr.summary_bounds()
-    assert {r.bound for r in rows} == set(SUMMARY_UNITS)
+    assert set(SUMMARY_UNITS) <= {r.bound for r in rows}
     for r in rows:
+        if r.bound not in SUMMARY_UNITS:
+            assert _checked_in_its_claims(r), r.bound
+            continue
         size, suffix = SUMMARY_UNITS[r.bound]
         m = re.fullmatch(r"[$+]?([0-9][0-9,]*(?:\.([0-9]+))?)(?:e([+-][0-9]+))?(.*)", r.shown)
         assert m and m.group(4) == suffix, (r.bound, r.shown)
