@@ -75,9 +75,12 @@ class LibraryReference(SphinxDirective):
 
 def _not_the_librarys(app, what, name, obj, skip, options):
     """Skip what a class inherits or is given by its base outside the library (the ``set`` that
-    matplotlib writes for every Figure subclass, say): the page documents the library's code."""
+    matplotlib writes for every Figure subclass, say): the page documents the library's code;
+    and a module's ``SUMMARY`` rows, which the last chapter prints as a table."""
     module = getattr(obj, "__module__", None)
     if what == "class" and module and not module.startswith("llmmath"):
+        return True
+    if what == "module" and name == "SUMMARY":  # the summary table's rows: the book prints them
         return True
     return None
 
