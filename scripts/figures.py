@@ -25,7 +25,6 @@ Usage: python -m scripts.figures [--out DIR] [--jobs N] [chapter docnames or ste
 from __future__ import annotations
 
 import argparse
-import ast
 import html
 import json
 import os
@@ -41,73 +40,24 @@ from scripts import reader_edition as rd  # captions and numbers as the reader's
 ROOT = rd.ROOT
 OUT = ROOT / "_build" / "figures"
 PNG_DPI = 200
-SKIP_CALLS = ("widgets", "frames")  # explorers and their kernel-free twins: no figure to export
-
-
-def _root_name(node: ast.AST) -> str:
-    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
-        node = node.func if isinstance(node, ast.Call) else node.value
-    return node.id if isinstance(node, ast.Name) else ""
-
-
-def _explorer_only(tree: ast.Module) -> bool:
-    """A cell whose every statement is an expression calling widgets.* or frames.*."""
-    return bool(tree.body) and all(
-        isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
-        and _root_name(s.value) in SKIP_CALLS for s in tree.body)
 
 
 def run_chapter(nb_path: Path, out: Path) -> list[dict]:
-    """In this process: run the notebook's code and save its labelled figures into `out`."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+    """In this process: run the notebook's code (``llmmath.book.chapter_figures``, as the
+    figure-quality tests do) and save its labelled figures into `out`."""
     import matplotlib.pyplot as plt
-    from matplotlib.figure import Figure
 
-    import llmmath.book
+    from llmmath.book import chapter_figures
 
-    llmmath.book.glue = lambda *args, **kwargs: None  # the prose is not rebuilt here
-    nb = json.loads(nb_path.read_text(encoding="utf-8"))
-    ns: dict = {"__name__": "__main__", "display": lambda *a, **k: None}
-    os.chdir(nb_path.parent)
     out.mkdir(parents=True, exist_ok=True)
     saved = []
-    labelled = [i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"
-                and c.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("name")]
-    for i, cell in enumerate(nb["cells"]):
-        if not labelled or i > labelled[-1]:
-            break  # nothing after the last figure can change a figure (exercise keys, checks)
-        if cell["cell_type"] != "code":
-            continue
-        src = rd._source(cell)
-        tree = ast.parse(src, filename=f"{nb_path.name} cell {i}")
-        if _explorer_only(tree):
-            continue
-        label = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("name")
-        if label:
-            plt.close("all")
-        last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            head = ast.Module(body=tree.body[:-1], type_ignores=[])
-            exec(compile(head, f"{nb_path.name} cell {i}", "exec"), ns)
-            last = eval(compile(ast.Expression(tree.body[-1].value), f"{nb_path.name} cell {i}",
-                                "eval"), ns)
-        else:
-            exec(compile(tree, f"{nb_path.name} cell {i}", "exec"), ns)
-        if not label:
-            continue
-        figs = [last] if isinstance(last, Figure) else [plt.figure(n) for n in plt.get_fignums()]
-        if len(figs) != 1:
-            raise RuntimeError(f"figures: {nb_path.name} cell {i} ({label}) drew {len(figs)} "
-                               "figures; expected exactly one")
-        fig = figs[0]
+    for label, fig in chapter_figures(nb_path):
         fig.savefig(out / f"{label}.svg", format="svg", bbox_inches="tight",
                     metadata={"Date": None})
         fig.savefig(out / f"{label}.png", format="png", dpi=PNG_DPI, bbox_inches="tight",
                     facecolor="white", metadata={"Software": None})
         saved.append({"label": label, "alt": getattr(fig, "alt_text", "")})
-        plt.close("all")
+        plt.close(fig)
     return saved
 
 
