@@ -488,9 +488,9 @@ def test_context_for_read_span_inverts_the_read_span(name):
     capped = np.minimum(contexts, m.max_context or np.inf)
 
     def attention_reads(c):  # the read span is attention's (an indexer's keys are not in it)
-        return m.kv_read_bytes(c, 1) - m.indexer_cache_bytes(c)
+        return m.kv_read_bytes(c, 2) - m.indexer_cache_bytes(c)
 
-    span = attention_reads(capped) / m.kv_elements_per_token_per_layer
+    span = attention_reads(capped) / (2 * m.kv_elements_per_token_per_layer)
     s, ok = m.context_for_read_span(span)
     assert np.all(ok)
     np.testing.assert_allclose(attention_reads(s), attention_reads(capped))

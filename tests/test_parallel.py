@@ -462,9 +462,10 @@ def test_sharded_decode_fits_at_the_edges():
 
 def test_ring_optimal_chips_compute_bound():
     # 1024 sequences of 128 tokens on one H100 in fp8 are compute-bound: t1 = 1024 x
-    # (2 x 69,501,714,432 + 80 x 4 x 64 x 128 x 128) / 1978.9e12 = 72.1 ms, against
+    # 2 x 69,501,714,432 / 1978.9e12 + 1024 x 80 x 4 x 64 x 128 x 128 / 989.4e12 (attention
+    # dequantises the fp8 cache and runs in bf16) = 72.3 ms, against
     # (70.55 GB + 1024 x 128 x 163,840 B) / 3.35 TB/s = 27.5 ms of memory
-    t1 = 1024 * (2 * LLAMA_MATMUL + 335_544_320) / 1978.9e12
+    t1 = 1024 * 2 * LLAMA_MATMUL / 1978.9e12 + 1024 * 335_544_320 / 989.4e12
     got = ring_optimal_chips(LLAMA, H100, 1024, 128, hop_latency=3e-6, weight_bytes=1,
                              kv_bytes=1, dtype="fp8")
     assert got == pytest.approx(np.sqrt(t1 / (2 * 160 * 3e-6)), rel=1e-12)
@@ -472,12 +473,13 @@ def test_ring_optimal_chips_compute_bound():
 
 def test_pipeline_memory_per_chip_by_hand():
     # DeepSeek-V3: 671,026,419,200 parameters (the catalogue's count) in bf16 over 8 x 4 chips;
-    # its MLA cache holds 61 layers x (512 + 64) = 35,136 numbers a token, one byte each:
-    # 4096 x 35,136 = 143,917,056 B a sequence, 16 sequences over the 8 chips of a stage
+    # its fp8 MLA cache holds 61 layers x 656 B a token (512 fp8 latent values, 4 fp32 scales,
+    # a 64-wide bf16 RoPE key: FlashMLA's format): 4096 x 40,016 = 163,905,536 B a sequence,
+    # 16 sequences over the 8 chips of a stage
     m = pipeline_memory_per_chip(DSV3, 16, 4096, 8, 4, kv_bytes=1)
     assert m.weights == pytest.approx(671_026_419_200 * 2 / 32, rel=1e-12)
-    assert m.kv == pytest.approx(16 * 143_917_056 / 8, rel=1e-12)
-    assert m.total == pytest.approx(671_026_419_200 / 16 + 2 * 143_917_056, rel=1e-12)
+    assert m.kv == pytest.approx(16 * 163_905_536 / 8, rel=1e-12)
+    assert m.total == pytest.approx(671_026_419_200 / 16 + 2 * 163_905_536, rel=1e-12)
     assert m.batch_in_flight == 64
 
 

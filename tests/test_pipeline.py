@@ -194,9 +194,9 @@ def test_timeline_durations_by_hand():
 
 
 def test_pipeline_memory_kv_bytes_and_array_batch():
-    # fp8 cache (kv_bytes=1): half the bf16 cache, 64 x 4096 x 35,136 B / 8
+    # fp8 cache (kv_bytes=1): 61 layers x 656 B (FlashMLA's fp8 row), 64 x 4096 x 40,016 B / 8
     one = pp.pipeline_memory(DSV3, 64, 4096, 8, 4, kv_bytes=1)
-    assert one.kv == pytest.approx(64 * 4096 * 35136 / 8)
+    assert one.kv == pytest.approx(64 * 4096 * 40016 / 8)
     # an array of micro-batches: m b = 4 x [32, 64] sequences in flight, floats
     arr = pp.pipeline_memory(DSV3, np.array([32, 64]), 4096, 8, 4)
     assert np.allclose(arr.batch_in_flight, [128, 256]) and arr.batch_in_flight.dtype == float
@@ -249,7 +249,7 @@ def test_pipeline_decode_passes_its_byte_widths_on():
     one = pp.pipeline_decode(DSV3, H100, 64, 4096, 8, 1, weight_bytes=1, kv_bytes=1, dtype="fp8")
     assert one.token_latency == pytest.approx(step.time)
     assert one.memory.weights == pytest.approx(DSV3.total_params / 8)   # 671e9 x 1 / 8
-    assert one.memory.kv == pytest.approx(64 * 4096 * 35136 / 8)
+    assert one.memory.kv == pytest.approx(64 * 4096 * 40016 / 8)  # 61 x 656 B a token
     w = pp.pipeline_decode(DSV3, H100, 64, 4096, 8, 1, weight_bytes=1)
     assert w.token_latency == pytest.approx(
         decode_step(DSV3, H100, 64, 4096, n_chips=8, weight_bytes=1).time)

@@ -119,7 +119,8 @@ def test_decode_efficiencies_derate_peaks():
 
 def test_decode_dtype_and_weight_bytes():
     bf = decode_step(TOY, CHIP, 10, 100)
-    fp8 = decode_step(TOY, CHIP, 10, 100, dtype="fp8", weight_bytes=1, kv_bytes=1)
+    fp8 = decode_step(TOY, CHIP, 10, 100, dtype="fp8", weight_bytes=1, kv_bytes=1,
+                      attention_dtype="fp8")
     assert fp8.compute_time == pytest.approx(bf.compute_time / 2)
     assert fp8.weight_time == pytest.approx(bf.weight_time / 2)
     assert fp8.kv_time == pytest.approx(bf.kv_time / 2)

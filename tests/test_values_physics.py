@@ -485,11 +485,13 @@ def test_speculative_edges_by_hand(toy_chip):
     # 15.009849e-3 / (60.037267e-6 - (32.768e-9 + 13.1072e-6)) = 320.058
     assert speculative_critical_batch(L8, toy_chip, 3, context=100, attention_flops=False) == (
         pytest.approx(320.058, rel=1e-5))
-    # An fp8 step with int8 KV: the KV read halves (4 x 1000 x 65,536 B) and attention runs in
-    # the cache's format at 2e15: 16 x 4 x 4096 x 1000 x 32 / 2e15 = 4.194304 us; with a bf16
-    # cache attention stays at the bf16 1e15: 8.388608 us.
+    # An fp8 step with int8 KV: the KV read halves (4 x 1000 x 65,536 B); attention dequantises
+    # and runs at the bf16 1e15 by default: 16 x 4 x 4096 x 1000 x 32 / 1e15 = 8.388608 us;
+    # asked for fp8 arithmetic, at 2e15: 4.194304 us.
     s = speculative_step(L8, TOY8, 4, 1000, 3, kv_bytes=1, dtype="fp8")
     assert s.kv_time == pytest.approx(262.144e-6, rel=1e-9)
+    assert s.attention_time == pytest.approx(8.388608e-6, rel=1e-9)
+    s = speculative_step(L8, TOY8, 4, 1000, 3, kv_bytes=1, dtype="fp8", attention_dtype="fp8")
     assert s.attention_time == pytest.approx(4.194304e-6, rel=1e-9)
     s = speculative_step(L8, TOY8, 4, 1000, 3, dtype="fp8")
     assert s.attention_time == pytest.approx(8.388608e-6, rel=1e-9)

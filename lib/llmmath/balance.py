@@ -12,11 +12,12 @@ import numpy as np
 
 from ._check import choice, positive
 from ._check import scalar_or_array as _out
-from .step import OVERLAPS, _attention_peak, _index_peak
+from .step import ATTENTION_DTYPES, OVERLAPS, _attention_peak, _index_peak
 
 __all__ = ["critical_batch", "critical_context", "decode_balance", "implied_kv_bytes_per_token"]
 
-def _per_sequence_decode(model, chip, context, kv_bytes, dtype, attention_flops):
+def _per_sequence_decode(model, chip, context, kv_bytes, dtype, attention_flops,
+                         attention_dtype="bf16"):
     """Seconds one sequence adds to a decode step on one chip at peak: (matmul, attention, KV read).
 
     No argument checks and no context cap: the balance solvers below evaluate it beyond the
@@ -28,7 +29,7 @@ def _per_sequence_decode(model, chip, context, kv_bytes, dtype, attention_flops)
     attn = 0.0 * context
     if attention_flops:
         a, i = model._decode_flops(context)
-        attn = a / _attention_peak(chip, C, kv_bytes) + i / _index_peak(chip, C)
+        attn = a / _attention_peak(chip, C, attention_dtype) + i / _index_peak(chip, C)
     return mm, attn, model._read_bytes(context, kv_bytes) / W
 
 
@@ -55,7 +56,8 @@ def _first_root(g, kinks, shape):
     return root
 
 
-def decode_balance(model, chip, context, kv_bytes=2, dtype="bf16", attention_flops=True):
+def decode_balance(model, chip, context, kv_bytes=2, dtype="bf16", attention_flops=True,
+                   attention_dtype="bf16"):
     """Per sequence, at a batch that amortises the weights: KV-read time over compute time.
 
     ``kv_read(S) / W`` over ``(2 N_mm + attn(S)) / C`` (attention's FLOPs, and an indexer's,
@@ -65,11 +67,14 @@ def decode_balance(model, chip, context, kv_bytes=2, dtype="bf16", attention_flo
     context = positive("context", context, allow_zero=True)
     kv_bytes = positive("kv_bytes", kv_bytes)
     model.check_context(context)
-    mm, attn, kv = _per_sequence_decode(model, chip, context, kv_bytes, dtype, attention_flops)
+    choice("attention_dtype", attention_dtype, ATTENTION_DTYPES)
+    mm, attn, kv = _per_sequence_decode(model, chip, context, kv_bytes, dtype, attention_flops,
+                                        attention_dtype)
     return _out(kv / (mm + attn))
 
 
-def critical_context(model, chip, kv_bytes=2, dtype="bf16", attention_flops=True, overlap="step"):
+def critical_context(model, chip, kv_bytes=2, dtype="bf16", attention_flops=True, overlap="step",
+                     attention_dtype="bf16"):
     """Context (tokens) beyond which decode is memory-bound at **any** batch (whole-step overlap).
 
     Per sequence and step, reading its KV cache takes ``kv_read(S)/W``; computing its token
@@ -89,10 +94,12 @@ def critical_context(model, chip, kv_bytes=2, dtype="bf16", attention_flops=True
     Raises ValueError when the crossing never happens: every layer's reads are capped below the
     balance, or attention does more FLOPs per cached byte than the chip's FLOP/byte. The result
     may exceed ``model.max_context``; then no supported context makes decode memory-bound at
-    every batch.
+    every batch. ``attention_dtype`` is the arithmetic attention runs in (bf16 by default, as
+    decode kernels dequantise an fp8 cache; see :func:`llmmath.step.decode_step`).
     """
     kv_bytes = positive("kv_bytes", kv_bytes)
     choice("overlap", overlap, OVERLAPS)
+    choice("attention_dtype", attention_dtype, ATTENTION_DTYPES)
     chip.peak(dtype)
     if overlap == "per-op":
         raise ValueError(
@@ -101,7 +108,8 @@ def critical_context(model, chip, kv_bytes=2, dtype="bf16", attention_flops=True
             "critical context (the weights-only critical batch holds at any context)")
 
     def gap(S):  # seconds of KV read minus seconds of compute, per sequence
-        mm, attn, kv = _per_sequence_decode(model, chip, S, kv_bytes, dtype, attention_flops)
+        mm, attn, kv = _per_sequence_decode(model, chip, S, kv_bytes, dtype, attention_flops,
+                                            attention_dtype)
         return kv - mm - attn
 
     kinks = [k for k in (model.sparse_attention_topk,
@@ -110,9 +118,9 @@ def critical_context(model, chip, kv_bytes=2, dtype="bf16", attention_flops=True
     if np.any(np.isnan(root)):
         per_pair = model._attention_flops_per_context_token
         kvb = float(np.max(kv_bytes))
-        elem = model.kv_elements_per_token_per_layer * kvb
+        elem = float(model.kv_row_bytes(kvb))
         # attention's own ridge
-        ridge = float(_attention_peak(chip, chip.peak(dtype), kvb)) / chip.hbm_bandwidth
+        ridge = float(_attention_peak(chip, chip.peak(dtype), attention_dtype)) / chip.hbm_bandwidth
         if attention_flops and per_pair / elem >= ridge and not model.has_indexer:
             why = (f"attention does {per_pair / elem:.0f} FLOP per cached byte, at or above "
                    f"{chip.name}'s {ridge:.0f} FLOP/byte at the arithmetic it runs in, so KV reads "
@@ -127,7 +135,7 @@ def critical_context(model, chip, kv_bytes=2, dtype="bf16", attention_flops=True
 
 
 def critical_batch(model, chip, weight_bytes=2, dtype="bf16", context=0, kv_bytes=2,
-                   attention_flops=True, overlap="step"):
+                   attention_flops=True, overlap="step", attention_dtype="bf16"):
     """Batch (sequences) at which a decode step's compute time equals its memory time.
 
     Solves ``B (2 N_mm + attn(S)) / C = (N_read(B) b_w + B kv_read(S)) / W`` for B (chip count
@@ -150,16 +158,19 @@ def critical_batch(model, chip, weight_bytes=2, dtype="bf16", context=0, kv_byte
     kv_bytes = positive("kv_bytes", kv_bytes)
     context = positive("context", context, allow_zero=True)
     choice("overlap", overlap, OVERLAPS)
+    choice("attention_dtype", attention_dtype, ATTENTION_DTYPES)
     model.check_context(context)
     W = chip.hbm_bandwidth
-    mm, attn, kv = _per_sequence_decode(model, chip, context, kv_bytes, dtype, attention_flops)
+    mm, attn, kv = _per_sequence_decode(model, chip, context, kv_bytes, dtype, attention_flops,
+                                        attention_dtype)
     if overlap == "per-op":
         attn, kv = 0.0 * attn, 0.0 * kv
     denom = (mm + attn - kv) * W  # bytes of slack per sequence
     if (denom <= 0) if type(denom) is float else np.any(denom <= 0):
         try:
             s_star = critical_context(model, chip, kv_bytes=np.max(kv_bytes), dtype=dtype,
-                                      attention_flops=attention_flops)
+                                      attention_flops=attention_flops,
+                                      attention_dtype=attention_dtype)
             where = f" ({s_star:,.0f} tokens)"
         except ValueError:
             where = ""

@@ -101,7 +101,7 @@ def max_context(model, chip, batch, n_chips=1, weight_bytes=2, kv_bytes=2, memor
         budget = _weights_fit(model, chip, n_chips, weight_bytes, memory_fraction)
     else:
         budget = fraction("kv_fraction", kv_fraction) * n_chips * chip.hbm_capacity
-    elem = model.kv_elements_per_token_per_layer * kv_bytes
+    elem = model.kv_row_bytes(kv_bytes)
     # An indexer's keys (a fixed format) ride on the global layers: count them in elements.
     idx = (model.index_key_bytes or 0.0) / elem
     target = budget / (batch * kv_replicas * elem)  # layer-tokens held per sequence

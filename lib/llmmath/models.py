@@ -359,14 +359,33 @@ class Model:
             return self.kv_lora_rank + self.qk_rope_head_dim
         return 2 * self.n_kv_heads * self.head_dim
 
+    def kv_row_bytes(self, bytes_per_element: float = 2):
+        """Bytes one token's cache row takes in one layer, at ``bytes_per_element``.
+
+        ``2 n_kv d_h b`` for K and V. MLA's latent quantised below 2 bytes keeps its RoPE key in
+        bf16 and one fp32 scale per 128 latent values, DeepSeek's FlashMLA fp8 format
+        (github.com/deepseek-ai/FlashMLA, README: "656 bytes per token" for V3's 512 + 64):
+        ``r b + 2 d_rope + 4 r / 128``. At 2 bytes it is ``(r + d_rope) 2``, 1,152 B.
+        """
+        elems = self.kv_elements_per_token_per_layer
+        if self.kv_lora_rank is None:
+            return elems * bytes_per_element
+        r, rope = self.kv_lora_rank, self.qk_rope_head_dim
+        quantised = r * bytes_per_element + 2.0 * rope + 4.0 * r / 128
+        if type(bytes_per_element) in (int, float):
+            return quantised if bytes_per_element < 2 else elems * bytes_per_element
+        b = np.asarray(bytes_per_element, dtype=float)
+        return np.where(b < 2, quantised, elems * b)
+
     def kv_bytes_per_token(self, bytes_per_element: float = 2) -> float:
         """b_kv: KV-cache bytes one token adds across all layers (before any window cap).
 
-        K and V (or MLA's latent) at ``bytes_per_element``, plus an indexer's own key cache
-        (its format is fixed by the model: fp8 with a scale), where the model has one.
+        K and V (or MLA's latent, :meth:`kv_row_bytes`) at ``bytes_per_element``, plus an
+        indexer's own key cache (its format is fixed by the model: fp8 with a scale), where the
+        model has one.
         """
         positive("bytes_per_element", bytes_per_element)
-        return (self.n_layers * self.kv_elements_per_token_per_layer * bytes_per_element
+        return (self.n_layers * self.kv_row_bytes(bytes_per_element)
                 + self._n_global * (self.index_key_bytes or 0.0))
 
     @cached_property
@@ -439,8 +458,7 @@ class Model:
 
     def _held_bytes(self, context, bytes_per_element):
         """:meth:`kv_cache_bytes` without the argument checks."""
-        attn = (self._spans(context, read=False) * self.kv_elements_per_token_per_layer
-                * bytes_per_element)
+        attn = self._spans(context, read=False) * self.kv_row_bytes(bytes_per_element)
         if self.has_indexer:
             attn = attn + self._n_global * _floats(context) * self.index_key_bytes
         return attn
@@ -458,8 +476,7 @@ class Model:
 
     def _read_bytes(self, context, bytes_per_element):
         """:meth:`kv_read_bytes` without the argument checks (any context, for root finding)."""
-        attn = (self._spans(context, read=True) * self.kv_elements_per_token_per_layer
-                * bytes_per_element)
+        attn = self._spans(context, read=True) * self.kv_row_bytes(bytes_per_element)
         if self.has_indexer:
             attn = attn + self._n_global * _floats(context) * self.index_key_bytes
         return attn
@@ -746,7 +763,7 @@ class MhaEquivalent(NamedTuple):
     """A model's multi-head twin and how many times more KV cache per token the twin holds."""
 
     model: Model  # the twin: same layers and query heads, one K and one V head per query head
-    kv_ratio: float  # twin's KV bytes per token / the model's (any bytes per element)
+    kv_ratio: float  # twin's KV bytes per token / the model's, both in bf16
 
 
 def mha_equivalent(model: Model) -> MhaEquivalent:
@@ -774,7 +791,7 @@ def mha_equivalent(model: Model) -> MhaEquivalent:
         twin = model
     else:
         twin = model.replace(name=f"{model.name} as MHA", n_kv_heads=model.n_heads)
-    return MhaEquivalent(twin, twin.kv_bytes_per_token(1) / model.kv_bytes_per_token(1))
+    return MhaEquivalent(twin, twin.kv_bytes_per_token(2) / model.kv_bytes_per_token(2))
 
 
 def palm_multihead_baseline() -> MhaEquivalent:

@@ -43,7 +43,8 @@ def speculative_tokens_per_step(draft_tokens, acceptance):
 
 def speculative_step(model, chip, batch, context, draft_tokens, acceptance=1.0, n_chips=1,
                      weight_bytes=2, kv_bytes=2, dtype="bf16", overlap="step",
-                     compute_efficiency=1.0, memory_efficiency=1.0, attention_flops=True) -> Step:
+                     compute_efficiency=1.0, memory_efficiency=1.0, attention_flops=True,
+                     attention_dtype="bf16") -> Step:
     """Lower bound on one verification step of speculative decoding (or multi-token prediction).
 
     Each of ``batch`` sequences carries ``k = draft_tokens`` drafted tokens; one forward pass
@@ -60,12 +61,14 @@ def speculative_step(model, chip, batch, context, draft_tokens, acceptance=1.0, 
     emitted, so :func:`llmmath.cost.tokens_per_second` and :func:`llmmath.cost.cost_per_token`
     apply unchanged. Left out: the cost of drafting (a small
     draft model's own steps, or an MTP head's extra layer) and the KV of the ``k + 1`` new
-    positions (a few tokens next to ``S``). ``draft_tokens=0`` is :func:`decode_step`.
+    positions (a few tokens next to ``S``). ``draft_tokens=0`` is :func:`decode_step`;
+    ``attention_dtype`` as there.
     """
     batch = positive("batch", batch)
     context = positive("context", context, allow_zero=True)
     n_chips, weight_bytes, kv_bytes, compute_efficiency, memory_efficiency = _check_step(
-        n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency)
+        n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency,
+        attention_dtype)
     peak = chip.peak(dtype)
     k = positive("draft_tokens", draft_tokens, allow_zero=True, integer=True)
     per_seq = speculative_tokens_per_step(k, acceptance)
@@ -79,7 +82,7 @@ def speculative_step(model, chip, batch, context, draft_tokens, acceptance=1.0, 
     kvbytes = batch * model.kv_read_bytes(context, kv_bytes)
     return _finish("decode", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, peak,
                    compute_efficiency, memory_efficiency, batch * np.asarray(per_seq), batch, model,
-                   kv_bytes)
+                   attention_dtype)
 
 
 def speculative_critical_batch(model, chip, draft_tokens, context=0, weight_bytes=2, kv_bytes=2,

@@ -46,8 +46,8 @@ class Step:
     - ``matmul_time``: the weight matmuls' FLOPs (``2 N_mm`` per token) / (n_chips x peak x
       compute_efficiency), s
     - ``attention_time``: attention's own FLOPs (QK^T and AV, and a sparse-attention indexer's
-      scoring) / (n_chips x peak of the KV cache's format x compute_efficiency), s: bf16 for a
-      2-byte cache, fp8 for a 1-byte one, never above the step's ``dtype`` peak; the indexer's
+      scoring) / (n_chips x peak of ``attention_dtype`` x compute_efficiency), s: bf16 by
+      default whatever the cache's format, never above the step's ``dtype`` peak; the indexer's
       scoring at the fp8 peak where the chip has one; 0 with ``attention_flops=False``
     - ``compute_time``: ``matmul_time + attention_time``, s
     - ``weight_time``: weight bytes read / (n_chips x HBM bandwidth x memory_efficiency), s
@@ -102,20 +102,23 @@ def _index_peak(chip, peak):
     return max(peak, float(chip.flops.get("fp8", 0.0)))
 
 
-def _attention_peak(chip, peak, kv_bytes):
-    """The rate attention's own FLOPs run at: the arithmetic of the KV cache's format.
+ATTENTION_DTYPES = ("bf16", "fp8")
 
-    Attention multiplies queries by the cached keys and values, so it computes in the cache's
-    format (bf16 for a 2-byte cache, fp8 for a 1-byte one where the chip has fp8), never faster
-    than the step's ``dtype`` (whose rate is ``peak``): fp4 weights do not make attention run
-    at the fp4 peak.
+
+def _attention_peak(chip, peak, attention_dtype):
+    """The rate attention's own FLOPs run at: the arithmetic format ``attention_dtype``.
+
+    The default, ``"bf16"``, is what production decode kernels do on a quantised cache: they
+    dequantise K and V (or MLA's latent) to bf16 in registers and run bf16 MMAs (DeepSeek's
+    FlashMLA fp8 kernel, "Deep Dive Into The FlashMLA FP8 Decoding Kernel", 2025; FlashInfer's
+    and vLLM's fp8 KV caches). ``"fp8"`` is fp8 MMAs on an fp8 cache (FlashAttention-3's fp8
+    path), where the chip has an fp8 peak. Never faster than the step's own ``dtype`` (whose
+    rate is ``peak``): fp4 weights do not make attention run at the fp4 peak.
     """
-    fallback = peak
-    bf16 = min(fallback, float(chip.flops.get("bf16", fallback)))
-    fp8 = min(fallback, float(chip.flops.get("fp8", bf16)))
-    if type(kv_bytes) is float:  # scalar fast path
-        return fp8 if kv_bytes <= 1 else bf16
-    return np.where(np.asarray(kv_bytes) <= 1, fp8, bf16)
+    bf16 = min(peak, float(chip.flops.get("bf16", peak)))
+    if attention_dtype == "bf16":
+        return bf16
+    return min(peak, float(chip.flops.get("fp8", bf16)))
 
 
 def _larger(a, b):
@@ -126,7 +129,7 @@ def _larger(a, b):
 
 
 def _finish(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_chips, chip, peak,
-            compute_efficiency, memory_efficiency, tokens, batch, model, kv_bytes=2):
+            compute_efficiency, memory_efficiency, tokens, batch, model, attention_dtype="bf16"):
     """Times from FLOPs and bytes, and the :class:`Step` that holds them.
 
     ``peak`` is ``chip.peak(dtype)`` (FLOP/s). The same arithmetic runs on Python floats (a
@@ -137,7 +140,7 @@ def _finish(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_c
     matmul_time = mm_flops / compute_rate
     attention_time = 0.0
     if not _is_zero(attn_flops):
-        attention_time = attn_flops / (n_chips * _attention_peak(chip, peak, kv_bytes)
+        attention_time = attn_flops / (n_chips * _attention_peak(chip, peak, attention_dtype)
                                        * compute_efficiency)
     if not _is_zero(idx_flops):
         attention_time = attention_time + idx_flops / (n_chips * _index_peak(chip, peak)
@@ -179,9 +182,11 @@ def _finish(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_c
     )
 
 
-def _check_step(n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency):
+def _check_step(n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency,
+                attention_dtype="bf16"):
     """Validate the arguments every step bound shares (ValueError naming the argument)."""
     choice("overlap", overlap, OVERLAPS)
+    choice("attention_dtype", attention_dtype, ATTENTION_DTYPES)
     return (n_chips_check(n_chips), positive("weight_bytes", weight_bytes),
             positive("kv_bytes", kv_bytes), fraction("compute_efficiency", compute_efficiency),
             fraction("memory_efficiency", memory_efficiency))
@@ -189,7 +194,7 @@ def _check_step(n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, me
 
 def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes=2,
                 dtype="bf16", overlap="step", compute_efficiency=1.0, memory_efficiency=1.0,
-                attention_flops=True, kv_replicas=1) -> Step:
+                attention_flops=True, kv_replicas=1, attention_dtype="bf16") -> Step:
     """Lower bound on one decode step: ``batch`` sequences each emit one token.
 
     ``t = max(B (2 N_mm + attn(S)) / (n C),  (N_read(B) b_w + B kv_read(S)) / (n W))``
@@ -199,9 +204,11 @@ def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes
       ``kv_bytes`` (bytes per KV-cache element), ``dtype`` (which peak of ``chip.flops``).
     - Compute counts ``2 x matmul_params_active`` FLOP per token plus attention's own FLOPs
       (QK^T and AV over the context, in MLA's absorbed form; a sparse-attention indexer's
-      scoring at fp8). ``attention_flops=False`` drops attention's FLOPs: the episode's and
-      Pope et al.'s first approximation, good for GQA at moderate context, not for MLA, whose
-      attention does about as many FLOPs per cached byte as a chip's ridge point.
+      scoring at fp8). Attention computes in ``attention_dtype``: ``"bf16"`` by default, what
+      decode kernels do on an fp8 cache (they dequantise it), or ``"fp8"``.
+      ``attention_flops=False`` drops attention's FLOPs: the episode's and Pope et al.'s first
+      approximation, good for GQA at moderate context, not for MLA, whose attention does about
+      as many FLOPs per cached byte as a chip's ridge point.
     - Weights read are ``model.weight_params_read(batch)``: for MoE, only the experts the
       batch touches; KV read is ``batch x model.kv_read_bytes(context)`` (with an indexer's keys).
     - The work is assumed perfectly shared by the ``n_chips`` (batch-sharded KV, sharded
@@ -216,7 +223,8 @@ def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes
     batch = positive("batch", batch)
     context = positive("context", context, allow_zero=True)
     n_chips, weight_bytes, kv_bytes, compute_efficiency, memory_efficiency = _check_step(
-        n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency)
+        n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency,
+        attention_dtype)
     peak = chip.peak(dtype)  # validates dtype early, naming the chip's dtypes
     context = model.check_context(context)  # within the model's window
 
@@ -232,12 +240,12 @@ def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes
     if not (type(kv_replicas) is float and kv_replicas == 1.0):  # x 1.0 would copy a whole grid
         kvbytes = kvbytes * kv_replicas
     return _finish("decode", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, peak,
-                   compute_efficiency, memory_efficiency, batch, batch, model, kv_bytes)
+                   compute_efficiency, memory_efficiency, batch, batch, model, attention_dtype)
 
 
 def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes=2,
                  dtype="bf16", past=0, compute_efficiency=1.0, memory_efficiency=1.0,
-                 attention_flops=True, overlap="step") -> Step:
+                 attention_flops=True, overlap="step", attention_dtype="bf16") -> Step:
     """Lower bound on prefilling ``prompt`` new tokens for each of ``batch`` sequences.
 
     ``t = max(B (P 2 N_mm + attn(P, past)) / (n C),
@@ -258,7 +266,8 @@ def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes
     prompt = positive("prompt", prompt)
     past = positive("past", past, allow_zero=True)
     n_chips, weight_bytes, kv_bytes, compute_efficiency, memory_efficiency = _check_step(
-        n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency)
+        n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency,
+        attention_dtype)
     peak = chip.peak(dtype)
     past = model.check_context(past, "past")
     model.check_context(past + prompt, "past + prompt")  # checked once, here
@@ -273,7 +282,7 @@ def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes
     written = model._held_bytes(past + prompt, kv_bytes) - model._held_bytes(past, kv_bytes)
     kvbytes = batch * (written + model._read_bytes(past, kv_bytes))
     return _finish("prefill", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, peak,
-                   compute_efficiency, memory_efficiency, tokens, batch, model, kv_bytes)
+                   compute_efficiency, memory_efficiency, tokens, batch, model, attention_dtype)
 
 
 def min_latency(model, chip, n_chips=1, weight_bytes=2, dtype="bf16"):
