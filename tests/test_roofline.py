@@ -554,3 +554,24 @@ def test_indexer_without_fp8_runs_at_the_step_peak_whatever_its_scale():
     slow = Chip(name="half a flop", flops={"bf16": 0.5}, hbm_bandwidth=1.0, hbm_capacity=1e15)
     step = decode_step(models.get("DeepSeek-V3.2"), slow, 1, 100)
     assert step.attention_time == pytest.approx(61 * 100 * (278_528 + 16_512) / 0.5, rel=1e-12)
+
+
+def test_a_step_says_what_each_chip_holds_and_whether_it_fits():
+    # DeepSeek-V3 in fp8 on 8 chips, 8 sequences of 4,096 tokens: 671,026,419,200 B of weights
+    # plus 8 x 4096 x 61 x 656 B of fp8 MLA cache (FlashMLA's row), over 8 chips = 84.04 GB each:
+    # more than an H100's 80 GB, within an H200's 141 GB (datasheets)
+    from llmmath import chips, models
+    ds = models.get("DeepSeek-V3")
+    held = (671_026_419_200 + 8 * 4096 * 61 * 656) / 8
+    on_h100 = decode_step(ds, chips.get("H100-SXM"), 8, 4096, n_chips=8, weight_bytes=1,
+                          kv_bytes=1, dtype="fp8")
+    assert on_h100.held_per_chip == pytest.approx(held, rel=1e-12)
+    assert on_h100.fits is False
+    on_h200 = decode_step(ds, chips.get("H200"), 8, 4096, n_chips=8, weight_bytes=1, kv_bytes=1,
+                          dtype="fp8")
+    assert on_h200.fits is True
+    # prefill holds the cache of past + prompt; an array of batches gives an array of answers
+    pre = prefill_step(ds, chips.get("H200"), [1, 10_000], 4096, n_chips=8, weight_bytes=1,
+                       kv_bytes=1, dtype="fp8")
+    assert pre.held_per_chip[0] == pytest.approx(held - 7 * 4096 * 61 * 656 / 8, rel=1e-12)
+    assert list(pre.fits) == [True, False]

@@ -80,9 +80,10 @@ def speculative_step(model, chip, batch, context, draft_tokens, acceptance=1.0, 
         idx = scored * model.indexer_flops_per_token(context) if model.has_indexer else 0.0
     wbytes = model.weight_params_read(scored) * weight_bytes
     kvbytes = batch * model.kv_read_bytes(context, kv_bytes)
+    held = model.total_params * weight_bytes + batch * model.kv_cache_bytes(context, kv_bytes)
     return _finish("decode", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, peak,
                    compute_efficiency, memory_efficiency, batch * np.asarray(per_seq), batch, model,
-                   attention_dtype)
+                   attention_dtype, held)
 
 
 def speculative_critical_batch(model, chip, draft_tokens, context=0, weight_bytes=2, kv_bytes=2,

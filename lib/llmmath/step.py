@@ -62,6 +62,9 @@ class Step:
     - ``flops`` (FLOP), ``weight_bytes_read`` and ``kv_bytes_read`` (B): totals over all chips
     - ``tokens``: tokens the step produces (decode: ``batch``) or processes (prefill:
       ``batch x prompt``); ``batch`` sequences; ``n_chips`` chips serving the replica
+    - ``held_per_chip``: bytes one chip holds for this step (its weights and its share of the
+      KV caches), B; ``fits``: whether that is within the chip's HBM. A bound on a layout that
+      does not fit is a bound on nothing: worked examples check it.
     """
 
     compute_time: float | np.ndarray
@@ -81,6 +84,13 @@ class Step:
     chip: object = field(default=None, repr=False, compare=False)
     matmul_time: float | np.ndarray = 0.0
     attention_time: float | np.ndarray = 0.0
+    held_per_chip: float | np.ndarray = 0.0
+
+    @property
+    def fits(self) -> bool | np.ndarray:
+        """Whether ``held_per_chip`` is within one chip's HBM (a bool array over arrays)."""
+        ok = np.asarray(self.held_per_chip) <= self.chip.hbm_capacity
+        return bool(ok) if ok.ndim == 0 else ok
 
     @property
     def bound(self) -> str | np.ndarray:
@@ -129,7 +139,8 @@ def _larger(a, b):
 
 
 def _finish(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_chips, chip, peak,
-            compute_efficiency, memory_efficiency, tokens, batch, model, attention_dtype="bf16"):
+            compute_efficiency, memory_efficiency, tokens, batch, model, attention_dtype="bf16",
+            held=0.0):
     """Times from FLOPs and bytes, and the :class:`Step` that holds them.
 
     ``peak`` is ``chip.peak(dtype)`` (FLOP/s). The same arithmetic runs on Python floats (a
@@ -163,7 +174,8 @@ def _finish(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_c
                     memory_time=memory_time, time=time, flops=flops, weight_bytes_read=wbytes,
                     kv_bytes_read=kvbytes, tokens=tokens, batch=batch, n_chips=n_chips,
                     kind=kind, overlap=overlap, model=model, chip=chip,
-                    matmul_time=matmul_time, attention_time=attention_time)
+                    matmul_time=matmul_time, attention_time=attention_time,
+                    held_per_chip=held / n_chips)
     shape = np.broadcast(compute_time, memory_time, tokens, batch, n_chips).shape
 
     def b(x):  # one shape for every number: read-only views, no copies
@@ -179,6 +191,7 @@ def _finish(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_c
         tokens=b(tokens), batch=b(batch), n_chips=b(n_chips),
         kind=kind, overlap=overlap, model=model, chip=chip,
         matmul_time=b(matmul_time), attention_time=b(attention_time),
+        held_per_chip=b(held / n_chips),
     )
 
 
@@ -237,10 +250,14 @@ def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes
     wbytes = model.weight_params_read(batch) * weight_bytes
     kvbytes = batch * model._read_bytes(context, kv_bytes)  # kv_read_bytes, checked above
     kv_replicas = positive("kv_replicas", kv_replicas)
+    held = batch * model._held_bytes(context, kv_bytes)
     if not (type(kv_replicas) is float and kv_replicas == 1.0):  # x 1.0 would copy a whole grid
         kvbytes = kvbytes * kv_replicas
+        held = held * kv_replicas
+    held = model.total_params * weight_bytes + held
     return _finish("decode", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, peak,
-                   compute_efficiency, memory_efficiency, batch, batch, model, attention_dtype)
+                   compute_efficiency, memory_efficiency, batch, batch, model, attention_dtype,
+                   held)
 
 
 def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes=2,
@@ -281,8 +298,10 @@ def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes
     wbytes = model._weight_params_read(tokens) * weight_bytes
     written = model._held_bytes(past + prompt, kv_bytes) - model._held_bytes(past, kv_bytes)
     kvbytes = batch * (written + model._read_bytes(past, kv_bytes))
+    held = model.total_params * weight_bytes + batch * model._held_bytes(past + prompt, kv_bytes)
     return _finish("prefill", overlap, mm, attn, idx, wbytes, kvbytes, n_chips, chip, peak,
-                   compute_efficiency, memory_efficiency, tokens, batch, model, attention_dtype)
+                   compute_efficiency, memory_efficiency, tokens, batch, model, attention_dtype,
+                   held)
 
 
 def min_latency(model, chip, n_chips=1, weight_bytes=2, dtype="bf16"):
