@@ -126,3 +126,25 @@ def test_scalar_answers_are_python_numbers():
     assert type(memory_held(L8, 1, 8192)) is float
     got = fits_in_memory(L8, chip(W_L8 + 10 * SEQ_8K), np.array([10, 11]), 8192)
     assert got.dtype == bool and list(got) == [True, False]
+
+
+def test_held_and_read_bytes_differ_under_sparse_attention_and_windows():
+    # DeepSeek-V3.2 at 131,072 tokens, fp8 cache: every layer HOLDS 131,072 rows of 656 B (the
+    # fp8 latent, FlashMLA's format) + 132 B of indexer key, but a step READS only the top 2,048
+    # rows of latent and every indexer key: held 61 x 131,072 x 788 B = 6,300,368,896 B,
+    # read 61 x (2,048 x 656 + 131,072 x 132) = 1,137,344,512 B.
+    from llmmath.step import decode_step
+    h200 = Chip(name="h200-like", flops={"bf16": 989.4e12}, hbm_bandwidth=4.8e12,
+                hbm_capacity=141e9)
+    assert DSV32.kv_cache_bytes(131_072, 1) == 6_300_368_896
+    assert DSV32.kv_read_bytes(131_072, 1) == 1_137_344_512
+    step = decode_step(DSV32, h200, 10, 131_072, n_chips=8, weight_bytes=1, kv_bytes=1)
+    assert step.kv_bytes_read == pytest.approx(10 * 1_137_344_512, rel=1e-12)
+    assert step.held_per_chip == pytest.approx((671_026_419_200 + 10 * 6_300_368_896) / 8,
+                                               rel=1e-12)
+    # gpt-oss-120b at 8,192 tokens: 18 windowed layers hold and read 128 rows, 18 global layers
+    # 8,192, each 2,048 B in bf16: 18 x (128 + 8,192) x 2,048 = 306,708,480 B held and read
+    assert GPT_OSS.kv_cache_bytes(8192) == GPT_OSS.kv_read_bytes(8192) == 306_708_480
+    # and the largest batch on one 141 GB chip, weights in fp8, is what the weights leave over
+    # that: (141,000,000,000 - 116,829,154,368) / 306,708,480 = 78.8, so 78
+    assert max_batch(GPT_OSS, h200, 8192, weight_bytes=1) == 78
