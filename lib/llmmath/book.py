@@ -86,11 +86,16 @@ def model_table() -> Table:
 
     rows = []
     for m in models.all_models():
-        shape = (f"L={m.n_layers}, D={m.d_model}, {m.attention_kind} "
-                 f"{m.n_heads}/{m.n_kv_heads}x{m.head_dim}")
+        if m.kv_lora_rank is not None:  # MLA has no K/V heads: a latent and a RoPE key
+            shape = (f"L={m.n_layers}, D={m.d_model}, MLA {m.n_heads} heads, latent "
+                     f"{m.kv_lora_rank} + RoPE {m.qk_rope_head_dim}")
+        else:
+            shape = (f"L={m.n_layers}, D={m.d_model}, {m.attention_kind} "
+                     f"{m.n_heads}/{m.n_kv_heads}x{m.head_dim}")
         if m.is_moe:
             shape += f", E={m.n_experts}, k={m.experts_per_token}"
-        pub = fmt_count(m.published_params) if m.published_params else "-"
+        # four digits: LLaMA-2's paper prints 68.98B for its "70B" (three would say 69B)
+        pub = fmt_count(m.published_params, digits=4) if m.published_params else "-"
         cite = f"{{cite:p}}`{m.source}`" if m.source else ""
         rows.append([m.name, shape, fmt_count(m.total_params), pub, fmt_count(m.active_params),
                      fmt_bytes(m.kv_bytes_per_token(2)), cite])
