@@ -75,6 +75,7 @@ CHIPS = {
 }
 
 
+@pytest.mark.whole_catalogue
 def test_every_chip_is_pinned():
     assert set(CHIPS) == set(chips.names())
 
@@ -180,6 +181,7 @@ PUBLISHED = {
 }
 
 
+@pytest.mark.whole_catalogue
 def test_every_model_is_pinned():
     assert set(PUBLISHED) == set(models.names())
     assert set(DENSE) | set(MOE) | {"DeepSeek-V3", "DeepSeek-V3.2"} == set(models.names())
