@@ -258,6 +258,12 @@ def test_worked_example_sums_by_hand():
     # what batch sharding would add through the switch: 160 all-to-alls of 8 x 64 x 128 x 2 / 8
     # = 16,384 B a chip, one step of 2.407 us and 7/8 of the bytes each
     _agrees("r8_batch_kv", 160 * (ALPHA_RING + 7 / 8 * 16_384 / 450e9))
+    # every configuration of the example fits: 17.6 GB (8 GPUs) or 35.3 GB (4) of bf16 weights
+    # and at most 1.3 GB of cache a GPU, of 80 GB
+    h100 = chips.get("H100-SXM")
+    for n in (4, 8):
+        assert bool(sharded_decode(models.get("Llama-3-70B"), h100, 8, 4096, n, ALPHA_RING,
+                                   "switch", algorithm="ring").fits)
 
 
 def test_gb200_rack_by_hand():
@@ -276,6 +282,11 @@ def test_gb200_rack_by_hand():
     _agrees("gb_floor", 160 * 2 * 3e-6)                        # L n_ar sigma t_lat = 960 us
     _agrees("gb_tp_best", tp)
     assert _glued("gb_shard") == "head"
+    # both ends fit: 141 GB of weights and 10.7 GB of cache on one 186 GB GPU; 1/64 of them
+    # (8 copies of the cache) on each of 64
+    l70 = models.get("Llama-3-70B")
+    assert bool(sharded_decode(l70, gb, 8, 4096, 1).fits)
+    assert bool(sharded_decode(l70, gb, 8, 4096, 64, 3e-6).fits)
 
 
 def test_palm_layouts_by_hand():
@@ -283,6 +294,11 @@ def test_palm_layouts_by_hand():
     # / 64 = 196,608 B a chip at the torus factor 1 + 1 + 1 = 3 (each ring of 4: 4/4):
     # 118 x 2 x 3 x 196,608 / 270e9 = 515.5 us (the switch factor 63/64 gave 169 us)
     _agrees("palm_kvcomm_batch", 118 * 2 * 3 * 196_608 / 270e9)
+    # batch sharding fits (16.9 GB of bf16 weights and 1.98 GB of cache a chip of 34.4 GB);
+    # head sharding's 64 copies (127 GB a chip) do not, as the chapter says
+    palm, tpu = models.get("PaLM-540B"), chips.get("TPU v4")
+    assert bool(sharded_decode(palm, tpu, 512, 2048, 64, topology="torus", kv_shard="batch").fits)
+    assert not bool(sharded_decode(palm, tpu, 512, 2048, 64, kv_shard="head").fits)
     # W3: PaLM's SwiGLU has three D x F matrices; gathering them over all 64 chips for a
     # 512 x 2048-token prefill: 3 x 18,432 x 73,728 x 2 / 270e9 + 2 x 2^20 x 18,432 x 2 /
     # (64 x 270e9) = 34.67 ms (24.6 ms with Pope et al.'s two)
