@@ -178,3 +178,185 @@ def test_from_scratch_cell_agrees_with_the_library():
             t1 = decode_step(m, h100, batch, 1024).time
             assert ns["ring_optimum"](t1, m.n_layers, n_ar, 2.41e-6) == pytest.approx(
                 ring_optimal_chips(m, h100, batch, 1024, 2.41e-6), rel=1e-12), (m.name, batch)
+
+
+# ----- issue 31: the printed numbers, by hand from typed constants, against the glued text -------
+# Typed constants: Llama 3 70B's config.json (80 layers, D 8192, 8 KV heads of 128; 70,553,706,496
+# parameters, of which the 128,256 x 8192 = 1,050,673,152 input embedding rows are not read in a
+# decode step but looked up: 69,503,033,344 read, plus the batch's rows); H100 SXM datasheet
+# (3.35 TB/s HBM, 450 GB/s NVLink one direction); GB200 (8 TB/s, 900 GB/s, 186 GB); TPU v4
+# (270 GB/s ICI per chip in Pope et al.'s model, 275 TFLOP/s bf16); PaLM 540B (118 layers,
+# D 18,432, F 73,728 = 4D, 48 query heads of 256, one KV head, a SwiGLU MLP).
+
+import json  # noqa: E402
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "book" / "partitioning.ipynb"
+_UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "kB": 1e3, "MB": 1e6, "k": 1e3,
+          "%": 1e-2, "x": 1.0, "": 1.0}
+
+
+def _glued(name):
+    """The text the executed chapter glued under ``name``."""
+    for cell in json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]:
+        for out in cell.get("outputs", []):
+            if out.get("metadata", {}).get("scrapbook", {}).get("name") == name:
+                return out["data"]["application/papermill.record/text/plain"].strip("'\"")
+    raise KeyError(name)
+
+
+def _number(name):
+    """A glued number in SI units, and the relative error its printed digits allow (half a unit
+    of the last digit printed)."""
+    text = _glued(name).replace(",", "")
+    m = re.fullmatch(r"([0-9.]+) ?([a-zµA-Z%]*)", text)
+    assert m, (name, text)
+    digits = m.group(1)
+    last = 10.0 ** -len(digits.split(".")[1]) if "." in digits else 1.0
+    return float(digits) * _UNITS[m.group(2)], 0.5 * last / float(digits)
+
+
+def _agrees(name, value):
+    got, tol = _number(name)
+    assert got == pytest.approx(value, rel=tol + 1e-9), (name, _glued(name), value)
+
+
+ALPHA_RING = 33.7e-6 / 14          # nccl-tests issue 123: 33.7 us for 14 steps
+L70_READ = 69_503_033_344          # parameters a decode step reads (embedding looked up)
+L70_KV_TOKEN = 80 * 2 * 8 * 128 * 2   # 327,680 B a token in bf16
+Q8 = 8 * 8192 * 2                  # one all-reduce at batch 8: 131,072 B
+
+
+def _l70_step(n, hbm_bw, replicas=1.0):
+    """Chapter 3-5's memory-bound decode step: weights read and the cache, over n chips."""
+    return (L70_READ * 2 + 8 * 4096 * L70_KV_TOKEN * replicas) / (n * hbm_bw)
+
+
+def test_worked_example_sums_by_hand():
+    # eq. 9.2: t_tp = L n_ar [sigma t_lat + phi B D b_a / W] = 160 (14 x 2.407 us + 1.75 x
+    # 131,072 / 450e9) = 5.4736 ms; the cache is head-sharded (8 KV heads on 8 GPUs), so
+    # kv_comm = 0 and the step is bound + all-reduces, 5.587 + 5.474 = 11.06 ms (not 13.8)
+    tp = 160 * (14 * ALPHA_RING + 1.75 * Q8 / 450e9)
+    step = _l70_step(8, 3.35e12)
+    _agrees("r8_tp", tp)
+    _agrees("r8_step", step)
+    assert _glued("r8_kv") == "0 s" and _glued("r8_shard") == "head"
+    _agrees("r8_time", step + tp)
+    _agrees("r8_over", max(step, tp))        # everything overlapped: the larger of the two
+    _agrees("tp_share", tp / (step + tp))    # 49%
+    # the sequential latency floor, L n_ar sigma t_lat: ring 160 x 14 x 2.407 us, NVLS 160 x 2 x
+    # 3 us
+    _agrees("tp_lat_ring", 160 * 14 * ALPHA_RING)
+    _agrees("tp_lat_nvls", 160 * 2 * 3e-6)
+    # n = 4: 160 (6 steps + 1.5 x 131,072 / 450e9) on top of the step over 4 GPUs: 13.56 ms
+    _agrees("r4_time", _l70_step(4, 3.35e12) + 160 * (6 * ALPHA_RING + 1.5 * Q8 / 450e9))
+    # NVLink SHARP, two steps of 3 us: 5.587 + 160 (6 us + 0.51 us) = 6.63 ms (not 7.11)
+    _agrees("nvls8_time", step + 160 * (6e-6 + 1.75 * Q8 / 450e9))
+    # one-shot: one step, seven buffers: 160 (3 us + 7 x 131,072 / 450e9) = 0.806 ms
+    _agrees("one8_tp", 160 * (3e-6 + 7 * Q8 / 450e9))
+    # what batch sharding would add through the switch: 160 all-to-alls of 8 x 64 x 128 x 2 / 8
+    # = 16,384 B a chip, one step of 2.407 us and 7/8 of the bytes each
+    _agrees("r8_batch_kv", 160 * (ALPHA_RING + 7 / 8 * 16_384 / 450e9))
+    # every configuration of the example fits: 17.6 GB (8 GPUs) or 35.3 GB (4) of bf16 weights
+    # and at most 1.3 GB of cache a GPU, of 80 GB
+    h100 = chips.get("H100-SXM")
+    for n in (4, 8):
+        assert bool(sharded_decode(models.get("Llama-3-70B"), h100, 8, 4096, n, ALPHA_RING,
+                                   "switch", algorithm="ring").fits)
+
+
+def test_gb200_rack_by_hand():
+    # GB200 (8 TB/s, 900 GB/s NVLink one direction, 186 GB: the catalogue's datasheet figures)
+    gb = chips.get("GB200")
+    assert (gb.hbm_bandwidth, gb.scale_up_bandwidth, gb.hbm_capacity) == (8e12, 900e9, 186e9)
+    one = _l70_step(1, 8e12)                                   # 18.72 ms on one GPU
+    # 64 GPUs, head-sharded: 8 KV heads read 64/8 = 8 copies (batch sharding of 8 sequences on
+    # 64 GPUs would too); 160 two-shot all-reduces of 2 x 3 us + 2 x 63/64 x 131,072 / 900e9
+    tp = 160 * (6e-6 + 2 * 63 / 64 * Q8 / 900e9)
+    best = _l70_step(64, 8e12, replicas=8) + tp                # 1.445 ms (not 1.93)
+    _agrees("gb_t_first", one)
+    _agrees("gb_t_best", best)
+    _agrees("gb_speed_ratio", one / best)                      # 12.9x (not 9.7x)
+    _agrees("gb_cost_ratio", 64 * best / one)                  # 4.9x (not 6.6x)
+    _agrees("gb_floor", 160 * 2 * 3e-6)                        # L n_ar sigma t_lat = 960 us
+    _agrees("gb_tp_best", tp)
+    assert _glued("gb_shard") == "head"
+    # both ends fit: 141 GB of weights and 10.7 GB of cache on one 186 GB GPU; 1/64 of them
+    # (8 copies of the cache) on each of 64
+    l70 = models.get("Llama-3-70B")
+    assert bool(sharded_decode(l70, gb, 8, 4096, 1).fits)
+    assert bool(sharded_decode(l70, gb, 8, 4096, 64, 3e-6).fits)
+
+
+def test_palm_layouts_by_hand():
+    # M8: batch-sharded KV on the 4 x 4 x 4 torus: 2 all-to-alls a layer of 512 x 48 x 256 x 2
+    # / 64 = 196,608 B a chip at the torus factor 1 + 1 + 1 = 3 (each ring of 4: 4/4):
+    # 118 x 2 x 3 x 196,608 / 270e9 = 515.5 us (the switch factor 63/64 gave 169 us)
+    _agrees("palm_kvcomm_batch", 118 * 2 * 3 * 196_608 / 270e9)
+    # batch sharding fits (16.9 GB of bf16 weights and 1.98 GB of cache a chip of 34.4 GB);
+    # head sharding's 64 copies (127 GB a chip) do not, as the chapter says
+    palm, tpu = models.get("PaLM-540B"), chips.get("TPU v4")
+    assert bool(sharded_decode(palm, tpu, 512, 2048, 64, topology="torus", kv_shard="batch").fits)
+    assert not bool(sharded_decode(palm, tpu, 512, 2048, 64, kv_shard="head").fits)
+    # W3: PaLM's SwiGLU has three D x F matrices; gathering them over all 64 chips for a
+    # 512 x 2048-token prefill: 3 x 18,432 x 73,728 x 2 / 270e9 + 2 x 2^20 x 18,432 x 2 /
+    # (64 x 270e9) = 34.67 ms (24.6 ms with Pope et al.'s two)
+    act = 2 * 2**20 * 18_432 * 2 / (64 * 270e9)
+    _agrees("wg_big", 3 * 18_432 * 73_728 * 2 / 270e9 + act)
+    _agrees("wg_big_2", 2 * 18_432 * 73_728 * 2 / 270e9 + act)
+    # the crossover n_mats F / (8/sqrt(n) - 2/n) at n = 64: 3 x 73,728 / (1 - 1/32) = 228,319
+    _agrees("cross_tokens", 3 * 73_728 / (1 - 1 / 32))
+    _agrees("cross_tokens_2", 2 * 73_728 / (1 - 1 / 32))
+    _agrees("ex6_t", 3 * 73_728 / (1 - 1 / 32))
+
+
+def test_pope_mfu_within_the_printed_points():
+    # Tables 2 and 3: MFU = 2 N tokens / (n x 275e12 x t), N the catalogue's unpadded counts
+    # (540,356,474,880 and 62,495,662,080); every row within the printed points of the paper's
+    n540, n62 = 540_356_474_880, 62_495_662_080
+    rows = [(n540, 64, 1 * 2048, 0.29, 0.43), (n540, 64, 64 * 64, 1.82, 0.14),
+            (n540, 64, 512 * 2048, 85.2, 0.76), (n540, 64, 512 * 64, 6.0, 0.33),
+            (n62, 16, 1 * 2048, 0.16, 0.36), (n62, 16, 32 * 64, 0.73, 0.08),
+            (n62, 32, 512 * 2048, 20.2, 0.73), (n62, 8, 512 * 64, 5.1, 0.37)]
+    worst = max(abs(2 * n_p * tok / (n * 275e12 * t) - paper) for n_p, n, tok, t, paper in rows)
+    assert float(_glued("mfu_err")) / 100 == pytest.approx(worst, abs=0.00005)   # 0.73 points
+    assert worst < 0.0075
+
+
+# Claim: "shard by head while n <= n_kv" is what kv_shard="auto" does, and "auto" is never slower
+# than either layout (every catalogue model, on H100s and a GB200 rack)
+@each("model", MODELS, ids=lambda m: m.name)
+def test_auto_kv_layout_is_the_rule(model):
+    groups = 1 if model.kv_lora_rank is not None else model.n_kv_heads
+    S = _ctx(model, 4096)
+    for chip in (chips.get("H100-SXM"), chips.get("GB200")):
+        for n in (1, 2, 4, 8, 16, 64):
+            if n > (chip.scale_up_domain or 8):
+                continue
+            for batch in (1, 8, 64, 256):
+                auto = sharded_decode(model, chip, batch, S, n, ALPHA_NVLS, "switch")
+                head = sharded_decode(model, chip, batch, S, n, ALPHA_NVLS, "switch",
+                                      kv_shard="head")
+                by_batch = sharded_decode(model, chip, batch, S, n, ALPHA_NVLS, "switch",
+                                          kv_shard="batch")
+                if n <= groups:
+                    assert auto.kv_shard == "head" and auto.kv_comm == 0, (model.name, n, batch)
+                fitting = [r.time for r in (head, by_batch) if r.fits]
+                if fitting:
+                    assert auto.fits and auto.time == min(fitting), (model.name, n, batch)
+
+
+# Claim: "one-shot beats two-shot while t_lat > (n-1)(1-2/n) Q/W: below 257 kB for 8 GPUs at 3 us
+# a step; vLLM switches at 256 KiB on 8 GPUs, within a few percent of that"
+def test_one_shot_crossover_and_vllm():
+    from llmmath.collectives import VLLM_ONE_SHOT_BYTES
+
+    knee = 3e-6 * 450e9 / (7 * (1 - 2 / 8))          # 257,143 B
+    _agrees("oneshot_knee", knee)
+    assert VLLM_ONE_SHOT_BYTES == 256 * 1024          # csrc/custom_all_reduce.cuh: bytes < 256 KiB
+    assert abs(knee / VLLM_ONE_SHOT_BYTES - 1) < 0.03
+    for q, one_shot_wins in ((0.9 * knee, True), (1.1 * knee, False)):
+        one = collective_time("all-reduce", q, 8, 450e9, 3e-6, "switch", algorithm="one-shot")
+        two = collective_time("all-reduce", q, 8, 450e9, 3e-6, "switch")
+        assert (one < two) == one_shot_wins

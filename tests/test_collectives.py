@@ -175,3 +175,79 @@ def test_torus_dims_edges():
 def test_bad_input_names_its_argument(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+# ----- algorithms beside the topology's own (issue 31: tree and one-shot all-reduces) ----------
+
+def test_tree_all_reduce_by_hand():
+    # NCCL's double binary tree: a reduce up and a broadcast down, 2 ceil(log2 n) steps; each chip
+    # sends about twice the buffer. 8 chips: 2 x 3 = 6 steps of 2 us = 12 us, plus
+    # 2 x 1 MB / 100 GB/s = 20 us: 32 us
+    assert collective_steps("all-reduce", 8, "switch", algorithm="tree") == 6
+    assert bandwidth_factor("all-reduce", 8, "switch", algorithm="tree") == 2
+    assert collective_time("all-reduce", D, 8, BW, 2e-6, "switch",
+                           algorithm="tree") == pytest.approx(32e-6)
+    # 5 chips: ceil(log2 5) = 3 levels, 6 steps; 64 chips on a torus: 2 x 6 = 12 (the tree does
+    # not follow the axes); one chip: nothing
+    assert collective_steps("all-reduce", 5, "ring", algorithm="tree") == 6
+    assert collective_steps("all-reduce", 64, "torus", algorithm="tree") == 12
+    assert collective_steps("all-reduce", 1, "switch", algorithm="tree") == 0
+    assert bandwidth_factor("all-reduce", 1, "switch", algorithm="tree") == 0
+
+
+def test_one_shot_all_reduce_by_hand():
+    # every chip reads the 7 other buffers and adds locally: 1 step of 2 us + 7 x 10 us = 72 us
+    assert collective_steps("all-reduce", 8, "switch", algorithm="one-shot") == 1
+    assert bandwidth_factor("all-reduce", 8, "switch", algorithm="one-shot") == 7
+    assert collective_time("all-reduce", D, 8, BW, 2e-6, "switch",
+                           algorithm="one-shot") == pytest.approx(72e-6)
+    # arrays of chip counts: 2 and 8 chips, 1 step each; factors 1 and 7
+    assert list(collective_steps("all-reduce", np.array([1, 2, 8]), "switch",
+                                 algorithm="one-shot")) == [0, 1, 1]
+    assert list(bandwidth_factor("all-reduce", np.array([2, 8]), "switch",
+                                 algorithm="one-shot")) == [1, 7]
+    # one-shot (a + 7 Q/W) against two-shot (2a + 1.75 Q/W) at 3 us and 450 GB/s: equal at
+    # Q = 3 us x 450 GB/s / (7 - 1.75) = 257,142.9 B
+    q = 3e-6 * 450e9 / 5.25
+    assert collective_time("all-reduce", q, 8, 450e9, 3e-6, "switch", algorithm="one-shot") == \
+        pytest.approx(collective_time("all-reduce", q, 8, 450e9, 3e-6, "switch"))
+    # its latency knee: Q* = 1 x 3 us x 450 GB/s / 7 = 192,857 B
+    assert latency_bandwidth_crossover("all-reduce", 8, 450e9, 3e-6, "switch",
+                                       algorithm="one-shot") == pytest.approx(1.35e6 / 7)
+
+
+def test_ring_algorithm_on_a_switch_and_defaults():
+    # NCCL's ring over an NVSwitch: n - 1 steps a pass, as on a ring; arrays allowed here
+    assert list(collective_steps("all-reduce", np.array([1, 2, 8]), "switch",
+                                 algorithm="ring")) == [0, 2, 14]
+    assert collective_time("all-reduce", D, 8, BW, 2e-6, "switch", algorithm="ring") == \
+        pytest.approx(collective_time("all-reduce", D, 8, BW, 2e-6, "ring"))
+    assert collective_steps("all-gather", 8, "switch", algorithm="ring") == 7
+    # None is the topology's own: direct on a switch, rings on a ring or a torus
+    from llmmath.collectives import ALGORITHMS, default_algorithm
+    assert ALGORITHMS == ("direct", "ring", "tree", "one-shot")
+    assert [default_algorithm(t) for t in ("switch", "ring", "torus")] == ["direct", "ring",
+                                                                         "ring"]
+    assert default_algorithm() == "direct"
+    for topo, alg in (("switch", "direct"), ("ring", "ring"), ("torus", "ring")):
+        assert collective_time("all-reduce", D, 64, BW, 1e-6, topo, algorithm=alg) == \
+            collective_time("all-reduce", D, 64, BW, 1e-6, topo)
+    # the all-reduce wrapper passes it on
+    assert all_reduce_time(D, 8, BW, 2e-6, "switch", algorithm="one-shot") == \
+        pytest.approx(72e-6)
+
+
+@pytest.mark.parametrize("kind, topology, algorithm, says", [
+    ("all-gather", "switch", "tree", "all-reduce algorithm"),
+    ("all-to-all", "switch", "one-shot", "all-reduce algorithm"),
+    ("all-reduce", "ring", "one-shot", "topology='switch'"),
+    ("all-reduce", "torus", "direct", "topology='switch'"),
+    ("all-to-all", "switch", "ring", "topology's own"),
+    ("all-reduce", "switch", "butterfly", "allowed values"),
+])
+def test_algorithm_bad_combinations(kind, topology, algorithm, says):
+    with pytest.raises(ValueError, match=f"^algorithm: .*{says}"):
+        collective_time(kind, D, 8, BW, 1e-6, topology, algorithm=algorithm)
+    with pytest.raises(ValueError, match="^topology"):
+        from llmmath.collectives import default_algorithm
+        default_algorithm("mesh")

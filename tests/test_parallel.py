@@ -500,3 +500,105 @@ def test_ffn_comm_time_bytes_and_axis_tolerance():
     n = 125**3
     assert ffn_comm_time("wg-xyz", 1000, 1024, 4096, n, 1e11, axes=(n + 2**-9, 1, 1)) == \
         pytest.approx(2 * 1024 * 4096 * 2 / 1e11 + 2 * 1000 * 1024 * 2 / (n * 1e11), rel=1e-9)
+
+
+# ----- issue 31: the KV layout is the chapter's rule by default; algorithms; gated MLPs --------
+
+def test_sharded_decode_auto_takes_head_sharding_within_the_kv_heads():
+    # Llama-3-70B has 8 KV heads: on 2, 4 or 8 chips head sharding reads one copy and exchanges
+    # nothing, so "auto" is "head" (the expert review's 8 H100s, batch 8, ring at 33.7/14 us:
+    # kv_comm 0, not the 2.71 ms of batch sharding's 160 all-to-alls)
+    for n in (2, 4, 8):
+        auto = sharded_decode(LLAMA, H100, 8, 4096, n, 2.4e-6, "ring")
+        head = sharded_decode(LLAMA, H100, 8, 4096, n, 2.4e-6, "ring", kv_shard="head")
+        assert auto.kv_shard == "head" and auto.kv_comm == 0.0
+        assert auto.time == head.time
+    # batch sharding of batch 8 on 8 chips, ring at 2.4 us: 2 all-to-alls a layer of 7 steps
+    # plus 8 x 64 x 128 x 2 / 8 = 16,384 B a chip crossing 16/8 = 2 links on average (the ring's
+    # hop sum 1+2+3+4+3+2+1) at 450 GB/s; 80 layers: 2.6997 ms
+    batch = sharded_decode(LLAMA, H100, 8, 4096, 8, 2.4e-6, "ring", kv_shard="batch")
+    assert batch.kv_comm == pytest.approx(80 * 2 * (7 * 2.4e-6 + 2 * 16_384 / 450e9),
+                                          rel=1e-12)
+
+
+def test_sharded_decode_auto_is_the_cheaper_layout_that_fits():
+    # beyond the 8 KV heads: 64 sequences on 16 chips read 2 copies head-sharded and 1
+    # batch-sharded; at 4096 tokens the copies cost more than the all-to-alls: batch
+    gb = chips.get("GB200")
+    auto = sharded_decode(LLAMA, gb, 64, 4096, 16, 3e-6, "switch")
+    batch = sharded_decode(LLAMA, gb, 64, 4096, 16, 3e-6, "switch", kv_shard="batch")
+    head = sharded_decode(LLAMA, gb, 64, 4096, 16, 3e-6, "switch", kv_shard="head")
+    assert (head.kv_replicas, batch.kv_replicas) == (2.0, 1.0)
+    assert auto.kv_shard == "batch" and auto.time == batch.time < head.time
+    # 8 sequences on 64 chips read 8 copies either way (64/8 KV heads; 64 x 1 / 8 sequences):
+    # head sharding exchanges nothing and wins
+    auto = sharded_decode(LLAMA, gb, 8, 4096, 64, 3e-6, "switch")
+    assert auto.kv_shard == "head" and auto.kv_replicas == 8.0 and auto.kv_comm == 0.0
+    # PaLM (one KV head) at batch 512 on 64 TPU v4: head sharding holds 64 copies, 127 GB a chip
+    # of 34 GB, and does not fit; batch sharding fits and is chosen
+    tpu = chips.get("TPU v4")
+    auto = sharded_decode(PALM, tpu, 512, 2048, 64)
+    assert not bool(sharded_decode(PALM, tpu, 512, 2048, 64, kv_shard="head").fits)
+    assert auto.kv_shard == "batch" and bool(auto.fits)
+    # arrays of batches choose element by element, and the step is the chosen layout's
+    many = sharded_decode(LLAMA, gb, np.array([8.0, 64.0]), 4096, 16, 3e-6, "switch")
+    assert list(many.kv_shard) == ["head", "batch"]
+    assert list(many.kv_replicas) == [2.0, 1.0]
+    for i, b in enumerate((8, 64)):
+        one = sharded_decode(LLAMA, gb, b, 4096, 16, 3e-6, "switch")
+        assert many.time[i] == pytest.approx(one.time, rel=1e-12)
+        assert many.step.time[i] == pytest.approx(one.step.time, rel=1e-12)
+        assert many.kv_comm[i] == pytest.approx(one.kv_comm, rel=1e-12)
+
+
+def test_sharded_decode_latency_floor_and_algorithm_by_hand():
+    # the 160 all-reduces' fixed costs: 160 x 14 x 2 us = 4.48 ms on a ring of 8, 160 x 2 x 3 us
+    # = 0.96 ms through a switch (two-shot), 160 x 1 x 3 us = 0.48 ms one-shot
+    ring = sharded_decode(LLAMA, H100, 8, 4096, 8, 2e-6, "ring")
+    assert ring.tp_latency == pytest.approx(160 * 14 * 2e-6, rel=1e-12)
+    assert sharded_decode(LLAMA, H100, 8, 4096, 8, 3e-6).tp_latency == pytest.approx(0.96e-3)
+    one = sharded_decode(LLAMA, H100, 8, 4096, 8, 3e-6, "switch", algorithm="one-shot")
+    assert one.tp_latency == pytest.approx(0.48e-3, rel=1e-12)
+    # one-shot moves 7 buffers of 8 x 8192 x 2 = 131,072 B at 450 GB/s after its one step
+    assert one.tp_comm == pytest.approx(160 * (3e-6 + 7 * 131_072 / 450e9), rel=1e-12)
+    # a tree of 8: 6 steps, twice the buffer
+    tree = sharded_decode(LLAMA, H100, 8, 4096, 8, 2e-6, "switch", algorithm="tree")
+    assert tree.tp_comm == pytest.approx(160 * (6 * 2e-6 + 2 * 131_072 / 450e9), rel=1e-12)
+    # one chip: no floor; Pope et al.'s defaults (no latency): no floor either
+    assert sharded_decode(LLAMA, H100, 8, 4096, 1).tp_latency == 0.0
+    assert sharded_decode(LLAMA, H100, 8, 4096, 8).tp_latency == 0.0
+    # the sequence layout's all-reduce follows the algorithm too: 80 more one-shot all-reduces
+    # of the queries, 8 x 64 x 128 x 2 = 131,072 B
+    seq = sharded_decode(LLAMA, H100, 8, 4096, 8, 3e-6, "switch", kv_shard="sequence",
+                         algorithm="one-shot")
+    assert seq.kv_comm == pytest.approx(80 * (3e-6 + 7 * 131_072 / 450e9), rel=1e-12)
+    with pytest.raises(ValueError, match="^algorithm"):
+        sharded_decode(LLAMA, H100, 8, 4096, 8, 3e-6, "ring", algorithm="one-shot")
+    with pytest.raises(ValueError, match="^kv_shard: got 'heads'; allowed values are "
+                                         r"\['auto', 'batch', 'head', 'sequence'\]"):
+        sharded_decode(LLAMA, H100, 8, 4096, 8, kv_shard="heads")
+
+
+def test_ffn_comm_time_counts_the_weight_matrices():
+    # a gated MLP gathers three D x F matrices: weight-gathered over X = 4 of 64 chips,
+    # 3 x 1024 x 4096 x 2 x 4 / (64 x 1e11) + 2 x 1000 x 1024 x 1 / (4 x 1e11)
+    a = dict(activation_bytes=1, weight_bytes=2)
+    wg = 3 * 1024 * 4096 * 2 * 4 / (64 * 1e11) + 2 * 1000 * 1024 / (4 * 1e11)
+    assert ffn_comm_time("wg-x", 1000, 1024, 4096, 64, 1e11, n_mats=3, **a) == pytest.approx(
+        wg, rel=1e-12)
+    # the best n_wg: 2 D sqrt(2 n_mats T F b_a b_w) / (sqrt(n) bw)
+    #   = 2 x 1024 x sqrt(2 x 3 x 1000 x 4096 x 2) / (8 x 1e11)
+    assert ffn_comm_time("wg-opt", 1000, 1024, 4096, 64, 1e11, n_mats=3, **a) == pytest.approx(
+        2 * 1024 * np.sqrt(6 * 1000 * 4096 * 2) / (8 * 1e11), rel=1e-12)
+    # PaLM 540B's SwiGLU on 64 TPU v4 (D 18,432, F 73,728, 270 GB/s), 512 x 2048 tokens,
+    # everything gathered: 3 x 18,432 x 73,728 x 2 / 270e9 + 2 x 2^20 x 18,432 x 2 / (64 x 270e9)
+    # = 30.199 + 4.474 = 34.673 ms (24.6 ms with Pope et al.'s two matrices)
+    t = ffn_comm_time("wg-xyz", 512 * 2048, 18_432, 73_728, 64, 270e9, axes=(4, 4, 4), n_mats=3)
+    assert t == pytest.approx(34.673e-3, rel=1e-4)
+    # the weight-stationary layouts do not depend on it
+    for lay in ("1d-ws", "2d-ws"):
+        assert ffn_comm_time(lay, 1000, 1024, 4096, 64, 1e11, n_mats=3) == \
+            ffn_comm_time(lay, 1000, 1024, 4096, 64, 1e11)
+    for bad in (0, 2.5):
+        with pytest.raises(ValueError, match="^n_mats"):
+            ffn_comm_time("wg-x", 1000, 1024, 4096, 64, 1e11, n_mats=bad)

@@ -4,14 +4,19 @@ Collective times follow Pope et al. (2022, App. A.1) for a bandwidth-bound netwo
 all-gather over ``n`` chips whose output is ``D`` bytes per chip takes ``D/bw (n-1)/n``; a
 reduce-scatter the same with ``D`` the (larger) per-chip input; an all-reduce is both, twice
 the time. ``bw`` is the per-chip, one-direction bandwidth (``Chip.scale_up_bandwidth``).
-By default latency per step and topology are left out, so every time is a lower bound; pass
-``hop_latency`` and ``topology`` to add the alpha-beta model of :mod:`llmmath.collectives`.
+By default latency per step and topology are left out, so every time is a lower bound: the
+defaults ``hop_latency=0``, ``topology="switch"`` and ``algorithm=None`` (the topology's own, direct
+on a switch) are Pope et al.'s bandwidth-only model (App. A.1). Pass ``hop_latency`` (measured
+values in :data:`llmmath.collectives.STEP_LATENCIES`), ``topology`` and ``algorithm`` (ring, tree,
+one-shot: :data:`llmmath.collectives.ALGORITHMS`) to add the alpha-beta model of
+:mod:`llmmath.collectives`; a headline that uses them says which it used.
 
 All sizes in bytes, bandwidths in bytes/s, times in seconds; arguments broadcast.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -21,7 +26,7 @@ from ._check import choice, positive
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
 from ._summary import SummaryRow
-from .collectives import collective_time
+from .collectives import collective_steps, collective_time
 from .units import fmt_time
 
 __all__ = [
@@ -33,6 +38,7 @@ __all__ = [
     "tensor_parallel_comm_time",
     "expert_parallel_comm_time",
     "KV_SHARDINGS",
+    "KV_SHARD_CHOICES",
     "kv_replicas",
     "ShardedDecode",
     "sharded_decode",
@@ -50,78 +56,86 @@ def _frac(n):
     return (n - 1.0) / n
 
 
-def _collective(kind, name, d, n, bandwidth, hop_latency, topology, dims):
+def _collective(kind, name, d, n, bandwidth, hop_latency, topology, dims, algorithm=None):
     d = positive(name, d, allow_zero=True)
     n = positive("n_chips", n)
     bw = positive("bandwidth", bandwidth)
-    if (topology == "switch" and dims is None and type(hop_latency) in (int, float)
-            and hop_latency == 0):
+    if (topology == "switch" and dims is None and algorithm is None
+            and type(hop_latency) in (int, float) and hop_latency == 0):
         f = _frac(n)  # Pope et al.'s bandwidth-only time: the default, exactly as before
         return _out(d / bw * (2.0 * f if kind == "all-reduce" else f))
-    return collective_time(kind, d, n, bw, hop_latency=hop_latency, topology=topology, dims=dims)
+    return collective_time(kind, d, n, bw, hop_latency=hop_latency, topology=topology, dims=dims,
+                           algorithm=algorithm)
 
 
 def all_gather_time(bytes_per_chip_out, n_chips, bandwidth, hop_latency=0.0, topology="switch",
-                    dims=None):
+                    dims=None, algorithm=None):
     """All-gather: every chip ends with the full ``D`` bytes: ``T = D/bw x (n-1)/n``.
 
-    With ``hop_latency`` (s per step) and ``topology`` (``"switch"``, ``"ring"``, ``"torus"``
-    with sides ``dims``) the fixed costs of :func:`llmmath.collectives.collective_time` are added.
+    With ``hop_latency`` (s per step), ``topology`` (``"switch"``, ``"ring"``, ``"torus"``
+    with sides ``dims``) and ``algorithm`` (default the topology's own) the fixed costs of
+    :func:`llmmath.collectives.collective_time` are added.
     """
     return _collective("all-gather", "bytes_per_chip_out", bytes_per_chip_out, n_chips, bandwidth,
-                       hop_latency, topology, dims)
+                       hop_latency, topology, dims, algorithm)
 
 
 def reduce_scatter_time(bytes_per_chip_in, n_chips, bandwidth, hop_latency=0.0, topology="switch",
-                        dims=None):
+                        dims=None, algorithm=None):
     """Reduce-scatter of ``D`` input bytes per chip into ``D/n`` each: ``T = D/bw x (n-1)/n``
     (plus per-step latency as in :func:`all_gather_time`)."""
     return _collective("reduce-scatter", "bytes_per_chip_in", bytes_per_chip_in, n_chips, bandwidth,
-                       hop_latency, topology, dims)
+                       hop_latency, topology, dims, algorithm)
 
 
 def all_reduce_time(bytes_per_chip, n_chips, bandwidth, hop_latency=0.0, topology="switch",
-                    dims=None):
+                    dims=None, algorithm=None):
     """All-reduce = reduce-scatter + all-gather:
-    ``T = 2 D/bw x (n-1)/n`` (plus per-step latency)."""
+    ``T = 2 D/bw x (n-1)/n`` (plus per-step latency). ``algorithm="tree"`` or ``"one-shot"``
+    changes both terms (:mod:`llmmath.collectives`)."""
     return _collective("all-reduce", "bytes_per_chip", bytes_per_chip, n_chips, bandwidth,
-                       hop_latency, topology, dims)
+                       hop_latency, topology, dims, algorithm)
 
 
 def all_to_all_time(bytes_per_chip, n_chips, bandwidth, hop_latency=0.0, topology="switch",
-                    dims=None):
+                    dims=None, algorithm=None):
     """All-to-all: each chip sends the ``(n-1)/n`` of its ``D`` bytes meant for others:
     ``T = D/bw x (n-1)/n`` through a switch (more on a ring or torus, where bytes cross several
     links)."""
     return _collective("all-to-all", "bytes_per_chip", bytes_per_chip, n_chips, bandwidth,
-                       hop_latency, topology, dims)
+                       hop_latency, topology, dims, algorithm)
 
 
 def tensor_parallel_layer_comm_time(model, tokens, n_chips, bandwidth, activation_bytes=2,
-                                    hop_latency=0.0, topology="switch", dims=None):
+                                    hop_latency=0.0, topology="switch", dims=None,
+                                    algorithm=None):
     """Megatron-style (1D) tensor-parallel communication of **one layer** over ``tokens``:
     ``n_ar`` all-reduces of ``T D b_a`` bytes, ``n_ar = 1`` for a parallel attention/MLP block
-    (PaLM), else 2 (after attention and after the MLP)."""
+    (PaLM), else 2 (after attention and after the MLP). Collective model as in
+    :func:`all_reduce_time` (defaults: Pope et al.'s bandwidth-only switch)."""
     n_chips = n_chips_check(n_chips)
     tokens = positive("tokens", tokens)
     activation_bytes = positive("activation_bytes", activation_bytes)
     per_layer = 1 if model.parallel_block else 2
     t = all_reduce_time(tokens * model.d_model * activation_bytes, n_chips, bandwidth,
-                        hop_latency=hop_latency, topology=topology, dims=dims)
+                        hop_latency=hop_latency, topology=topology, dims=dims, algorithm=algorithm)
     return _out(per_layer * np.asarray(t))
 
 
 def tensor_parallel_comm_time(model, tokens, n_chips, bandwidth, activation_bytes=2,
-                              hop_latency=0.0, topology="switch", dims=None):
+                              hop_latency=0.0, topology="switch", dims=None, algorithm=None):
     """Megatron-style (1D) tensor-parallel communication for one forward pass over ``tokens``.
 
     Each layer all-reduces its ``tokens x D`` activations after attention and after the MLP
     (one all-reduce per layer for a parallel attention/MLP block, as in PaLM):
-    ``T = L x n_ar x 2 (T D b_a)/bw x (n-1)/n`` (plus ``L n_ar`` all-reduces' step latencies
-    when ``hop_latency`` > 0). For decode, ``tokens`` is the batch.
+    ``T = L n_ar [sigma t_lat + phi T D b_a / bw]``, ``phi = 2(n-1)/n`` and ``sigma`` the
+    all-reduce's steps on ``topology`` with ``algorithm`` (see :mod:`llmmath.collectives`). The
+    ``L n_ar`` all-reduces are sequential (each waits for the matmul before it, and the next
+    layer waits for it), so their fixed costs ``L n_ar sigma t_lat`` add whatever the batch.
+    For decode, ``tokens`` is the batch.
     """
     t = tensor_parallel_layer_comm_time(model, tokens, n_chips, bandwidth, activation_bytes,
-                                        hop_latency, topology, dims)
+                                        hop_latency, topology, dims, algorithm)
     return _out(model.n_layers * np.asarray(t))
 
 
@@ -195,41 +209,52 @@ FFN_LAYOUTS = ("1d-ws", "2d-ws", "wg-x", "wg-xy", "wg-xyz", "wg-opt")
 
 
 def ffn_comm_time(layout, tokens, d_model, d_ff, n_chips, bandwidth, activation_bytes=2,
-                  weight_bytes=2, axes=None, x=None):
+                  weight_bytes=2, axes=None, x=None, n_mats=2):
     """Communication time of one feed-forward layer under Pope et al. (2022) layouts (§3.2, App.
     A.2).
 
-    ``tokens`` is ``B L`` (batch x sequence length in the pass), ``E = d_model``, ``F = d_ff``,
-    ``bw`` per-chip bandwidth; activations are ``b_a`` and weights ``b_w`` bytes/element.
+    ``tokens`` is ``T_b`` (batch x sequence length in the pass), ``D = d_model``, ``F = d_ff``,
+    ``bw`` per-chip bandwidth; activations are ``b_a`` and weights ``b_w`` bytes/element;
+    ``n_mats`` the layer's ``D x F`` weight matrices, which only the weight gathers move. Its
+    default, 2 (``W_in``, ``W_out``), is what Pope et al.'s closed forms assume; a gated MLP
+    (SwiGLU, GeGLU: PaLM, Llama) has 3 (``Model.gated_mlp``).
 
-    - ``"1d-ws"`` (Megatron, shard F): ``2 T E b_a / bw``, independent of chip count.
-    - ``"2d-ws"`` (``E_x F_yz``): ``(2 T b_a / bw)(E/X + F/(YZ))``; with ``x=None`` at the
-      optimum ``X = sqrt(n E / F)``: ``4 T b_a sqrt(E F) / (sqrt(n) bw)``, which is
-      ``8 T E b_a / (sqrt(n) bw)`` for ``F = 4E``.
-    - ``"wg-x"``, ``"wg-xy"``, ``"wg-xyz"`` (weight-gathered over ``N`` = X, XY or XYZ chips):
-      ``2 E F b_w N / (n bw) + 2 T E b_a / (N bw)``; ``axes=(X, Y, Z)`` (default: a cube).
-    - ``"wg-opt"``: the best ``N = sqrt(T n b_a / (F b_w))``, giving
-      ``4 E sqrt(T F b_a b_w) / (sqrt(n) bw)`` (``4 E sqrt(T F) b / (sqrt(n) bw)`` at equal bytes).
+    - ``"1d-ws"`` (Megatron, shard F): ``2 T D b_a / bw``, independent of chip count.
+    - ``"2d-ws"`` (``D_x F_yz``): ``(2 T b_a / bw)(D/X + F/(YZ))``; with ``x=None`` at the
+      optimum ``X = sqrt(n D / F)``: ``4 T b_a sqrt(D F) / (sqrt(n) bw)``, which is
+      ``8 T D b_a / (sqrt(n) bw)`` for ``F = 4D``.
+    - ``"wg-x"``, ``"wg-xy"``, ``"wg-xyz"`` (weight-gathered over ``n_wg`` = X, XY or XYZ chips):
+      each chip keeps ``1/n`` of every matrix and all-gathers ``n_wg/n`` of them before the layer,
+      ``n_mats D F b_w n_wg / (n bw)``; the tokens split ``n_wg`` ways, and each chip's
+      ``T/n_wg`` tokens are all-gathered in and reduce-scattered out over the other ``n/n_wg``
+      chips, ``2 T D b_a / (n_wg bw)`` (the ``(k-1)/k`` factors taken as 1, as Pope et al. do);
+      ``axes=(X, Y, Z)`` (default: a cube).
+    - ``"wg-opt"``: the best ``n_wg = sqrt(2 T n b_a / (n_mats F b_w))``, giving
+      ``2 D sqrt(2 n_mats T F b_a b_w) / (sqrt(n) bw)`` (``4 D sqrt(T F b_a b_w) / (sqrt(n) bw)``
+      for two matrices).
 
+    The weight-stationary terms are Pope et al.'s two-matrix forms whatever ``n_mats`` is: a
+    gated MLP's gate also passes through 2D's first reduce-scatter, which they leave out.
     Compute overlap is ignored; choose WS for few tokens (decode) and WG for many (prefill).
     """
     choice("layout", layout, FFN_LAYOUTS)
     T = positive("tokens", tokens)
-    E = positive("d_model", d_model)
+    D = positive("d_model", d_model)
     F = positive("d_ff", d_ff)
     n = n_chips_check(n_chips)
     bw = positive("bandwidth", bandwidth)
     ba = positive("activation_bytes", activation_bytes)
     bw_w = positive("weight_bytes", weight_bytes)
+    mats = positive("n_mats", n_mats, integer=True)
     if layout == "1d-ws":
-        return _out(2.0 * T * E * ba / bw * np.ones_like(n))
+        return _out(2.0 * T * D * ba / bw * np.ones_like(n))
     if layout == "2d-ws":
         if x is None:
-            return _out(4.0 * T * ba * np.sqrt(E * F) / (np.sqrt(n) * bw))
+            return _out(4.0 * T * ba * np.sqrt(D * F) / (np.sqrt(n) * bw))
         x = positive("x", x)
-        return _out(2.0 * T * ba / bw * (E / x + F / (n / x)))
+        return _out(2.0 * T * ba / bw * (D / x + F / (n / x)))
     if layout == "wg-opt":
-        return _out(4.0 * E * np.sqrt(T * F * ba * bw_w) / (np.sqrt(n) * bw))
+        return _out(2.0 * D * np.sqrt(2.0 * mats * T * F * ba * bw_w) / (np.sqrt(n) * bw))
     if axes is None:
         side = np.cbrt(n)
         if np.any(np.abs(side - np.round(side)) > 1e-9):
@@ -239,12 +264,14 @@ def ffn_comm_time(layout, tokens, d_model, d_ff, n_chips, bandwidth, activation_
     X, Y, Z = (positive(f"axes[{i}]", a) for i, a in enumerate(axes))
     if np.any(np.abs(np.asarray(X) * Y * Z - n) > 1e-9 * np.asarray(n)):
         raise ValueError(f"axes: got {axes!r}; X*Y*Z must equal n_chips={n!r}")
-    N = {"wg-x": X, "wg-xy": X * Y, "wg-xyz": X * Y * Z}[layout]
-    return _out(2.0 * E * F * bw_w * N / (n * bw) + 2.0 * T * E * ba / (N * bw))
+    n_wg = {"wg-x": X, "wg-xy": X * Y, "wg-xyz": X * Y * Z}[layout]
+    return _out(mats * D * F * bw_w * n_wg / (n * bw) + 2.0 * T * D * ba / (n_wg * bw))
 
 
 #: Ways to split the KV cache over the chips of a tensor-parallel group (Pope et al. §3.3).
 KV_SHARDINGS = ("batch", "head", "sequence")
+#: What :func:`sharded_decode` accepts: a layout, or ``"auto"`` (the cheaper of head and batch).
+KV_SHARD_CHOICES = ("auto",) + KV_SHARDINGS
 
 
 def _kv_groups(model):
@@ -272,7 +299,8 @@ def kv_replicas(model, batch, n_chips, kv_shard="batch"):
     return _out(np.ones_like(np.asarray(n * batch, dtype=float)))
 
 
-def _kv_comm_per_layer(model, by, batch, n, bw, activation_bytes, hop_latency, topology, dims):
+def _kv_comm_per_layer(model, by, batch, n, bw, activation_bytes, hop_latency, topology, dims,
+                       algorithm=None):
     """Attention's own resharding per layer: batch sharding all-to-alls the queries out and the
     attention outputs back (``2 x all_to_all(B n_q d_h b_a / n)``); sequence sharding gathers
     every query to every chip and reduce-scatters the partial outputs (an all-reduce of
@@ -282,7 +310,7 @@ def _kv_comm_per_layer(model, by, batch, n, bw, activation_bytes, hop_latency, t
         return 0.0 * q
     if by == "batch":
         return 2.0 * np.asarray(all_to_all_time(q / n, n, bw, hop_latency, topology, dims))
-    return np.asarray(all_reduce_time(q, n, bw, hop_latency, topology, dims))
+    return np.asarray(all_reduce_time(q, n, bw, hop_latency, topology, dims, algorithm))
 
 
 @dataclass(frozen=True)
@@ -291,8 +319,11 @@ class ShardedDecode:
 
     - ``step``: the lower bound (:func:`~llmmath.roofline.decode_step`) on ``n`` chips,
       the KV reads multiplied by ``kv_replicas``
-    - ``tp_comm``: the layers' tensor-parallel all-reduces, s; ``kv_comm``: attention's
-      resharding for the chosen KV layout, s; ``comm`` their sum
+    - ``tp_comm``: the layers' tensor-parallel all-reduces, s; ``tp_latency``: their fixed costs
+      alone, ``L n_ar sigma t_lat`` (sequential, so they add whatever the batch); ``kv_comm``:
+      attention's resharding for the KV layout used, s; ``comm`` = ``tp_comm + kv_comm``
+    - ``kv_shard``: the KV layout used (``"auto"`` resolved; an array of names where batch or
+      context is an array)
     - ``time``: ``step.time + comm``, communication not overlapped (what a step costs when each
       all-reduce waits for the matmul before it); ``time_overlapped``: ``max(step.time, comm)``
     - ``weights_per_chip``, ``kv_per_chip``: HBM per chip, B; ``fits``: both within one chip's HBM
@@ -301,6 +332,8 @@ class ShardedDecode:
 
     step: object
     tp_comm: float | np.ndarray
+    tp_latency: float | np.ndarray
+    kv_shard: str | np.ndarray
     kv_comm: float | np.ndarray
     comm: float | np.ndarray
     time: float | np.ndarray
@@ -323,19 +356,51 @@ class ShardedDecode:
 
 def sharded_decode(model, chip, batch, context, n_chips, hop_latency=0.0, topology="switch",
                    dims=None,
-                   kv_shard="batch", weight_bytes=2, kv_bytes=2, activation_bytes=2, dtype="bf16",
-                   bandwidth=None, attention_flops=True):
+                   kv_shard="auto", weight_bytes=2, kv_bytes=2, activation_bytes=2, dtype="bf16",
+                   bandwidth=None, attention_flops=True, algorithm=None):
     """Decode step of ``model`` split over ``n_chips`` by 1D (Megatron) tensor parallelism, with
     its communication: the bound of :func:`~llmmath.roofline.decode_step` plus
-    ``L n_ar`` all-reduces of ``B D b_a`` bytes and attention's resharding (``kv_shard``, one of
-    :data:`KV_SHARDINGS`), each paying ``hop_latency`` per step on ``topology``.
+    ``L n_ar`` all-reduces of ``B D b_a`` bytes and attention's resharding, each paying
+    ``hop_latency`` per step on ``topology`` with ``algorithm`` (for the all-reduces; default
+    the topology's own). The collective defaults (no latency, a switch) are Pope et al.'s
+    bandwidth-only model (App. A.1): pass measured values to price small messages.
+
+    ``kv_shard`` is one of :data:`KV_SHARDINGS`, or ``"auto"`` (the default): of head and batch
+    sharding, the one whose step (``time``) is shorter, among those that fit in HBM (head on a
+    tie). That is the rule "shard by head while ``n <= n_kv``": there head sharding reads one
+    copy and exchanges nothing, so batch sharding can only add. Beyond ``n_kv`` batch sharding
+    wins when the cache copies head sharding reads (``n/n_kv``) cost more than its two
+    all-to-alls per layer, which needs ``B >= n`` (fewer sequences than chips read copies
+    either way). ``ShardedDecode.kv_shard`` says which was used.
 
     ``bandwidth`` defaults to ``chip.scale_up_bandwidth``. Scalar ``n_chips`` for ring and torus
     topologies (step counts differ per count); ``batch`` and ``context`` broadcast.
     """
-    from .roofline import decode_step
+    choice("kv_shard", kv_shard, KV_SHARD_CHOICES)
+    if kv_shard == "auto":
+        kw = dict(hop_latency=hop_latency, topology=topology, dims=dims, weight_bytes=weight_bytes,
+                  kv_bytes=kv_bytes, activation_bytes=activation_bytes, dtype=dtype,
+                  bandwidth=bandwidth, attention_flops=attention_flops, algorithm=algorithm)
+        head = sharded_decode(model, chip, batch, context, n_chips, kv_shard="head", **kw)
+        by_batch = sharded_decode(model, chip, batch, context, n_chips, kv_shard="batch", **kw)
+        fh, fb = np.asarray(head.fits), np.asarray(by_batch.fits)
+        use_head = (fh & ~fb) | ((fh == fb) & (np.asarray(head.time) <= np.asarray(by_batch.time)))
+        if use_head.ndim == 0:
+            return head if bool(use_head) else by_batch
+        parts = {}
+        for f in dataclasses.fields(ShardedDecode):
+            if f.name == "step":
+                continue
+            a, b = getattr(head, f.name), getattr(by_batch, f.name)
+            parts[f.name] = np.where(use_head, a, b)
+        parts["fits"] = np.asarray(parts["fits"], dtype=bool)
+        for name in ("tp_comm", "tp_latency", "kv_comm", "comm", "time", "time_overlapped",
+                     "kv_replicas", "weights_per_chip", "kv_per_chip", "n_chips", "batch"):
+            parts[name] = _out(parts[name])
+        step = _decode_step_for(model, chip, batch, context, n_chips, weight_bytes, kv_bytes,
+                                dtype, attention_flops, parts["kv_replicas"])
+        return ShardedDecode(step=step, **parts)
 
-    choice("kv_shard", kv_shard, KV_SHARDINGS)
     n = n_chips_check(n_chips)
     batch = positive("batch", batch)
     bw = chip.scale_up_bandwidth if bandwidth is None else bandwidth
@@ -345,25 +410,37 @@ def sharded_decode(model, chip, batch, context, n_chips, hop_latency=0.0, topolo
     bw = positive("bandwidth", bw)
     kv_bytes = positive("kv_bytes", kv_bytes)
     r = kv_replicas(model, batch, n, kv_shard)
-    step = decode_step(model, chip, batch, context, n_chips=n, weight_bytes=weight_bytes,
-                       kv_bytes=kv_bytes, dtype=dtype, attention_flops=attention_flops,
-                       kv_replicas=r)
+    step = _decode_step_for(model, chip, batch, context, n, weight_bytes, kv_bytes, dtype,
+                            attention_flops, r)
     if np.all(np.asarray(n) == 1):
-        tp = kv = 0.0 * np.asarray(step.time)
+        tp = kv = lat = 0.0 * np.asarray(step.time)
     else:
         tp = np.asarray(tensor_parallel_comm_time(model, batch, n, bw, activation_bytes,
-                                                  hop_latency, topology, dims))
+                                                  hop_latency, topology, dims, algorithm))
         kv = model.n_layers * _kv_comm_per_layer(model, kv_shard, batch, n, bw, activation_bytes,
-                                                 hop_latency, topology, dims)
+                                                 hop_latency, topology, dims, algorithm)
+        n_ar = model.n_layers * (1 if model.parallel_block else 2)
+        sigma = np.asarray(collective_steps("all-reduce", n, topology, dims, algorithm))
+        lat = n_ar * sigma * positive("hop_latency", hop_latency, allow_zero=True) \
+            * np.ones_like(np.asarray(step.time))
     comm = tp + kv
     t = np.asarray(step.time)
     w = model.total_params * weight_bytes / np.asarray(n)
     kvc = (np.asarray(batch) * model.kv_cache_bytes(context, kv_bytes) * np.asarray(r)
            / np.asarray(n))
-    return ShardedDecode(step, _out(tp), _out(kv), _out(comm), _out(t + comm),
+    return ShardedDecode(step, _out(tp), _out(lat), kv_shard, _out(kv), _out(comm), _out(t + comm),
                          _out(np.maximum(t, comm)),
                          _out(r), _out(w), _out(kvc), (w + kvc) <= chip.hbm_capacity, _out(n),
                          _out(batch))
+
+
+def _decode_step_for(model, chip, batch, context, n, weight_bytes, kv_bytes, dtype,
+                     attention_flops, replicas):
+    from .roofline import decode_step
+
+    return decode_step(model, chip, batch, context, n_chips=n, weight_bytes=weight_bytes,
+                       kv_bytes=kv_bytes, dtype=dtype, attention_flops=attention_flops,
+                       kv_replicas=replicas)
 
 
 def best_tensor_parallel(model, chip, batch, context, chip_counts=None, **kwargs):
@@ -402,7 +479,8 @@ def ring_optimal_chips(model, chip, batch, context, hop_latency=33.7e-6 / 14, we
 
     with ``t_1`` the single-chip step bound (:func:`~llmmath.roofline.decode_step` with one chip,
     capacity ignored), ``L n_ar`` the all-reduces per step and ``alpha`` the per-step latency
-    (default: the measured NVLink ring step of :data:`llmmath.collectives.STEP_LATENCIES`).
+    (default: the NVLink ring step of :data:`llmmath.collectives.STEP_LATENCIES`, one
+    measurement of NCCL's ring on 8 A100s over one channel, ``nccl_tests_latency``).
     A continuous value: round to a count the hardware offers. On a switch the latency term does
     not grow with ``n`` and there is no such optimum (the step only approaches ``2 L n_ar alpha``).
     """

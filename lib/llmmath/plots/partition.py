@@ -9,7 +9,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator
 from .. import chips as _chips
 from .. import models as _models
 from ..collectives import STEP_LATENCIES, collective_time, latency_bandwidth_crossover, torus_dims
-from ..parallel import KV_SHARDINGS, best_tensor_parallel, ffn_comm_time, sharded_decode
+from ..parallel import KV_SHARD_CHOICES, best_tensor_parallel, ffn_comm_time, sharded_decode
 from ..units import fmt_bytes, fmt_count, fmt_time
 from .explore import (
     BATCHES,
@@ -114,7 +114,7 @@ def _tp_setup(p):
 @builder(setup=_tp_setup)
 def tp_step_vs_chips(p, model="Llama-3-70B", chip="H100-SXM", batch=8, context=4096,
                      hop_latency=_RING_STEP,
-                     topology="ring", kv_shard="batch", weight_bytes=2, kv_bytes=2, dtype="bf16",
+                     topology="ring", kv_shard="auto", weight_bytes=2, kv_bytes=2, dtype="bf16",
                      chip_counts=None, mark_chips=None):
     """Decode step of a tensor-parallel replica against its chip count: the bound of chapters 3-5
     (falls as 1/n), the all-reduces' time (rises with n once latency matters) and their sum;
@@ -158,7 +158,7 @@ def tp_step_vs_chips(p, model="Llama-3-70B", chip="H100-SXM", batch=8, context=4
                        f"{ns.max():g}): {fmt_t(r.time)} a step",
                        loc=(0.98, 0.03), ha="right")
             p.numbers = {"time": r.time, "step": r.step.time, "comm": r.comm,
-                         "tp_comm": r.tp_comm, "kv_comm": r.kv_comm,
+                         "tp_comm": r.tp_comm, "kv_comm": r.kv_comm, "kv_shard": r.kv_shard,
                          "time_overlapped": r.time_overlapped, "kv_replicas": r.kv_replicas,
                          "hbm_per_chip": r.weights_per_chip + r.kv_per_chip, "fits": r.fits,
                          "chip_seconds_per_token": r.chip_seconds_per_token}
@@ -177,7 +177,7 @@ def tp_step_vs_chips(p, model="Llama-3-70B", chip="H100-SXM", batch=8, context=4
 
 _LAYOUT_COLOUR = (PALETTE["vermillion"], PALETTE["orange"], PALETTE["green"], PALETTE["purple"])
 _LAYOUT_NAMES = {"1d-ws": "1D weight-stationary", "2d-ws": "2D weight-stationary",
-                 "wg-xyz": "XYZ weight-gathered", "wg-opt": "weight-gathered, best N"}
+                 "wg-xyz": "XYZ weight-gathered", "wg-opt": "weight-gathered, best n_wg"}
 
 
 @builder()
@@ -185,7 +185,9 @@ def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, token
                           weight_bytes=2,
                           layouts=("1d-ws", "2d-ws", "wg-xyz"), dtype="bf16", mark_tokens=None):
     """Communication time of one feed-forward layer against tokens per batch under Pope et al.'s
-    layouts (§3.2), beside the layer's matmul time at peak; the WS/WG crossover is marked."""
+    layouts (§3.2), beside the layer's matmul time at peak; the WS/WG crossover is marked. The
+    weight gathers move the model's own ``D x F`` matrices (3 for a gated MLP, where Pope et al.'s
+    closed forms count 2)."""
     model, chip = _model(model), _chip(chip)
     dt, dnote = chip.resolve_dtype(dtype)
     n = int(n_chips)
@@ -193,14 +195,15 @@ def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, token
     T = grid(tokens, 1, 2 ** 21, integer=False)
     E, F = model.d_model, model.d_ff
     axes = torus_dims(n)
+    mats = 3 if model.gated_mlp else 2   # the weight gathers move every D x F matrix
     ax = p.ax
     ys = {}
     for i, lay in enumerate(layouts):
-        y = np.asarray(ffn_comm_time(lay, T, E, F, n, bw, weight_bytes=weight_bytes, axes=axes))
+        y = np.asarray(ffn_comm_time(lay, T, E, F, n, bw, weight_bytes=weight_bytes, axes=axes,
+                                     n_mats=mats))
         ys[lay] = y
         p.add(ax.plot(*mask(T, y), color=_LAYOUT_COLOUR[i % 4], lw=2.2,
                       label=_LAYOUT_NAMES.get(lay, lay))[0])
-    mats = 3 if model.gated_mlp else 2
     comp = 2.0 * T * mats * E * F / (n * chip.peak(dt))
     p.add(ax.plot(*mask(T, comp), color=ROLE["compute"], ls="--", lw=1.8,
                   label="matmul time at peak")[0])
@@ -213,7 +216,8 @@ def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, token
     cross = None
     if "2d-ws" in ys and "wg-xyz" in ys:
         # both are a + b T: solve a_wg + b_wg T = b_ws T exactly
-        f = {lay: [float(ffn_comm_time(lay, t, E, F, n, bw, weight_bytes=weight_bytes, axes=axes))
+        f = {lay: [float(ffn_comm_time(lay, t, E, F, n, bw, weight_bytes=weight_bytes, axes=axes,
+                                       n_mats=mats))
                    for t in (1.0, 2.0)]
              for lay in ("2d-ws", "wg-xyz")}
         slope = {lay: v[1] - v[0] for lay, v in f.items()}
@@ -242,7 +246,7 @@ def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, token
 
 @builder()
 def latency_cost_vs_chips(p, model="Llama-3-70B", chip="GB200", batches=(1, 8, 64, 256),
-                          context=4096, hop_latency=_NVLS_STEP, topology="switch", kv_shard="batch",
+                          context=4096, hop_latency=_NVLS_STEP, topology="switch", kv_shard="auto",
                           weight_bytes=2, kv_bytes=2,
                           dtype="bf16", chip_counts=None, mark_chips=None, mark_batch=None):
     """Latency per token against cost (chip-seconds per token) as the chip count grows, one curve
@@ -316,7 +320,7 @@ _LATENCIES = [("0 (bandwidth only)", 0.0), ("1 µs", 1e-6), ("2.4 µs (NVLink ri
 
 @explorer(main="n_chips", sweep=[1, 2, 4, 8, 16, 32, 64])
 def partition_explorer(model="Llama-3-70B", chip="H100-SXM", batch=8, context=4096, n_chips=8,
-                       topology="ring", hop_latency=2.4e-6, kv_shard="batch"):
+                       topology="ring", hop_latency=2.4e-6, kv_shard="auto"):
     """Tensor parallelism with its communication: the decode step bound falls as 1/n while the
     all-reduces (alpha-beta model, ``hop_latency`` per step on ``topology``) do not; the panel gives
     the parts of the step, the cost per token and the fastest chip count."""
@@ -326,7 +330,7 @@ def partition_explorer(model="Llama-3-70B", chip="H100-SXM", batch=8, context=40
         "context": steps("context", CONTEXTS, context),
         "topology": dropdown("topology", ["switch", "ring", "torus"], topology),
         "hop_latency": dropdown("per step", _LATENCIES, hop_latency),
-        "kv_shard": dropdown("KV split by", list(KV_SHARDINGS), kv_shard),
+        "kv_shard": dropdown("KV split by", list(KV_SHARD_CHOICES), kv_shard),
         "n_chips": steps("chips n", [1, 2, 4, 8, 16, 32, 64, 128, 256], n_chips),
     }
 
@@ -343,6 +347,7 @@ def partition_explorer(model="Llama-3-70B", chip="H100-SXM", batch=8, context=40
 def _partition_readout(n):
     return [("step bound (ch. 3-5)", fmt_time(n["step"])),
             ("tensor-parallel all-reduces", fmt_time(n["tp_comm"])),
+            ("KV split by", str(n["kv_shard"])),
             ("attention resharding", fmt_time(n["kv_comm"])),
             ("step, not overlapped", fmt_time(n["time"])),
             ("step, fully overlapped", fmt_time(n["time_overlapped"])),
