@@ -116,6 +116,7 @@ def test_two_flops_per_active_parameter(m):
         assert over <= 0.05, (m.name, over)
 
 
+@pytest.mark.whole_catalogue
 def test_two_n_act_overstates_gpt_oss_most():
     # By hand from gpt-oss-120b's model card (gptoss_modelcard): 5.13B active parameters without
     # the input embedding, whose table is 201,088 x 2,880 = 579,133,440; N_act = 5.13B + 0.579B =

@@ -46,6 +46,7 @@ def test_gpus_since_2022_are_near_300():
 
 
 
+@pytest.mark.whole_catalogue
 def test_about_300_holds_for_h100_and_blackwell_not_a100_or_h200():
     # Takeaway: '"About 300" holds for the H100 and the Blackwell GPUs, not for the A100 (153),
     # nor for the H200 (206), a Hopper whose memory upgrade alone lowered it.' Datasheets: H100
