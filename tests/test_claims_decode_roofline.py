@@ -176,8 +176,8 @@ def test_overlap_exercise_fits_and_adds_up():
 def test_section_one_step_by_its_parts():
     # Sec. 3.1: Llama 3 70B, 8 H100s, batch 64, context 4,096. Matmul work 2 x 64 x 69.5017e9 =
     # 8.90 TFLOP; attention 64 x 4 x 64 x 128 x 80 x 4096 = 0.687 TFLOP (together the 9.58 the
-    # step does); the up-projection 8192 x 28672 passes the ridge at B = R k n / (k n - R (k + n))
-    # with R = 989.4 / 3.35 = 295.34: 295.34 x 234,881,024 / (234,881,024 - 295.34 x 36,864) =
+    # step does); the up-projection 8192 x 28672 passes the ridge at B = I* k n / (k n - I* (k + n))
+    # with I* = 989.4 / 3.35 = 295.34: 295.34 x 234,881,024 / (234,881,024 - 295.34 x 36,864) =
     # 309.7, not "near 1,000". Eq. (3.1) with N_act = 70.5537e9: 2 x 64 x N_act / 7.915e15 =
     # 1.141 ms, against the library's t_mm 1.124 ms (N_mm) plus t_attn 86.8 us.
     from llmmath.roofline import matmul_ridge_batch
@@ -187,8 +187,8 @@ def test_section_one_step_by_its_parts():
     assert 2 * 64 * l70.matmul_params_active == pytest.approx(8.896e12, rel=1e-3)
     assert s.flops - 2 * 64 * l70.matmul_params_active == pytest.approx(
         64 * 4 * 64 * 128 * 80 * 4096, rel=1e-12)
-    R = 989.4e12 / 3.35e12
-    hand = R * 8192 * 28672 / (8192 * 28672 - R * (8192 + 28672))
+    ridge = 989.4e12 / 3.35e12
+    hand = ridge * 8192 * 28672 / (8192 * 28672 - ridge * (8192 + 28672))
     assert hand == pytest.approx(309.7, abs=0.1)
     assert matmul_ridge_batch(h100, 8192, 28672) == pytest.approx(hand, rel=1e-4)
     assert s.matmul_time == pytest.approx(2 * 64 * 69.5017e9 / 7.9152e15, rel=1e-4)
