@@ -126,19 +126,87 @@ def test_per_op_between_step_and_twice_step(model, chip):
 
 
 def test_per_op_example_in_text():
-    # Llama 3 70B, 8 H100, batch 1024, context 4096: per-op about 1.2x the whole-step bound.
-    # By hand (8 x 989.4e12 = 7.915e15 FLOP/s, 8 x 3.35e12 = 26.8e12 B/s; 69.5e9 matmul params,
-    # the 1.05e9-row embedding gathered not read; KV 80 x 2 x 8 x 128 x 2 = 327,680 B/token):
-    # matmuls 2 x 69.5e9 x 1024 / 7.915e15 = 17.98 ms against 139.0e9 B / 26.8e12 = 5.19 ms;
-    # attention 4 x 64 x 128 x 4096 x 80 x 1024 / 7.915e15 = 1.39 ms against
-    # 1024 x 4096 x 327,680 / 26.8e12 = 51.28 ms. Whole step: max(19.37, 56.47) = 56.47 ms;
-    # per op: 17.98 + 51.28 = 69.26 ms; ratio 1.2265.
+    # Llama 3 70B, 8 H100, batch 1024, context 1024 (it fits: 141 GB of bf16 weights and
+    # 1024 x 1024 x 327,680 B = 344 GB of caches, 60.6 GB a chip of 80). By hand (8 x 989.4e12 =
+    # 7.915e15 FLOP/s, 8 x 3.35e12 = 26.8e12 B/s; 69.5e9 matmul params, the 1.05e9-row embedding
+    # gathered not read; KV 80 x 2 x 8 x 128 x 2 = 327,680 B/token): t_mm = 2 x 69.5e9 x 1024 /
+    # 7.915e15 = 17.98 ms against t_w = 139.0e9 B / 26.8e12 = 5.19 ms; t_attn = 4 x 64 x 128 x
+    # 1024 x 80 x 1024 / 7.915e15 = 0.347 ms against t_kv = 1024 x 1024 x 327,680 / 26.8e12 =
+    # 12.82 ms. Whole step: max(t_mm + t_attn, t_w + t_kv) = max(18.33, 18.01) = 18.33 ms; per op:
+    # max(t_attn, t_kv) + max(t_mm, t_w) = 12.82 + 17.98 = 30.80 ms; ratio 1.680.
     l70, h100 = models.get("Llama-3-70B"), chips.get("H100-SXM")
-    a = decode_step(l70, h100, 1024, 4096, n_chips=8)
-    b = decode_step(l70, h100, 1024, 4096, n_chips=8, overlap="per-op")
-    assert a.time == pytest.approx(56.47e-3, rel=0.005)
-    assert b.time == pytest.approx(69.26e-3, rel=0.005)
-    assert b.time / a.time == pytest.approx(1.2265, rel=0.005)
+    C, W, n_mm, b_kv = 8 * 989.4e12, 8 * 3.35e12, 69.5017e9, 327_680
+    B, S = 1024, 1024
+    w_read = 2 * (70_553_706_496 - (128_256 - B) * 8192)  # N_tot less the rows not gathered
+    t_mm, t_w = 2 * n_mm * B / C, w_read / W
+    t_attn, t_kv = 4 * 64 * 128 * S * 80 * B / C, B * S * b_kv / W
+    whole, per_op = max(t_mm + t_attn, t_w + t_kv), max(t_attn, t_kv) + max(t_mm, t_w)
+    assert (whole, per_op) == (pytest.approx(18.33e-3, rel=1e-3), pytest.approx(30.80e-3, rel=1e-3))
+    a = decode_step(l70, h100, B, S, n_chips=8)
+    b = decode_step(l70, h100, B, S, n_chips=8, overlap="per-op")
+    assert a.fits and b.fits
+    for got, hand in ((a.matmul_time, t_mm), (a.attention_time, t_attn), (a.weight_time, t_w),
+                      (a.kv_time, t_kv), (a.time, whole), (b.time, per_op)):
+        assert got == pytest.approx(hand, rel=1e-4)
+    assert b.time / a.time == pytest.approx(1.680, rel=0.002)
+    # the printed parts add up to the printed per-op bound (I2): kv + matmuls
+    assert b.time == pytest.approx(a.kv_time + a.matmul_time, rel=1e-12)
+    # the old example (context 4,096) did not fit eight H100s: 1.37 TB of caches
+    assert not decode_step(l70, h100, 1024, 4096, n_chips=8).fits
+
+
+def test_overlap_exercise_fits_and_adds_up():
+    # Ex. "Whole step or per operation": batch 512, context 2,048, 8 H100s (the old 4,096 did not
+    # fit: 512 x 4096 x 327,680 B = 687 GB of caches plus 141 GB of weights on 640 GB). By hand:
+    # t_mm = 2 x 69.5e9 x 512 / 7.915e15 = 8.99 ms, t_attn = 4 x 64 x 128 x 2048 x 80 x 512 /
+    # 7.915e15 = 0.347 ms, t_w = 5.19 ms, t_kv = 512 x 2048 x 327,680 / 26.8e12 = 12.82 ms. Whole
+    # step max(9.34, 18.01) = 18.01 ms; per op 12.82 + 8.99 = 21.81 ms.
+    l70, h100 = models.get("Llama-3-70B"), chips.get("H100-SXM")
+    a = decode_step(l70, h100, 512, 2048, n_chips=8)
+    b = decode_step(l70, h100, 512, 2048, n_chips=8, overlap="per-op")
+    assert a.fits and not decode_step(l70, h100, 512, 4096, n_chips=8).fits
+    assert a.matmul_time == pytest.approx(2 * 69.5017e9 * 512 / 7.9152e15, rel=1e-4)
+    assert a.attention_time == pytest.approx(4 * 64 * 128 * 2048 * 80 * 512 / 7.9152e15, rel=1e-4)
+    assert a.time == pytest.approx(18.01e-3, rel=1e-3)
+    assert b.time == pytest.approx(21.81e-3, rel=1e-3)
+    assert b.time == pytest.approx(max(a.attention_time, a.kv_time)
+                                   + max(a.matmul_time, a.weight_time), rel=1e-12)
+
+
+def test_section_one_step_by_its_parts():
+    # Sec. 3.1: Llama 3 70B, 8 H100s, batch 64, context 4,096. Matmul work 2 x 64 x 69.5017e9 =
+    # 8.90 TFLOP; attention 64 x 4 x 64 x 128 x 80 x 4096 = 0.687 TFLOP (together the 9.58 the
+    # step does); the up-projection 8192 x 28672 passes the ridge at B = I* k n / (k n - I* (k + n))
+    # with I* = 989.4 / 3.35 = 295.34: 295.34 x 234,881,024 / (234,881,024 - 295.34 x 36,864) =
+    # 309.7, not "near 1,000". Eq. (3.1) with N_act = 70.5537e9: 2 x 64 x N_act / 7.915e15 =
+    # 1.141 ms, against the library's t_mm 1.124 ms (N_mm) plus t_attn 86.8 us.
+    from llmmath.roofline import matmul_ridge_batch
+    l70, h100 = models.get("Llama-3-70B"), chips.get("H100-SXM")
+    s = decode_step(l70, h100, 64, 4096, n_chips=8)
+    assert s.fits
+    assert 2 * 64 * l70.matmul_params_active == pytest.approx(8.896e12, rel=1e-3)
+    assert s.flops - 2 * 64 * l70.matmul_params_active == pytest.approx(
+        64 * 4 * 64 * 128 * 80 * 4096, rel=1e-12)
+    ridge = 989.4e12 / 3.35e12
+    hand = ridge * 8192 * 28672 / (8192 * 28672 - ridge * (8192 + 28672))
+    assert hand == pytest.approx(309.7, abs=0.1)
+    assert matmul_ridge_batch(h100, 8192, 28672) == pytest.approx(hand, rel=1e-4)
+    assert s.matmul_time == pytest.approx(2 * 64 * 69.5017e9 / 7.9152e15, rel=1e-4)
+    assert s.attention_time == pytest.approx(64 * 4 * 64 * 128 * 80 * 4096 / 7.9152e15, rel=1e-4)
+    assert 2 * 64 * 70.5537e9 / 7.9152e15 == pytest.approx(1.141e-3, rel=1e-3)
+
+
+def test_three_streams_exercise_by_its_parts():
+    # Ex. "Three streams": Llama 3 8B, one H100, batch 32, context 2,048. The matmuls: 2 x 32 x
+    # 7.5047e9 / 989.4e12 = 485 us; attention 32 x 4 x 32 x 128 x 32 x 2048 / 989.4e12 = 34.7 us;
+    # compute 520 us (the formula of the solution gives 485, the library's compute 520).
+    l8, h100 = models.get("Llama-3-8B"), chips.get("H100-SXM")
+    s = decode_step(l8, h100, 32, 2048)
+    assert s.fits
+    assert s.matmul_time == pytest.approx(2 * 32 * 7.5047e9 / 989.4e12, rel=1e-4)
+    assert s.matmul_time == pytest.approx(485e-6, rel=2e-3)
+    assert s.attention_time == pytest.approx(32 * 4 * 32 * 128 * 32 * 2048 / 989.4e12, rel=1e-9)
+    assert s.compute_time == pytest.approx(520e-6, rel=2e-3)
 
 
 # ----- "more chips divide both terms; critical batch and context do not depend on n" ----------
@@ -223,6 +291,99 @@ def test_critical_context_values_in_text():
     assert fp8_math == pytest.approx(
         2 * critical_context(l70, h100, dtype="fp8"), rel=1e-3)  # fp8 peak is 2.0001x bf16
 
+
+
+def test_first_approximation_is_the_printed_formula():
+    # Eq. (S*) = 2 N_mm W / (C b_kv), typed: Llama 3 70B 69.5017e9 multiplied parameters, 327,680
+    # B/token, H100 3.35e12 B/s and 989.4e12 FLOP/s: 1,436 tokens; with N_act = 70.5537e9 (the
+    # episode's form) 1,458.
+    l70, h100 = models.get("Llama-3-70B"), chips.get("H100-SXM")
+    hand = 2 * 69.5017e9 * 3.35e12 / (989.4e12 * 327_680)
+    assert critical_context(l70, h100, attention_flops=False) == pytest.approx(hand, rel=1e-5)
+    assert hand == pytest.approx(1436.3, abs=0.5)
+    assert 2 * 70.5537e9 * 3.35e12 / (989.4e12 * 327_680) == pytest.approx(1458.0, abs=0.5)
+
+
+def test_mla_critical_context_is_ill_conditioned():
+    # Ch. 3: DeepSeek-V3's S* = (2 N_mm / C) / (b_kv / W - a / C). Typed from the config (see
+    # test_critical_context_values_in_text): N_mm = 36.625e9, b_kv = 576 x 61 x 2 = 70,272 B,
+    # a = 2 x 128 x (2 x 512 + 64) x 61 = 16,990,208 FLOP per cached token; H100 989.4e12 FLOP/s,
+    # 3.35e12 B/s: 74.03 us / (20.98 ns - 17.17 ns) = 19.5k tokens. Attention does 241.8 FLOP per
+    # cached byte, within 20% of the ridge (295.3), so a 20% change in one rate moves S* by more
+    # than 2x: 80% of the bandwidth gives about 8.2k, 80% of the FLOP rate none at all. The range
+    # the chapter prints: about 9.7k (fp8 matmuls, bf16 MLA) to none (FlashMLA's measured 660
+    # TFLOP/s over 3.0 TB/s: an attention ridge of 220 < 241.8).
+    from llmmath.chips import Chip
+    ds, h100 = models.get("DeepSeek-V3"), chips.get("H100-SXM")
+    a, b_kv = 2 * 128 * (2 * 512 + 64) * 61, 576 * 61 * 2
+    assert (ds.attention_flops_per_token(1), ds.kv_read_bytes(1)) == (a, b_kv)
+    hand = (2 * ds.matmul_params_active / 989.4e12) / (b_kv / 3.35e12 - a / 989.4e12)
+    base = critical_context(ds, h100)
+    assert base == pytest.approx(hand, rel=1e-6) and base == pytest.approx(19_460, rel=1e-3)
+    assert 1 - (a / b_kv) / h100.ops_per_byte("bf16") < 0.20
+
+    def derated(compute=1.0, memory=1.0):
+        return Chip(name="derated H100", flops={d: f * compute for d, f in h100.flops.items()},
+                    hbm_bandwidth=h100.hbm_bandwidth * memory, hbm_capacity=h100.hbm_capacity)
+
+    slow_memory = critical_context(ds, derated(memory=0.8))
+    assert base / slow_memory > 2 and slow_memory == pytest.approx(8_182, rel=1e-3)
+    with pytest.raises(ValueError, match="FLOP per cached byte"):
+        critical_context(ds, derated(compute=0.8))
+    # a 20% efficiency change moves it by more than 2x (the book's rule for printing a range)
+    assert critical_context(ds, derated(compute=0.9)) / base > 2
+    # the range's ends
+    assert critical_context(ds, h100, dtype="fp8") == pytest.approx(9_729, rel=1e-3)
+    measured = Chip(name="H100 as measured", flops={"bf16": 660e12}, hbm_bandwidth=3.0e12,
+                    hbm_capacity=h100.hbm_capacity)
+    assert chips.MEASURED_H100["mla_decode_flops"] == 660e12
+    assert chips.MEASURED_H100["hbm_read"] == 3.0e12
+    with pytest.raises(ValueError, match="FLOP per cached byte"):
+        critical_context(ds, measured)
+    # contrast: a GQA model's S* moves by about 20%, not 2x, under the same change
+    l70 = models.get("Llama-3-70B")
+    ratio = critical_context(l70, derated(memory=0.8)) / critical_context(l70, h100)
+    assert 0.75 < ratio < 0.85
+
+
+def test_palm_critical_context_on_pope_tpu_v4():
+    # PaLM 540B (one KV head of 256, 118 layers, 48 query heads of 256; tied embeddings): b_kv =
+    # 2 x 118 x 256 x 2 = 120,832 B/token; attention 4 x 48 x 256 x 118 = 5,799,936 FLOP per
+    # cached token, 48 FLOP per byte. TPU v4: 275e12 FLOP/s, 1.2e12 B/s (ridge 229.2): first
+    # approximation 2 x 540.35e9 x 1.2e12 / (275e12 x 120,832) = 39.0k, counted 39.0k / (1 - 48 /
+    # 229.2) = 49.4k. On an H100 36.2k. Both far beyond its 2,048-token window.
+    palm = models.get("PaLM-540B")
+    tpu, h100 = chips.get("TPU v4"), chips.get("H100-SXM")
+    ep = 2 * palm.matmul_params_active * 1.2e12 / (275e12 * 120_832)
+    assert critical_context(palm, tpu, attention_flops=False) == pytest.approx(ep, rel=1e-6)
+    hand = ep / (1 - 5_799_936 / 120_832 / (275e12 / 1.2e12))
+    assert critical_context(palm, tpu) == pytest.approx(hand, rel=1e-6)
+    assert hand == pytest.approx(49_368, rel=1e-3)
+    assert critical_context(palm, h100) == pytest.approx(36_160, rel=1e-3)
+    assert min(hand, critical_context(palm, h100)) > palm.max_context
+
+
+def test_v32_critical_context_with_its_fp8_latent():
+    # DeepSeek serves V3.2 with FlashMLA's fp8 latent: 512 fp8 + 4 fp32 scales + 64 bf16 RoPE =
+    # 512 + 16 + 128 = 656 B per token per layer, dequantised for bf16 arithmetic. Its critical
+    # context on an H100 moves from about 35.0k (bf16 latent, 1,152 B) to about 44.7k (+28%).
+    v32, h100 = models.get("DeepSeek-V3.2"), chips.get("H100-SXM")
+    assert v32.kv_row_bytes(1) == 512 + 4 * 4 + 64 * 2 and v32.kv_row_bytes(2) == 576 * 2
+    bf16, fp8 = critical_context(v32, h100), critical_context(v32, h100, kv_bytes=1)
+    assert bf16 == pytest.approx(34_964, rel=1e-3) and fp8 == pytest.approx(44_727, rel=1e-3)
+    assert fp8 / bf16 == pytest.approx(1.28, abs=0.01)
+    assert fp8 < v32.max_context
+
+
+@pytest.mark.whole_catalogue
+def test_count_of_models_that_read_their_whole_cache():
+    # "every grouped-query or multi-head model that reads its whole KV cache in every layer (12 of
+    # them)": gpt-oss-120b's sliding-window layers read only their last 128 tokens, so it is
+    # named apart (the claim holds for it too: test_critical_context_inside_supported_window).
+    whole = [m for m in FULL_KV if not m.n_sliding_layers]
+    windowed = [m for m in FULL_KV if m.n_sliding_layers]
+    assert len(whole) == 12
+    assert [(m.name, m.sliding_window) for m in windowed] == [("gpt-oss-120b", 128)]
 
 def test_gqa_attention_changes_the_critical_context_by_at_most_twelve_percent():
     # "the approximation is good for grouped-query attention": attention does n_q / n_kv FLOP per
@@ -400,3 +561,68 @@ def test_from_scratch_cell_agrees_with_the_library():
                 lib = decode_step(m, c, B, S, n_chips=8).time
                 got = fn(B, S, 8, peak=c.peak("bf16"), bw=c.hbm_bandwidth, **config_of(m))
                 assert got == pytest.approx(lib, rel=0.01), (m.name, c.name, B, S)
+
+
+
+# ----- the batch-1 floor with tensor parallelism's all-reduce latency (eq-tmin-tp) ----------------
+
+def test_floor_with_all_reduce_latency_by_hand():
+    # Llama 3 70B, 8 H100s, bf16: roofline floor N_read(1) b_w / (8W) = 2 x (70,553,706,496 -
+    # 128,255 x 8192) / 26.8e12 = 5.187 ms. 80 layers x 2 all-reduces (n_ar = 2), each sigma steps
+    # of t_lat: NVLink SHARP through the switch, 2 steps of 3 us (nccl_nvls_latency: about 6 us an
+    # all-reduce on H100s): 160 x 6 us = 0.96 ms, floor 6.147 ms; NCCL's ring over 8 GPUs, 14
+    # steps of 33.7/14 us (nccl_tests_latency: 33.7 us on 8 A100s): 160 x 33.7 us = 5.392 ms,
+    # floor 10.579 ms. One chip: no all-reduce. PaLM (parallel block): one all-reduce a layer.
+    from llmmath.collectives import STEP_LATENCIES
+    l70, h100 = models.get("Llama-3-70B"), chips.get("H100-SXM")
+    floor = 2 * (70_553_706_496 - 128_255 * 8192) / (8 * 3.35e12)
+    assert min_latency(l70, h100, n_chips=8) == pytest.approx(floor, rel=1e-9)
+    assert STEP_LATENCIES["NVLink SHARP step (H100, NCCL)"][0] == pytest.approx(3e-6)
+    assert STEP_LATENCIES["NVLink ring step (A100, NCCL)"][0] == pytest.approx(33.7e-6 / 14)
+    nvls = min_latency(l70, h100, n_chips=8, hop_latency=3e-6)
+    ring = min_latency(l70, h100, n_chips=8, hop_latency=33.7e-6 / 14, topology="ring")
+    assert nvls == pytest.approx(floor + 160 * 2 * 3e-6, rel=1e-9)
+    assert ring == pytest.approx(floor + 160 * 33.7e-6, rel=1e-9)
+    assert nvls == pytest.approx(6.147e-3, rel=1e-3) and ring == pytest.approx(10.579e-3, rel=1e-3)
+    # the latency is 19% to 104% of the floor: more than the 10% a headline may leave out
+    assert (nvls - floor) / floor > 0.1
+    assert min_latency(l70, h100, hop_latency=3e-6) == min_latency(l70, h100)
+    palm, tpu = models.get("PaLM-540B"), chips.get("TPU v4")
+    extra = (min_latency(palm, tpu, n_chips=64, hop_latency=1e-6)
+             - min_latency(palm, tpu, n_chips=64))
+    assert extra == pytest.approx(118 * 1 * 2 * 1e-6, rel=1e-9)
+    # the default is the pure roofline floor, so every other chapter's floor is unchanged
+    assert min_latency(l70, h100, n_chips=8, topology="ring") == min_latency(l70, h100, n_chips=8)
+
+
+def test_floor_latency_arguments_are_checked():
+    l70, h100 = models.get("Llama-3-70B"), chips.get("H100-SXM")
+    with pytest.raises(ValueError, match="hop_latency"):
+        min_latency(l70, h100, n_chips=8, hop_latency=-1e-6)
+    with pytest.raises(ValueError, match="topology"):
+        min_latency(l70, h100, n_chips=8, hop_latency=3e-6, topology="mesh")
+    with pytest.raises(ValueError, match="topology"):
+        min_latency(l70, h100, n_chips=8, topology="mesh")
+
+
+# ----- "an expectation, not a bound": skewed routing touches fewer experts ----------------------
+
+def test_uniform_routing_touches_the_most_experts():
+    # Each of B tokens picks expert i with probability q_i (sum q_i = k); the expected distinct
+    # experts is sum_i 1 - (1 - q_i)^B, concave in q, so the uniform q_i = k/E is the largest:
+    # E (1 - (1 - k/E)^B), what weight_params_read counts. A skewed router (Zipf-like q) touches
+    # fewer at every batch: the library's read is an expectation under uniform routing, an upper
+    # estimate of the distinct experts, not a lower bound on the bytes.
+    ds = models.get("DeepSeek-V3")
+    E, k = 256, 8
+    ranks = np.arange(1, E + 1, dtype=float)
+    skew = (1 / ranks) / np.sum(1 / ranks) * k
+    skew = np.minimum(skew, 1.0)
+    skew = skew / skew.sum() * k
+    for B in (1, 2, 8, 64, 512):
+        uniform = E * (1 - (1 - k / E) ** B)
+        assert ds.experts_touched(B) == pytest.approx(uniform, rel=1e-9)
+        skewed = np.sum(1 - (1 - skew) ** B)
+        assert skewed <= uniform * (1 + 1e-12)
+        if B > 1:
+            assert skewed < uniform

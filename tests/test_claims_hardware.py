@@ -45,6 +45,59 @@ def test_gpus_since_2022_are_near_300():
     assert chips.get("A100-SXM-80GB").ops_per_byte("bf16") < 200
 
 
+
+@pytest.mark.whole_catalogue
+def test_about_300_holds_for_h100_and_blackwell_not_a100_or_h200():
+    # Takeaway: '"About 300" holds for the H100 and the Blackwell GPUs, not for the A100 (153),
+    # nor for the H200 (206), a Hopper whose memory upgrade alone lowered it.' Datasheets: H100
+    # 989.4 TFLOP/s / 3.35 TB/s = 295; B200 2,250 / 8,000 = 281; GB200 and B300 (per GPU of an
+    # NVL72) 2,500 / 8,000 = 312; A100 312 / 2.039 = 153; H200 989.4 / 4.8 = 206.
+    near = [c for c in BF16 if c.vendor == "NVIDIA" and c.year >= 2022 and c.name != "H200"]
+    assert {"H100-SXM", "B200", "GB200", "B300"} <= {c.name for c in near}
+    for c in near:
+        assert abs(c.ops_per_byte("bf16") / 300 - 1) <= 0.07, c.name
+    for name, hand in (("A100-SXM-80GB", 312e12 / 2.039e12), ("H200", 989.4e12 / 4.8e12)):
+        assert chips.get(name).ops_per_byte("bf16") == pytest.approx(hand, rel=0.005)
+        assert chips.get(name).ops_per_byte("bf16") < 0.7 * 300, name
+
+
+@pytest.mark.whole_catalogue
+def test_episode_300_two_readings_coincide_when_fp4_is_twice_fp8():
+    # Chapter: the episode's "300" is C_fp4 b_w / (2W) with b_w = 1/2 (a batch), or multiply-adds
+    # per byte in fp8, C_fp8 / (2W); "the two readings are one number whenever fp4 runs at twice
+    # fp8", and part on the B300. By hand: B200 9 PFLOP/s fp4 x 0.5 / (2 x 8 TB/s) = 281 and
+    # 4.5 PFLOP/s fp8 / 16 TB/s = 281; B300 (per GPU) 15 x 0.5 / 16 = 469 against 10 / 16 = 312.
+    b200, b300 = chips.get("B200"), chips.get("B300")
+    assert b200.peak("fp4") * 0.5 / (2 * b200.hbm_bandwidth) == pytest.approx(9e15 * 0.5 / 16e12,
+                                                                              rel=0.01)
+    assert b200.peak("fp8") / (2 * b200.hbm_bandwidth) == pytest.approx(4.5e15 / 16e12, rel=0.01)
+    assert b300.peak("fp4") * 0.5 / (2 * b300.hbm_bandwidth) == pytest.approx(469, rel=0.01)
+    assert b300.peak("fp8") / (2 * b300.hbm_bandwidth) == pytest.approx(312, rel=0.01)
+    for c in ALL:
+        if "fp4" in c.flops and "fp8" in c.flops:
+            batch = c.peak("fp4") * 0.5 / (2 * c.hbm_bandwidth)
+            madds = c.peak("fp8") / (2 * c.hbm_bandwidth)
+            if c.name == "B300":
+                assert batch > 1.4 * madds
+            else:
+                assert batch == pytest.approx(madds, rel=0.01), c.name
+
+
+def test_mfu_example_by_hand():
+    # The chapter's worked MFU: 2 x 540B x 1,048,576 / (64 x 275 TFLOP/s x 85.2 s) (Pope et al.
+    # Table 2: 512 prompts of 2,048 tokens on 64 TPU v4 in 85.2 s; PaLM 540.35B parameters,
+    # TPU v4 275 TFLOP/s bf16) = 1.1332e21 / 1.4995e18 = 0.756; the paper reports 76%.
+    from llmmath.training import POPE2022_N_CHIPS, POPE2022_TABLE2, inference_mfu
+    hand = 2 * 540.35e9 * 512 * 2048 / (64 * 275e12 * 85.2)
+    assert hand == pytest.approx(0.7557, rel=1e-3)
+    pope = POPE2022_TABLE2["high-throughput prefill"]
+    tokens = pope["batch"] * pope["tokens"]
+    assert (tokens, pope["seconds"], POPE2022_N_CHIPS) == (1_048_576, 85.2, 64)
+    lib = inference_mfu(models.get("PaLM-540B"), tokens=pope["batch"] * pope["tokens"],
+                        time=pope["seconds"], chip=chips.get("TPU v4"), n_chips=POPE2022_N_CHIPS)
+    assert lib == pytest.approx(hand, rel=1e-3)
+    assert round(100 * lib) == round(100 * pope["mfu"]) == 76
+
 def test_h100_to_b200_ratio_stable_a100_to_h100_not():
     a, h, b = (chips.get(n) for n in ("A100-SXM-80GB", "H100-SXM", "B200"))
     assert h.ops_per_byte() / a.ops_per_byte() > 1.8            # roughly doubled

@@ -132,8 +132,8 @@ ALLOWED: list[tuple[str, str, str, str]] = [
     ("counting", "70B token", "Llama 3", "a model's name before the word token"),
     ("counting", "0.02%", "each under", "a bound on several small parameter groups that the "
      "catalogue notes list one by one; no single computed value"),
-    ("counting", "3TB", '"total[s] over', "a quote from Pope et al.; the glued rebuild follows"),
-    ("counting", "3 TB", '"over', "the same quote, beside the glued rebuild"),
+    ("counting", "3TB", "the KV cache totals", "a quote from Pope et al. (Sec. 2.1); the glued "
+     "rebuild follows"),
     ("decode_roofline", "10%", "by more than", "the book's standard for a headline number "
      "(DESIGN: every term that changes it by more than 10%), stated as a rule"),
     ("batching_cost", "300 x", 'which is "', "the episode's rule quoted with DeepSeek-V3's "

@@ -57,8 +57,9 @@ def matmul_ridge_batch(chip, k, n, dtype="bf16", bytes_per_element=2, weight_byt
     """Rows ``m`` (tokens) at which an (m x k) @ (k x n) matmul reaches ``chip``'s ridge point.
 
     Solves ``arithmetic_intensity(m, k, n, ...) = chip.ops_per_byte(dtype)`` for ``m``:
-    ``m = R k n b_w / (2 k n - R (k b_in + n b_out))`` with ``R`` the ridge (FLOP/byte). For
-    ``k, n >> R`` it is about ``R b_w / 2``: the batch that amortises each weight read. Below it
+    ``m = I* k n b_w / (2 k n - I* (k b_in + n b_out))`` with ``I* = C/W`` the ridge
+    (FLOP/byte). For ``k, n >> I*`` it is about ``I* b_w / 2``: the batch that amortises each
+    weight read (Llama 3 70B's 8192 x 28672 up-projection on an H100 in bf16: 310). Below it
     the matmul is memory-bound, above it compute-bound. Returns ``inf`` where the matmul never
     reaches the ridge (the activations alone carry too many bytes: ``k`` or ``n`` too small).
     """

@@ -270,8 +270,14 @@ class Model:
         Shared weights (attention, dense layers, shared experts, routers, LM head) are read
         once; the input embedding is a gather of one row per token (capped at V rows); of the
         E routed experts of a layer, tokens routed k at a time touch E (1 - (1 - k/E)^tokens)
-        distinct ones on average (uniform routing). At one token that is k experts; at a
-        large batch it tends to all E, and the total tends to N_tot.
+        distinct ones on average. At one token that is k experts; at a large batch it tends to
+        all E, and the total tends to N_tot.
+
+        The expert count is an **expectation** under independent, uniform routing, not a bound:
+        skewed routing (popular experts, correlated tokens of one sequence) touches fewer
+        distinct experts and reads less. Summed over chips, it is the bytes read; when experts
+        are spread over chips (expert parallelism) the busiest chip, not the mean, sets the
+        step's time, so a time from it assumes the reads spread evenly.
         """
         return self._weight_params_read(positive("tokens", tokens))
 
@@ -288,7 +294,8 @@ class Model:
         """Expected distinct routed experts that ``tokens`` tokens touch in one MoE layer.
 
         Routed ``k`` at a time among ``E`` (uniform routing): ``E (1 - (1 - k/E)^T)``; ``k`` at one
-        token, tending to ``E`` at a large batch. 0 for a dense model.
+        token, tending to ``E`` at a large batch. 0 for a dense model. An expectation, not a
+        bound: skewed routing touches fewer (see :meth:`weight_params_read`).
         """
         tokens = positive("tokens", tokens)
         if not self.is_moe:
@@ -794,16 +801,23 @@ def mha_equivalent(model: Model) -> MhaEquivalent:
     return MhaEquivalent(twin, twin.kv_bytes_per_token(2) / model.kv_bytes_per_token(2))
 
 
-def palm_multihead_baseline() -> MhaEquivalent:
-    """Pope et al. (2022)'s multi-head baseline for PaLM 540B: 64 K/V heads of 128 per layer.
+def palm_multihead_baseline(n_kv_heads=64) -> MhaEquivalent:
+    """Pope et al. (2022)'s multi-head baseline for PaLM 540B: K/V heads of 128 per layer.
 
-    Their Table 1 ("multihead, d_head 128") serves PaLM with its 48 heads padded to 64, one per
-    chip of 64 (their Sec. 4). 64 x 128 reproduces the table's 1,320 / 330 tokens within 2%
-    (tests/test_pope2022.py); 48 heads of 128 would give 35% more context and 48 of PaLM's 256
-    half as much. The ratio is against the real multi-query PaLM (one K/V head of 256).
+    ``n_kv_heads=64`` (the default) is their Table 1 ("multihead, d_head 128"): PaLM's 48
+    heads padded to 64, one per chip of 64 (their Sec. 4). 64 x 128 reproduces the table's
+    1,320 / 330 tokens within 2% (tests/test_pope2022.py); 48 heads of 128 would give 35% more
+    context and 48 of PaLM's 256 half as much. ``n_kv_heads=48`` gives each of PaLM's own 48
+    query heads a K/V head of 128, the model of their Sec. 2.1 sentence "the KV cache totals
+    3TB, which is 3 times the size of the model's parameters" (batch 512, context 2048: 3.04 TB
+    in bf16, against 4.05 TB padded). The ratio is against the real multi-query PaLM (one K/V
+    head of 256). Only the twin's KV cache is meant to be compared.
     """
+    n_kv_heads = int(positive("n_kv_heads", n_kv_heads, integer=True))
     palm = get("PaLM-540B")
-    twin = palm.replace(name="PaLM 540B, multihead (Pope et al. 2022)", n_heads=64, n_kv_heads=64,
+    name = ("PaLM 540B, multihead (Pope et al. 2022)" if n_kv_heads == 64
+            else f"PaLM 540B, multihead, {n_kv_heads} K/V heads of 128")
+    twin = palm.replace(name=name, n_heads=n_kv_heads, n_kv_heads=n_kv_heads,
                         head_dim=128)
     return MhaEquivalent(twin, twin.kv_bytes_per_token(1) / palm.kv_bytes_per_token(1))
 

@@ -23,6 +23,7 @@ from ._check import choice, fraction, positive
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
 from ._summary import SummaryRow
+from .collectives import collective_steps
 from .units import fmt_time
 
 __all__ = ["Step", "decode_step", "prefill_step", "min_latency", "serial_step"]
@@ -304,15 +305,37 @@ def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes
                    held)
 
 
-def min_latency(model, chip, n_chips=1, weight_bytes=2, dtype="bf16"):
+def min_latency(model, chip, n_chips=1, weight_bytes=2, dtype="bf16", hop_latency=0.0,
+                topology="switch"):
     """Fastest possible decode step (s): batch 1, no context, weights read once.
 
-    ``t_min = max(2 N_mm / (n C), N_read(1) b_w / (n W))``. For a dense model that is the
-    episode's floor ``N_tot b_w / (n W)`` (the untied input embedding contributes one row);
-    for MoE only the shared weights and the ``k`` experts one token uses are read.
+    ``t_min = max(2 N_mm / (n C), N_read(1) b_w / (n W)) + L n_ar sigma t_lat``.
+
+    The first term is the roofline floor. For a dense model it is the episode's floor
+    ``N_tot b_w / (n W)`` (the untied input embedding contributes one row); for MoE only the
+    shared weights and the ``k`` experts one token uses are read.
+
+    The second term is the fixed latency of tensor parallelism, 0 by default (``hop_latency=0``:
+    the pure roofline). With the ``n_chips`` chips splitting every layer, each layer all-reduces
+    its activations ``n_ar`` times (2: after attention and after the MLP; 1 for a parallel
+    attention/MLP block, PaLM), one after another: the next layer cannot start before the sum
+    is known, so ``L n_ar`` all-reduces run in sequence. Each takes ``sigma`` steps
+    (:func:`llmmath.collectives.collective_steps`: 2 through a switch, ``2 (n - 1)`` on a ring;
+    0 on one chip) of ``hop_latency`` seconds each (measured values with their sources in
+    :data:`llmmath.collectives.STEP_LATENCIES`: about 3 us a step for NCCL's NVLink SHARP
+    all-reduce on H100s, ``nccl_nvls_latency``; 2.4 us a step for its ring on eight A100s,
+    ``nccl_tests_latency``). Assumed: the latency does not overlap the weight reads (the next
+    layer's weights could stream during an all-reduce only up to what on-chip caches hold).
+    A batch-1 all-reduce's bandwidth time (``2 (n-1)/n D b_a / W_up``, tens of ns) is left out.
     """
-    return decode_step(model, chip, batch=1, context=0, n_chips=n_chips,
-                       weight_bytes=weight_bytes, dtype=dtype).time
+    t = decode_step(model, chip, batch=1, context=0, n_chips=n_chips,
+                    weight_bytes=weight_bytes, dtype=dtype).time
+    alpha = positive("hop_latency", hop_latency, allow_zero=True)
+    steps = collective_steps("all-reduce", n_chips, topology)  # validates topology and n_chips
+    if type(alpha) is float and alpha == 0.0:
+        return t
+    n_ar = 1 if model.parallel_block else 2
+    return _out(t + model.n_layers * n_ar * np.asarray(steps) * alpha)
 
 
 def serial_step(step: Step) -> Step:
