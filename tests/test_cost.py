@@ -164,6 +164,20 @@ def test_chunked_prefill_tokens_by_hand(toy_chip):
     assert cost_chunked(L8, toy_chip, 8, 128, n_chips=2) == pytest.approx(996.4909, rel=1e-6)
 
 
+def test_chunked_prefill_tokens_per_op_counts_only_the_matmuls_idle_flops(toy_chip):
+    # per-op overlap: only the matmul kernels wait on memory (their weight reads). Batch 8 at
+    # 128 tokens: matmuls 8 x 2 x 7,504,658,432 / 1e15 = 120.0745 us; weights
+    # 2 x (7,504,924,672 + 8 x 4096) / 1e12 = 15.00991 ms; (15.00991e-3 / 120.0745e-6 - 1) x 8
+    # = 992.04 tokens (the whole-step 996.49 above also lets the KV reads hide prompt FLOPs).
+    got = cost_chunked(L8, toy_chip, 8, 128, overlap="per-op")
+    assert got == pytest.approx(992.0398, rel=1e-6)
+    assert got < cost_chunked(L8, toy_chip, 8, 128, overlap="step")
+    # matmuls compute-bound (batch 4000: 60.04 ms of matmul against 15.04 ms of weights): none
+    assert cost_chunked(L8, toy_chip, 4000, 0, overlap="per-op") == 0.0
+    with pytest.raises(ValueError, match="^overlap"):
+        cost_chunked(L8, toy_chip, 8, 128, overlap="whole")
+
+
 def cost_chunked(*args, **kw):
     from llmmath.cost import chunked_prefill_tokens
     return chunked_prefill_tokens(*args, **kw)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._check import positive
+from ._check import choice, positive
 from ._check import scalar_or_array as _out
 from ._solve import bisect
 from ._summary import SummaryRow
@@ -273,18 +273,34 @@ def input_output_cost(model, chip, prompt, batch, context, n_chips=1, weight_byt
 
 
 def chunked_prefill_tokens(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes=2,
-                           dtype="bf16"):
+                           dtype="bf16", overlap="step"):
     """Prompt tokens a memory-bound decode step could also prefill without getting longer (bound).
 
-    A decode step of ``batch`` sequences lasts ``t = max(compute, memory)``; while it waits on
-    memory the chips could do ``n C t`` FLOPs but do only the decode's. Chunked prefill fills
-    the gap with prompt tokens at ``2 N_act`` FLOPs each: ``(t / t_compute - 1) B`` tokens
-    (0 when the step is compute-bound). Ignores the chunk's own KV writes and attention FLOPs.
+    A decode step of ``batch`` sequences at ``context`` tokens leaves FLOPs idle while it waits on
+    memory; chunked prefill fills them with prompt tokens. How many depends on which FLOPs may
+    overlap which bytes (``overlap``, as in :func:`~llmmath.roofline.decode_step`):
+
+    - ``"step"``: every FLOP may overlap every byte. The step lasts ``t = max(t_compute,
+      t_memory)`` and computes for ``t_compute`` (matmuls and attention); each prompt token is
+      charged what a decode token costs, ``t_compute / B`` (its ``2 N_mm`` matmul FLOPs plus
+      attention over ``S`` cached tokens, about a chunk token's own attention over an
+      ``S``-token prefix), so the gap holds ``(t / t_compute - 1) B`` tokens.
+    - ``"per-op"``: each kernel overlaps only its own traffic, so only the matmuls' idle FLOPs
+      (while they read the weights) are free: ``(t_weight / t_matmul - 1) B`` tokens, each
+      charged its ``2 N_mm`` matmul FLOPs, ``t_matmul / B``. The chunk's attention lands in the
+      attention kernel, beside the KV reads, and is not counted.
+
+    0 where the matmuls (per-op) or the step (step) are already compute-bound. Leaves out the
+    chunk's own KV writes.
     """
+    choice("overlap", overlap, ("step", "per-op"))
     s = decode_step(model, chip, batch, context, n_chips=n_chips, weight_bytes=weight_bytes,
                     kv_bytes=kv_bytes, dtype=dtype)
-    return _out(np.maximum(np.asarray(s.time) / np.asarray(s.compute_time) - 1.0, 0.0)
-                * np.asarray(s.batch))
+    if overlap == "step":
+        ratio = np.asarray(s.time) / np.asarray(s.compute_time)
+    else:
+        ratio = np.asarray(s.weight_time) / np.asarray(s.matmul_time)
+    return _out(np.maximum(ratio - 1.0, 0.0) * np.asarray(s.batch))
 
 
 # ----- the long-context price step read as a roofline crossover ------------------------------
