@@ -188,7 +188,8 @@ def test_deepseek_v3_real_sparsity():
 
 
 # Claim: "verifying gamma drafted tokens costs about one memory-bound step" (k below is gamma):
-# while B (gamma+1) stays below B* the verify step takes the plain step's time (within 1%) for every model and chip.
+# while B (gamma+1) stays below B* the verify step takes the plain step's time (within 1%) for
+# every model and chip.
 @each("chip", CHIPS, ids=[c.name for c in CHIPS])
 @each("model", DENSE, ids=[m.name for m in DENSE])
 def test_speculative_verify_costs_one_memory_bound_step(model, chip):
@@ -249,10 +250,11 @@ def test_fast_mode_identity_and_ceiling(model):
 
 
 # Claim (ch4): "on a mixture of experts the memory side grows too": DeepSeek-V3 at batch 1 with one
-# draft reads about 1.54x (drafted tokens routed independently and uniformly: an upper estimate) the weights of a plain step (1 shared + 8 routed experts per token per
-# layer, a second token touching 8 more of the 255 left: 1 + 2 x 8 - 8 x 8/256 = 16.75 expert
-# reads instead of 9, on ~58% of the active weights), and with 3 drafts at batch 8 the verify
-# step costs 2-3 plain steps; at a batch that touches every expert it is about one step again.
+# draft reads about 1.54x the weights of a plain step (drafted tokens routed independently and
+# uniformly: an upper estimate; 1 shared + 8 routed experts per token per layer, a second token
+# touching 8 more of the 255 left: 1 + 2 x 8 - 8 x 8/256 = 16.75 expert reads instead of 9, on
+# ~58% of the active weights), and with 3 drafts at batch 8 the verify step costs 2-3 plain
+# steps; at a batch that touches every expert it is about one step again.
 def test_speculative_verify_costs_more_on_moe_at_small_batch():
     # (on a layout that holds the model: fp8 weights, 671 GB, on eight 141-GB H200s)
     ds, h200 = models.get("DeepSeek-V3"), chips.get("H200")
