@@ -277,20 +277,21 @@ def chunked_prefill_tokens(model, chip, batch, context, n_chips=1, weight_bytes=
     """Prompt tokens a memory-bound decode step could also prefill without getting longer (bound).
 
     A decode step of ``batch`` sequences at ``context`` tokens leaves FLOPs idle while it waits on
-    memory; chunked prefill fills them with prompt tokens. How many depends on which FLOPs may
-    overlap which bytes (``overlap``, as in :func:`~llmmath.roofline.decode_step`):
+    memory; chunked prefill fills them with prompt tokens, each charged what a decode token
+    costs: its ``2 N_mm`` matmul FLOPs, ``t_mm / B``, and its attention over ``S`` cached tokens,
+    ``t_attn / B`` (about a chunk token's own attention over an ``S``-token prefix). How many fit
+    depends on which FLOPs may overlap which bytes (``overlap``, as in
+    :func:`~llmmath.roofline.decode_step`):
 
     - ``"step"``: every FLOP may overlap every byte. The step lasts ``t = max(t_compute,
-      t_memory)`` and computes for ``t_compute`` (matmuls and attention); each prompt token is
-      charged what a decode token costs, ``t_compute / B`` (its ``2 N_mm`` matmul FLOPs plus
-      attention over ``S`` cached tokens, about a chunk token's own attention over an
-      ``S``-token prefix), so the gap holds ``(t / t_compute - 1) B`` tokens.
-    - ``"per-op"``: each kernel overlaps only its own traffic, so only the matmuls' idle FLOPs
-      (while they read the weights) are free: ``(t_weight / t_matmul - 1) B`` tokens, each
-      charged its ``2 N_mm`` matmul FLOPs, ``t_matmul / B``. The chunk's attention lands in the
-      attention kernel, beside the KV reads, and is not counted.
+      t_memory)`` and computes for ``t_compute = t_mm + t_attn``: the gap holds
+      ``(t / t_compute - 1) B`` tokens.
+    - ``"per-op"``: each kernel overlaps only its own traffic. The matmuls' idle time (while they
+      read the weights) holds the chunk's matmuls and the attention kernel's (while it reads the
+      KV cache) its attention: ``min(t_w / t_mm - 1, t_kv / t_attn - 1) B`` tokens, never more
+      than under ``"step"``. For GQA the matmul kernels bind: ``(t_w / t_mm - 1) B``.
 
-    0 where the matmuls (per-op) or the step (step) are already compute-bound. Leaves out the
+    0 where the step (or, per-op, either kernel) is already compute-bound. Leaves out the
     chunk's own KV writes.
     """
     choice("overlap", overlap, ("step", "per-op"))
@@ -300,6 +301,10 @@ def chunked_prefill_tokens(model, chip, batch, context, n_chips=1, weight_bytes=
         ratio = np.asarray(s.time) / np.asarray(s.compute_time)
     else:
         ratio = np.asarray(s.weight_time) / np.asarray(s.matmul_time)
+        attn = np.asarray(s.attention_time)
+        with np.errstate(divide="ignore", invalid="ignore"):  # no attention FLOPs: no limit
+            attn_ratio = np.where(attn > 0, np.asarray(s.kv_time) / attn, np.inf)
+        ratio = np.minimum(ratio, attn_ratio)
     return _out(np.maximum(ratio - 1.0, 0.0) * np.asarray(s.batch))
 
 
