@@ -164,7 +164,7 @@ def test_chunked_prefill_tokens_by_hand(toy_chip):
     assert cost_chunked(L8, toy_chip, 8, 128, n_chips=2) == pytest.approx(996.4909, rel=1e-6)
 
 
-def test_chunked_prefill_tokens_per_op_counts_only_the_matmuls_idle_flops(toy_chip):
+def test_chunked_prefill_tokens_per_op_counts_each_kernels_idle_flops(toy_chip):
     # per-op overlap: the matmul kernels' idle time holds the chunk's matmuls, the attention
     # kernel's its attention. Batch 8 at 128 tokens: matmuls 8 x 2 x 7,504,658,432 / 1e15 =
     # 120.0745 us against weights 2 x (7,504,924,672 + 8 x 4096) / 1e12 = 15.00991 ms: room for
