@@ -12,11 +12,17 @@ Sources: the core inequality and the critical context follow the episode (dwarke
 
 from __future__ import annotations
 
+import json
+import math
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 from claims import BF16_CHIPS, DENSE_GQA, each, from_scratch
 
 from llmmath import chips, models
+from llmmath.chips import Chip
 from llmmath.parallel import pipeline_memory_per_chip
 from llmmath.roofline import (
     critical_batch,
@@ -366,3 +372,127 @@ def test_from_scratch_cell_agrees_with_the_library():
                                              m.n_kv_heads, m.head_dim, c.peak("bf16"),
                                              c.hbm_bandwidth)
             assert got == pytest.approx(critical_context(m, c), rel=1e-9), (m.name, c.name)
+
+
+# ----- the worked numbers, by hand against the glued prose (corrections v2) -------------------
+
+_NB = Path(__file__).resolve().parents[1] / "book" / "kv_cache.ipynb"
+_UNITS = {"ms": 1e-3, "µs": 1e-6, "s": 1.0, "k": 1e3, "B": 1.0, "bytes": 1.0, "x": 1.0}
+
+
+def _glued(name):
+    """The text the chapter glues under ``name``, read from the committed notebook."""
+    for cell in json.loads(_NB.read_text(encoding="utf-8"))["cells"]:
+        for out in cell.get("outputs", []):
+            if out.get("metadata", {}).get("scrapbook", {}).get("name") == name:
+                return out["data"]["application/papermill.record/text/plain"]
+    raise KeyError(name)
+
+
+def _value(name):
+    """A glued number in SI: "17.6 µs" -> 1.76e-5, "1,667 bytes" -> 1667, "2.12x" -> 2.12."""
+    text = _glued(name).replace(",", "").strip()
+    num = re.match(r"[\d.]+", text).group(0)
+    return float(num) * _UNITS.get(text[len(num):].strip(), 1.0)
+
+
+# H100 SXM datasheet: 989.4 TFLOP/s bf16, 1,978.9 fp8, 3.35 TB/s. DeepSeek-V3: 36.625e9 matmul
+# parameters active, 61 layers, a bf16 latent row of (512 + 64) x 2 = 1,152 B, absorbed attention
+# 128 x 2 x (576 + 512) = 278,528 FLOP per cached token per layer. FlashMLA and DeepGEMM measured
+# on an H800 (chapter 1): 660 TFLOP/s of MLA attention at 3.0 TB/s, 1,350 TFLOP/s of fp8 GEMM.
+_C, _C8, _W = 989.4e12, 1978.9e12, 3.35e12
+_NMM, _B_KV, _A = 36.625e9, 61 * 1152, 61 * 278_528
+
+
+def _mla_s_star(c_mm, c_attn, bw):
+    """S* = (2 N_mm / C_mm) / (b_kv / W - a / C_attn): one sequence's reads equal its compute."""
+    slack = _B_KV / bw - _A / c_attn
+    return math.inf if slack <= 0 else 2 * _NMM / c_mm / slack
+
+
+def _cc(model, chip, **kw):
+    try:
+        return critical_context(model, chip, **kw)
+    except ValueError:
+        return math.inf
+
+
+def _h100(scale_c=1.0, scale_w=1.0, bf16=_C, fp8=_C8, bw=_W):
+    return Chip(name="H100 variant", flops={"bf16": bf16 * scale_c, "fp8": fp8 * scale_c},
+                hbm_bandwidth=bw * scale_w, hbm_capacity=80e9)
+
+
+def test_deepseek_v3_critical_context_is_a_range_and_ill_conditioned():
+    ds, h100 = models.get("DeepSeek-V3"), chips.get("H100-SXM")
+    # the range the chapter prints, by hand: all bf16 19,457; fp8 GEMMs with bf16 MLA attention
+    # 9,728; at the measured kernel rates attention (2.57e-8 s per cached token) outruns the reads
+    # (2.34e-8 s): no crossing
+    assert _cc(ds, h100) == pytest.approx(_mla_s_star(_C, _C, _W), rel=1e-3)
+    assert _cc(ds, h100, dtype="fp8") == pytest.approx(_mla_s_star(_C8, _C, _W), rel=1e-3)
+    assert _value("s_ds_fp8") == pytest.approx(_mla_s_star(_C8, _C, _W), abs=1)
+    assert _value("s_ds") == pytest.approx(_mla_s_star(_C, _C, _W), rel=1e-3)
+    assert math.isinf(_mla_s_star(1350e12, 660e12, 3.0e12))
+    assert math.isinf(_cc(ds, _h100(bf16=660e12, fp8=1350e12, bw=3.0e12), dtype="fp8"))
+    assert _value("mla_meas_ridge") == pytest.approx(660 / 3.0, abs=0.5)
+    # W2: it is a full-attention model whose S* exceeds the GQA bound the text quotes
+    assert _cc(ds, h100) > _value("s_worst")
+    # ill-conditioned (the rule for printing a range): a 20% change of the chip's FLOP/s or
+    # bandwidth moves DeepSeek-V3's S* by more than 2x or removes it, and a GQA model's by < 30%
+    llama = models.get("Llama-3-70B")
+    for kw in (dict(scale_c=0.8), dict(scale_c=1.2), dict(scale_w=0.8), dict(scale_w=1.2)):
+        moved = _cc(ds, _h100(**kw)) / _cc(ds, h100)
+        assert moved > 2 or moved < 0.5, (kw, moved)
+        assert 0.7 < _cc(llama, _h100(**kw)) / _cc(llama, h100) < 1.3, kw
+
+
+def test_per_token_compute_at_32k_is_matmuls_plus_attention():
+    # Llama 3.1 70B on 8 H100s at 32,768 tokens: matmuls 2 x 69.50e9 / (8 x 989.4e12) = 17.56 us;
+    # attention 4 x 80 x 64 x 128 x 32,768 / (8 x 989.4e12) = 10.85 us per token
+    mm, attn = 2 * 69.50e9 / (8 * _C), 4 * 80 * 64 * 128 * 32768 / (8 * _C)
+    assert _value("c_mm_tok") == pytest.approx(mm, rel=0.005)
+    assert _value("c_attn_tok") == pytest.approx(attn, rel=0.005)
+    assert _value("c_tok") == pytest.approx(mm + attn, rel=0.005)
+
+
+def test_405b_exercise_formula_gives_its_printed_number():
+    # Llama 3.1 405B: N_act 405.85e9, b_kv = 2 x 126 x 8 x 128 x 2 = 516,096 B; the printed
+    # formula S* = (2 N_act / b_kv) / (C/W) = 5,325; fp8 halves b_kv: exactly twice that
+    hand = 2 * 405.85e9 / 516_096 / (_C / _W)
+    assert _value("ex2_formula") == pytest.approx(hand, abs=1)
+    assert _value("ex2_formula_fp8") == pytest.approx(2 * hand, abs=1)
+    # the library: N_mm (403.75e9) alone gives 5,298; attention's FLOPs move it to 5,601, and
+    # the fp8 cache a little more than doubles it
+    l405 = models.get("Llama-3.1-405B")
+    assert _value("ex2_first") == pytest.approx(2 * 403.75e9 / 516_096 / (_C / _W), rel=1e-3)
+    ratio = critical_context(l405, chips.get("H100-SXM"), kv_bytes=1) / critical_context(
+        l405, chips.get("H100-SXM"))
+    assert 2.0 < ratio < 2.2 and _value("ex2_fp8_ratio") == pytest.approx(ratio, abs=0.005)
+
+
+def test_price_step_readings_agree_with_chapter_6():
+    # the episode's reading, I* = 600 FLOP/B: b_kv = 2 x 100e9 / (600 x 200,000) = 1,667 B (the
+    # number chapter 6 prints); the per-operation reading of the 1.5x step is (1.5 - 1) x that
+    corner = 2 * 100e9 / (600 * 200_000)
+    assert _value("b_implied") == pytest.approx(corner, abs=0.5)
+    assert _value("b_ratio_perop") == pytest.approx(0.5 * corner, abs=0.5)
+
+
+def test_indexer_keys_are_a_ninth_of_a_bf16_latent_in_bytes():
+    # 128 fp8 values + a 4-byte scale = 132 B against (512 + 64) x 2 = 1,152 B per layer
+    assert _value("idx_row") == 132 and _value("latent_row") == 1152
+    assert 1 / 10 < 132 / 1152 < 1 / 8
+    ds32 = models.get("DeepSeek-V3.2")
+    assert ds32.indexer_cache_bytes(1) / ds32.n_layers == 132
+
+
+def test_v32_critical_context_with_the_fp8_latent():
+    # FlashMLA's 656-B fp8 row, attention in bf16 (dequantised), the indexer at fp8: one
+    # sequence's reads 61 (2,048 x 656 + S x 132) / W equal its compute at S* = 44.7k tokens
+    ds32 = models.get("DeepSeek-V3.2")
+    s = critical_context(ds32, chips.get("H100-SXM"), kv_bytes=1)
+    reads = 61 * (2048 * 656 + s * 132) / _W
+    compute = (2 * ds32.matmul_params_active / _C + 61 * 2048 * 278_528 / _C
+               + 61 * s * 2 * 64 * 129 / _C8)
+    assert reads == pytest.approx(compute, rel=1e-9)
+    assert _value("s_ds32_fp8") == pytest.approx(s, abs=1)
+    assert 1.2 < s / critical_context(ds32, chips.get("H100-SXM")) < 1.35

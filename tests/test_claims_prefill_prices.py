@@ -9,7 +9,10 @@ _bibparts/prefill_prices.bib.
 
 from __future__ import annotations
 
+import json
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -231,9 +234,15 @@ def test_chunked_prefill_room(m, c):
     S = min(4096, m.max_context)
     kw = _kw(m, c, batch=8, context=S)
     assert chunked_prefill_tokens(m, c, 8, S, **kw) > 0
+    # per-op overlap frees each kernel's own idle FLOPs: never more than whole-step overlap, and
+    # some for every MHA/GQA model (MLA's attention kernel is compute-bound on low-ridge chips)
+    per_op = chunked_prefill_tokens(m, c, 8, S, overlap="per-op", **kw)
+    assert 0 <= per_op <= chunked_prefill_tokens(m, c, 8, S, **kw) * (1 + 1e-12)
+    assert per_op > 0 or m.attention_kind == "MLA"
     b = critical_batch(m, c, weight_bytes=kw["weight_bytes"], dtype=kw["dtype"])
     kw0 = _kw(m, c, batch=2 * b, context=1)
     assert chunked_prefill_tokens(m, c, 2 * b, 0, **kw0) == 0
+    assert chunked_prefill_tokens(m, c, 2 * b, 0, overlap="per-op", **kw0) == 0
 
 
 # ----- the chapter's from-scratch cell (CONTRIBUTING.md, the chapter standard) ----------------
@@ -249,3 +258,75 @@ def test_from_scratch_cell_agrees_with_the_library():
                                              m.head_dim, chips.get("H100-SXM").peak("bf16"),
                                              n_chips=8)
             assert got == pytest.approx(lib, rel=1e-9), (m.name, P)
+
+
+# ----- the worked numbers, by hand against the glued prose (corrections v2) -------------------
+
+_NB = Path(__file__).resolve().parents[1] / "book" / "prefill_prices.ipynb"
+_UNITS = {"ms": 1e-3, "µs": 1e-6, "s": 1.0, "k": 1e3, "B": 1.0, "bytes": 1.0, "GB/s": 1e9}
+
+
+def _glued(name):
+    """The text the chapter glues under ``name``, read from the committed notebook."""
+    for cell in json.loads(_NB.read_text(encoding="utf-8"))["cells"]:
+        for out in cell.get("outputs", []):
+            if out.get("metadata", {}).get("scrapbook", {}).get("name") == name:
+                return out["data"]["application/papermill.record/text/plain"]
+    raise KeyError(name)
+
+
+def _value(name):
+    """A glued number in SI: "41.9 ms" -> 0.0419, "64 GB/s" -> 6.4e10, "231" -> 231."""
+    text = _glued(name).replace(",", "").replace("$", "").strip()
+    num = re.match(r"[\d.]+", text).group(0)
+    return float(num) * _UNITS.get(text[len(num):].strip(), 1.0)
+
+
+def test_chunked_prefill_free_tokens_under_both_overlaps():
+    # Llama 3 70B on 8 H100s (989.4 TFLOP/s, 3.35 TB/s each), batch 64 at 4,096 tokens, bf16.
+    # Weights read: 70,553,706,496 parameters less the 128,256 x 8,192 embedding table, plus 64
+    # gathered rows; matmul parameters that less the (2 x 80 + 1) x 8,192 norm weights,
+    # 69,501,714,432; attention 4 x 80 x 64 x 128 per cached token; KV 327,680 B per token.
+    C, W, B, S = 8 * 989.4e12, 8 * 3.35e12, 64, 4096
+    n_read = 70_553_706_496 - 128_256 * 8192
+    n_mm = n_read - (2 * 80 + 1) * 8192
+    t_w = 2 * (n_read + B * 8192) / W
+    t_kv = B * S * 327_680 / W
+    t_mm = B * 2 * n_mm / C
+    t_attn = B * 4 * 80 * 64 * 128 * S / C
+    whole = ((t_w + t_kv) / (t_mm + t_attn) - 1) * B   # ~380: every FLOP overlaps every byte
+    per_op = (t_w / t_mm - 1) * B                      # ~231: only the matmuls' idle FLOPs
+    m, c = models.get("Llama-3-70B"), chips.get("H100-SXM")
+    assert chunked_prefill_tokens(m, c, B, S, n_chips=8) == pytest.approx(whole, rel=1e-6)
+    assert chunked_prefill_tokens(m, c, B, S, n_chips=8, overlap="per-op") == pytest.approx(
+        per_op, rel=1e-6)
+    assert _value("chunk64") == pytest.approx(whole, abs=0.5)
+    assert _value("chunk64_perop") == pytest.approx(per_op, abs=0.5)
+    assert per_op < 0.65 * whole
+
+
+def test_deepseek_recompute_exercise_runs_on_a_layout_that_fits():
+    # Ex. "Why cached input is about 10x cheaper": 16 H100s hold 16 x 80 = 1,280 GB; DeepSeek-V3's
+    # bf16 weights are 2 x 671.03e9 = 1,342 GB (do not fit), its fp8 weights 671 GB (fit)
+    ds, h100 = models.get("DeepSeek-V3"), chips.get("H100-SXM")
+    assert 2 * 671.03e9 > 16 * 80e9 > 671.03e9
+    assert not prefill_step(ds, h100, 1, 8192, n_chips=16).fits
+    fp8 = prefill_step(ds, h100, 1, 8192, n_chips=16, weight_bytes=1, dtype="fp8")
+    assert fp8.fits
+    assert _value("ex_remat_ds") == pytest.approx(cost.cost_per_million_tokens(fp8), rel=0.005)
+
+
+def test_a_host_cache_reaches_a_gpu_at_pcie_rate():
+    # H100 datasheet: PCIe Gen5 128 GB/s both ways, 64 GB/s into the GPU. An 8,192-token prefix
+    # of Llama 3 70B (8,192 x 327,680 B = 2.684 GB) from 16 DDR5-5200 modules (16 x 41.6 =
+    # 665.6 GB/s): 2.684e9 / 64e9 = 41.9 ms into one GPU, 2.684e9 / 512e9 = 5.24 ms into eight
+    prefix = 8192 * 327_680
+    assert _value("pcie_bw") == pytest.approx(128e9 / 2, rel=1e-9)
+    assert _value("fetch_pcie_1") == pytest.approx(prefix / 64e9, rel=0.005)
+    assert _value("fetch_pcie_8") == pytest.approx(prefix / (8 * 64e9), rel=0.005)
+    assert _value("dram_server_bw") == pytest.approx(16 * 5200e6 * 8, rel=0.005)
+    # every off-GPU tier is capped by the link, the GPU's own HBM is not
+    for t in memory_tiers():
+        assert (t.link_bandwidth is None) == (t.name == "HBM")
+        if t.link_bandwidth is not None:
+            assert memory.fetch_bandwidth(t, devices=1000) == pytest.approx(64e9)

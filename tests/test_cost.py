@@ -164,6 +164,31 @@ def test_chunked_prefill_tokens_by_hand(toy_chip):
     assert cost_chunked(L8, toy_chip, 8, 128, n_chips=2) == pytest.approx(996.4909, rel=1e-6)
 
 
+def test_chunked_prefill_tokens_per_op_counts_each_kernels_idle_flops(toy_chip):
+    # per-op overlap: the matmul kernels' idle time holds the chunk's matmuls, the attention
+    # kernel's its attention. Batch 8 at 128 tokens: matmuls 8 x 2 x 7,504,658,432 / 1e15 =
+    # 120.0745 us against weights 2 x (7,504,924,672 + 8 x 4096) / 1e12 = 15.00991 ms: room for
+    # (15.00991e-3 / 120.0745e-6 - 1) x 8 = 992.04 tokens; attention 8 x 4 x 4096 x 128 x 32
+    # / 1e15 = 0.537 us against KV reads 8 x 128 x 131,072 / 1e12 = 134.2 us: room for 1,992.
+    # The matmuls bind: 992.04 (the whole-step 996.49 pools all the slack).
+    got = cost_chunked(L8, toy_chip, 8, 128, overlap="per-op")
+    assert got == pytest.approx(992.0398, rel=1e-6)
+    assert got < cost_chunked(L8, toy_chip, 8, 128, overlap="step")
+    # matmuls compute-bound (batch 4000: 60.04 ms of matmul against 15.04 ms of weights): none
+    assert cost_chunked(L8, toy_chip, 4000, 0, overlap="per-op") == 0.0
+    # the attention kernel can bind instead: an MHA rebuild (32 KV heads of 128, 32 layers) at
+    # 1 byte per KV element reads 2 x 32 x 32 x 128 = 262,144 B and does 4 x 32 x 32 x 128 =
+    # 524,288 FLOP per cached token: on the toy chip the KV reads take 262,144 / 1e12 over
+    # 524,288 / 1e15 = 500 times the attention, so at batch 1 the attention kernel has room for
+    # (500 - 1) x 1 = 499 tokens, fewer than the matmuls' (about 1,000 - 1)
+    mha = L8.replace(n_kv_heads=32)
+    assert cost_chunked(mha, toy_chip, 1, 4096, kv_bytes=1, overlap="per-op") == pytest.approx(
+        499.0, rel=1e-9)
+    assert cost_chunked(mha, toy_chip, 1, 4096, kv_bytes=1) > 900  # whole step pools the slack
+    with pytest.raises(ValueError, match="^overlap"):
+        cost_chunked(L8, toy_chip, 8, 128, overlap="whole")
+
+
 def cost_chunked(*args, **kw):
     from llmmath.cost import chunked_prefill_tokens
     return chunked_prefill_tokens(*args, **kw)

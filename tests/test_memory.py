@@ -128,6 +128,30 @@ def test_cache_fetch_time_by_hand():
     assert cache_fetch_time(0.0, A) == 0.0
 
 
+def test_a_gpu_takes_a_host_cache_in_at_most_its_pcie_rate():
+    # H100 datasheet: "PCIe Gen5: 128 GB/s", both directions: 64 GB/s into one GPU. One DDR5-5200
+    # module reads 41.6 GB/s (under the link); 16 modules 665.6 GB/s, but one GPU still takes
+    # 64 GB/s, and 8 GPUs 8 x 64 = 512 GB/s. An 8,192-token Llama 3 70B prefix (8,192 x
+    # 327,680 B = 2.684 GB) then takes 2.684e9 / 64e9 = 41.9 ms into one GPU.
+    from llmmath.memory import PCIE_GEN5_X16_BANDWIDTH, fetch_bandwidth
+    dram, flash, hbm = MEMORY_TIERS["DRAM"], MEMORY_TIERS["flash"], MEMORY_TIERS["HBM"]
+    assert PCIE_GEN5_X16_BANDWIDTH == 128e9 / 2
+    assert fetch_bandwidth(dram) == pytest.approx(41.6e9)
+    assert fetch_bandwidth(dram, devices=16) == pytest.approx(64e9)
+    assert fetch_bandwidth(dram, devices=16, n_chips=8) == pytest.approx(512e9)
+    assert fetch_bandwidth(flash, devices=8) == pytest.approx(64e9)  # 8 x 14 = 112 GB/s of drives
+    assert cache_fetch_time(8192 * 327_680, dram, devices=16) == pytest.approx(41.943e-3, rel=1e-4)
+    # the GPU's own HBM has no link in the way: devices x 3.35 TB/s
+    assert hbm.link_bandwidth is None
+    assert fetch_bandwidth(hbm, devices=2) == pytest.approx(6.7e12)
+    with pytest.raises(ValueError, match="^devices"):
+        fetch_bandwidth(dram, devices=0)
+    with pytest.raises(ValueError, match="^n_chips"):
+        cache_fetch_time(1.0, dram, n_chips=0)
+    with pytest.raises(ValueError, match="^link_bandwidth"):
+        MemoryTier(name="x", capacity=1, bandwidth=1, price_per_hour=1, link_bandwidth=0)
+
+
 def test_cache_fetch_time_rejects_bad_input():
     with pytest.raises(ValueError, match="nbytes"):
         cache_fetch_time(-1.0, A)

@@ -156,7 +156,8 @@ ALLOWED: list[tuple[str, str, str, str]] = [
      "(tests/test_claims_kv_cache.py), stated as the test states it"),
     ("kv_cache", "2%", "within", "tests/test_pope2022.py's tolerance, stated as the test "
      "states it"),
-    ("kv_cache", "3 TB", '"a', "a quote from Pope et al.; the glued rebuild of it follows"),
+    ("kv_cache", "3TB", "cache totals", "a quote from Pope et al. (2022, §2.1); the glued "
+     "rebuild of it follows"),
     ("prefill_prices", "20 ms", "HBM about", "the episode's drain-time heuristic; the glued "
      "drain times of the catalogue's tiers follow it"),
     ("prefill_prices", "1-10 s", "DRAM", "the same episode heuristic"),

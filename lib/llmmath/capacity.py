@@ -61,8 +61,8 @@ def _weights_fit(model, chip, n_chips, weight_bytes, memory_fraction):
 def max_batch(model, chip, context, n_chips=1, weight_bytes=2, kv_bytes=2, memory_fraction=1.0):
     """Largest whole batch whose weights and KV caches fit in ``n_chips`` chips' HBM.
 
-    ``B_max = floor((n M f - N_tot b_w) / kv_held(S))`` with ``M`` the chip capacity and
-    ``f = memory_fraction`` (leave room for activations and fragmentation). All experts of an
+    ``B_max = floor((n M mu - N_tot b_w) / kv_held(S))`` with ``M`` the chip capacity and
+    ``mu = memory_fraction`` (leave room for activations and fragmentation). All experts of an
     MoE model are stored. Returns 0 when the weights fit but not even one sequence's KV.
     Raises ValueError naming the minimum chip count when the weights alone do not fit.
     """
@@ -81,7 +81,7 @@ def max_context(model, chip, batch, n_chips=1, weight_bytes=2, kv_bytes=2, memor
                 kv_fraction=None, kv_replicas=1):
     """Longest context (whole tokens) at which ``batch`` sequences' KV caches fit.
 
-    The KV budget is ``n M f - N_tot b_w`` (what the weights leave), or, with
+    The KV budget is ``n M mu - N_tot b_w`` (what the weights leave), or, with
     ``kv_fraction`` given, ``kv_fraction x n M`` (a fixed share of all HBM for KV, as in
     Pope et al. 2022 Table 1, which reserves 30%). ``kv_replicas`` is how many copies of each
     KV byte are stored: sharding a single multiquery KV head over attention heads replicates it
@@ -130,7 +130,7 @@ def max_context(model, chip, batch, n_chips=1, weight_bytes=2, kv_bytes=2, memor
 def min_chips(model, chip, batch=0, context=0, weight_bytes=2, kv_bytes=2, memory_fraction=1.0):
     """Fewest chips whose HBM holds the weights plus ``batch`` KV caches of ``context`` tokens.
 
-    ``n_min = ceil((N_tot b_w + B kv_held(S)) / (M f))``.
+    ``n_min = ceil((N_tot b_w + B kv_held(S)) / (M mu))``.
     """
     memory_fraction = fraction("memory_fraction", memory_fraction)
     need = memory_held(model, batch, context, weight_bytes=weight_bytes, kv_bytes=kv_bytes)

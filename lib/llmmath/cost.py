@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._check import positive
+from ._check import choice, positive
 from ._check import scalar_or_array as _out
 from ._solve import bisect
 from ._summary import SummaryRow
@@ -273,18 +273,39 @@ def input_output_cost(model, chip, prompt, batch, context, n_chips=1, weight_byt
 
 
 def chunked_prefill_tokens(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes=2,
-                           dtype="bf16"):
+                           dtype="bf16", overlap="step"):
     """Prompt tokens a memory-bound decode step could also prefill without getting longer (bound).
 
-    A decode step of ``batch`` sequences lasts ``t = max(compute, memory)``; while it waits on
-    memory the chips could do ``n C t`` FLOPs but do only the decode's. Chunked prefill fills
-    the gap with prompt tokens at ``2 N_act`` FLOPs each: ``(t / t_compute - 1) B`` tokens
-    (0 when the step is compute-bound). Ignores the chunk's own KV writes and attention FLOPs.
+    A decode step of ``batch`` sequences at ``context`` tokens leaves FLOPs idle while it waits on
+    memory; chunked prefill fills them with prompt tokens, each charged what a decode token
+    costs: its ``2 N_mm`` matmul FLOPs, ``t_mm / B``, and its attention over ``S`` cached tokens,
+    ``t_attn / B`` (about a chunk token's own attention over an ``S``-token prefix). How many fit
+    depends on which FLOPs may overlap which bytes (``overlap``, as in
+    :func:`~llmmath.roofline.decode_step`):
+
+    - ``"step"``: every FLOP may overlap every byte. The step lasts ``t = max(t_compute,
+      t_memory)`` and computes for ``t_compute = t_mm + t_attn``: the gap holds
+      ``(t / t_compute - 1) B`` tokens.
+    - ``"per-op"``: each kernel overlaps only its own traffic. The matmuls' idle time (while they
+      read the weights) holds the chunk's matmuls and the attention kernel's (while it reads the
+      KV cache) its attention: ``min(t_w / t_mm - 1, t_kv / t_attn - 1) B`` tokens, never more
+      than under ``"step"``. For GQA the matmul kernels bind: ``(t_w / t_mm - 1) B``.
+
+    0 where the step (or, per-op, either kernel) is already compute-bound. Leaves out the
+    chunk's own KV writes.
     """
+    choice("overlap", overlap, ("step", "per-op"))
     s = decode_step(model, chip, batch, context, n_chips=n_chips, weight_bytes=weight_bytes,
                     kv_bytes=kv_bytes, dtype=dtype)
-    return _out(np.maximum(np.asarray(s.time) / np.asarray(s.compute_time) - 1.0, 0.0)
-                * np.asarray(s.batch))
+    if overlap == "step":
+        ratio = np.asarray(s.time) / np.asarray(s.compute_time)
+    else:
+        ratio = np.asarray(s.weight_time) / np.asarray(s.matmul_time)
+        attn = np.asarray(s.attention_time)
+        with np.errstate(divide="ignore", invalid="ignore"):  # no attention FLOPs: no limit
+            attn_ratio = np.where(attn > 0, np.asarray(s.kv_time) / attn, np.inf)
+        ratio = np.minimum(ratio, attn_ratio)
+    return _out(np.maximum(ratio - 1.0, 0.0) * np.asarray(s.batch))
 
 
 # ----- the long-context price step read as a roofline crossover ------------------------------

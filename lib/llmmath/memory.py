@@ -9,7 +9,10 @@ Holding ``b`` bytes for ``t`` seconds and reading them back once costs at least
     ``b p max(t / M, 1 / W)``
 
 a roofline in the lifetime ``t``: below the tier's drain time ``M / W`` one pays for
-bandwidth, above it for capacity. The catalogue ``MEMORY_TIERS`` has HBM (an H100's,
+bandwidth, above it for capacity. Fetching an entry back into a GPU is capped twice: by the
+devices it is striped over (``devices x W``) and by the link into the GPU (a host's DRAM and
+drives reach a GPU over PCIe, ``PCIE_GEN5_X16_BANDWIDTH`` each way, however many DIMMs or
+drives sit behind it): :func:`fetch_bandwidth`. The catalogue ``MEMORY_TIERS`` has HBM (an H100's,
 rented), DRAM, flash and disk, each figure with its source; purchase prices are amortised
 over the device's life with nothing added for power, hosts or margin, so every cost here is
 a floor.
@@ -24,16 +27,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import chips
+from ._check import n_chips as n_chips_check
 from ._check import positive
 from ._check import scalar_or_array as _out
 from .units import hour, year
 
 __all__ = [
+    "PCIE_GEN5_X16_BANDWIDTH",
     "MemoryTier",
     "amortised_price_per_hour",
     "MEMORY_TIERS",
     "memory_tiers",
     "cache_hold_cost",
+    "fetch_bandwidth",
     "cache_fetch_time",
     "cache_cost",
     "cheapest_tier",
@@ -44,6 +50,12 @@ __all__ = [
 
 # ----- memory tiers ----------------------------------------------------------------------------
 
+#: One direction of a PCIe Gen5 x16 link (B/s): how a host's DRAM and drives reach one GPU.
+#: NVIDIA lists "PCIe Gen5: 128 GB/s" for the H100 SXM, both directions together
+#: [nvidia_h100_datasheet]; 32 GT/s x 16 lanes with 128b/130b coding is 63 GB/s of payload each
+#: way, and measured host-to-GPU copies reach less (about 55 GB/s), so this is a ceiling.
+PCIE_GEN5_X16_BANDWIDTH = 64e9
+
 @dataclass(frozen=True)
 class MemoryTier:
     """One storage device a KV cache can wait in: capacity, read bandwidth and cost, SI units.
@@ -51,6 +63,8 @@ class MemoryTier:
     ``price_per_hour`` is what one device costs per hour: a rental price for HBM (the whole
     accelerator, since HBM cannot be rented alone) or a purchase price amortised over
     ``lifetime_years`` for DRAM, flash and disk (no power, host, network or margin: a floor).
+    ``link_bandwidth`` is the link the tier reaches one GPU through, one direction (B/s): PCIe for
+    a host's DRAM and drives, ``None`` for the GPU's own HBM.
     """
 
     name: str
@@ -62,11 +76,14 @@ class MemoryTier:
     source: str = ""  # citation key(s) for capacity and bandwidth
     price_source: str = ""  # citation key(s) for the price
     notes: str = ""
+    link_bandwidth: float | None = None  # B/s into one GPU, one direction; None: on the GPU
 
     def __post_init__(self):
         positive("capacity", self.capacity)
         positive("bandwidth", self.bandwidth)
         positive("price_per_hour", self.price_per_hour)
+        if self.link_bandwidth is not None:
+            positive("link_bandwidth", self.link_bandwidth)
 
     @property
     def drain_time(self) -> float:
@@ -118,7 +135,8 @@ def _tiers():
             date="2026-01", source="jedec_ddr5", price_source="techradar2026ddr5",
             notes=("Bandwidth: 5,200 MT/s x 8 bytes per transfer (a 64-bit channel) = 41.6 GB/s. "
                    "Price: $325.99 retail for a 32 GB DDR5-5200 module (Jan 2026, during the "
-                   "2025-26 DRAM price rise), amortised over 5 years.")),
+                   "2025-26 DRAM price rise), amortised over 5 years."),
+            link_bandwidth=PCIE_GEN5_X16_BANDWIDTH),
         "flash": MemoryTier(
             name="flash", capacity=30.72e12, bandwidth=14e9,
             price_per_hour=amortised_price_per_hour(10950, 5),
@@ -126,7 +144,8 @@ def _tiers():
             date="2026-03", source="storagereview2025micron9550", price_source="vdura2026ssdprices",
             notes=("Micron 9550 PRO class: up to 14 GB/s sequential read over PCIe Gen5 x4, 30.72 "
                    "TB top capacity, 5-year warranty. Price: $10,950 for a 30 TB TLC SSD in Q1 "
-                   "2026 (up from $3,062 in Q2 2025), amortised over 5 years.")),
+                   "2026 (up from $3,062 in Q2 2025), amortised over 5 years."),
+            link_bandwidth=PCIE_GEN5_X16_BANDWIDTH),
         "disk": MemoryTier(
             name="disk", capacity=24e12, bandwidth=285e6,
             price_per_hour=amortised_price_per_hour(24e3 * 0.014 * 1.35, 5),
@@ -136,7 +155,8 @@ def _tiers():
             notes=("Seagate Exos X24: 24 TB, 285 MB/s maximum sustained rate, 5-year warranty. "
                    "Price: Backblaze's bulk $0.014/GB (Nov 2022) raised by the 35% HDD rise of Q2 "
                    "2025-Q1 2026, for 24 TB, amortised over 5 years. Random reads cost a ~10 ms "
-                   "seek each.")),
+                   "seek each."),
+            link_bandwidth=PCIE_GEN5_X16_BANDWIDTH),
     }
 
 
@@ -162,9 +182,30 @@ def cache_hold_cost(nbytes, seconds, tier):
     return _out(b * t * tier.hold_price)
 
 
-def cache_fetch_time(nbytes, tier):
-    """Seconds to read ``nbytes`` back from ``tier`` at its full bandwidth: ``bytes / W``."""
-    return _out(positive("nbytes", nbytes, allow_zero=True) / tier.bandwidth)
+def fetch_bandwidth(tier, devices=1, n_chips=1):
+    """Bytes per second at which an entry comes back from ``tier`` into ``n_chips`` GPUs.
+
+    ``min(devices x W_tier, n_chips x W_link)``: the entry is striped over ``devices`` devices of
+    the tier, and each GPU receives it over its own link (``tier.link_bandwidth``; a GPU's own
+    HBM has none). A server's DRAM may read hundreds of GB/s, but one GPU takes it in at PCIe
+    rate (:data:`PCIE_GEN5_X16_BANDWIDTH`).
+    """
+    devices = positive("devices", devices, integer=True)
+    n_chips = n_chips_check(n_chips)
+    read = devices * tier.bandwidth
+    if tier.link_bandwidth is None:
+        return _out(read)
+    return _out(np.minimum(read, n_chips * tier.link_bandwidth))
+
+
+def cache_fetch_time(nbytes, tier, devices=1, n_chips=1):
+    """Seconds to read ``nbytes`` back from ``tier`` into ``n_chips`` GPUs.
+
+    ``bytes /`` :func:`fetch_bandwidth`: ``devices`` devices read at full bandwidth, and each
+    GPU's link caps what it takes in.
+    """
+    return _out(positive("nbytes", nbytes, allow_zero=True)
+                / fetch_bandwidth(tier, devices, n_chips))
 
 
 def cache_cost(nbytes, seconds, tier):

@@ -1,7 +1,8 @@
 """Speculative decoding and multi-token prediction: the second lever on speed.
 
 "Batching trades latency for token cost" (book/batching_cost.ipynb): a verify step scores
-``k + 1`` positions per sequence for about the weight reads of one decode step. Expected tokens
+``gamma + 1`` positions per sequence (``gamma = draft_tokens``) for about the weight reads of one
+decode step of a dense model (more for a mixture of experts at small batch). Expected tokens
 per step (``speculative_tokens_per_step``), the verify step's bound
 (``speculative_step``) and the batch at which it turns compute-bound
 (``speculative_critical_batch``).
@@ -25,12 +26,13 @@ DEEPSEEK_V3_MTP_SPEEDUP = 1.8
 
 
 def speculative_tokens_per_step(draft_tokens, acceptance):
-    """Expected tokens one sequence emits per verification step with ``k`` drafted tokens.
+    """Expected tokens one sequence emits per verification step with ``gamma`` drafted tokens.
 
-    Each drafted token is accepted with probability ``acceptance`` (alpha), independently, until
+    Each drafted token is accepted with probability ``q = acceptance``, independently, until
     the first rejection; the verifying pass always yields one token of its own (the correction,
-    or the bonus token after k acceptances). The expectation is ``(1 - alpha^(k+1)) / (1 - alpha)``
-    (Leviathan et al. 2023, eq. 1): ``1`` at ``k = 0``, ``k + 1`` at ``alpha = 1``.
+    or the bonus token after gamma acceptances). The expectation is
+    ``(1 - q^(gamma+1)) / (1 - q)`` (Leviathan et al. 2023, eq. 1, who call ``q`` alpha): ``1``
+    at ``gamma = 0``, ``gamma + 1`` at ``q = 1``.
     """
     k = positive("draft_tokens", draft_tokens, allow_zero=True, integer=True)
     a = np.asarray(positive("acceptance", acceptance, allow_zero=True), dtype=float)
@@ -47,20 +49,24 @@ def speculative_step(model, chip, batch, context, draft_tokens, acceptance=1.0, 
                      attention_dtype="bf16") -> Step:
     """Lower bound on one verification step of speculative decoding (or multi-token prediction).
 
-    Each of ``batch`` sequences carries ``k = draft_tokens`` drafted tokens; one forward pass
-    scores all ``k + 1`` positions at once:
+    Each of ``batch`` sequences carries ``gamma = draft_tokens`` drafted tokens; one forward
+    pass scores all ``gamma + 1`` positions at once:
 
-    ``t = max(B (k+1) (2 N_mm + attn(S)) / (n C),  (N_read(B (k+1)) b_w + B kv_read(S)) / (n W))``
+    ``t = max(B (gamma+1) (2 N_mm + attn(S)) / (n C),
+    (N_read(B (gamma+1)) b_w + B kv_read(S)) / (n W))``
 
-    The weights are read once for all ``B (k+1)`` tokens and each sequence's KV cache once for
-    its ``k + 1`` queries. For a dense model, while ``B (k+1)`` stays below the critical batch
-    the step costs about one memory-bound decode step. For MoE it does not: the ``B (k+1)``
-    tokens route to more experts than ``B`` would, so the verify step reads more weight bytes
-    (DeepSeek-V3 at batch 1 with one draft: 1.54x), and attention's FLOPs grow with ``k + 1``.
-    ``tokens`` is ``B x speculative_tokens_per_step(k, acceptance)``: the expected tokens
+    The weights are read once for all ``B (gamma+1)`` tokens and each sequence's KV cache once
+    for its ``gamma + 1`` queries. For a dense model, while ``B (gamma+1)`` stays below the
+    critical batch the step costs about one memory-bound decode step. For MoE it does not: the
+    ``B (gamma+1)`` tokens route to more experts than ``B`` would, so the verify step reads more
+    weight bytes (DeepSeek-V3 at batch 1 with one draft: 1.54x), and attention's FLOPs grow with
+    ``gamma + 1``. ``N_read`` routes the drafted tokens independently (uniform routing, as
+    :meth:`~llmmath.models.Model.weight_params_read`); a sequence's adjacent tokens tend to pick
+    the same experts, so for MoE this is an upper estimate of the verify step's weight reads.
+    ``tokens`` is ``B x speculative_tokens_per_step(gamma, acceptance)``: the expected tokens
     emitted, so :func:`llmmath.cost.tokens_per_second` and :func:`llmmath.cost.cost_per_token`
     apply unchanged. Left out: the cost of drafting (a small
-    draft model's own steps, or an MTP head's extra layer) and the KV of the ``k + 1`` new
+    draft model's own steps, or an MTP head's extra layer) and the KV of the ``gamma + 1`` new
     positions (a few tokens next to ``S``). ``draft_tokens=0`` is :func:`decode_step`;
     ``attention_dtype`` as there.
     """
@@ -88,11 +94,12 @@ def speculative_step(model, chip, batch, context, draft_tokens, acceptance=1.0, 
 
 def speculative_critical_batch(model, chip, draft_tokens, context=0, weight_bytes=2, kv_bytes=2,
                                dtype="bf16", attention_flops=True):
-    """Batch (sequences) at which a verify step with ``k`` drafts turns compute-bound.
+    """Batch (sequences) at which a verify step with ``gamma`` drafts turns compute-bound.
 
-    Solves ``B (k+1) 2 N_mm / C = (N_read(B (k+1)) b_w + B kv_read(S)) / W`` for B (bisection in
-    log B; chip count cancels). Below it speculative decoding gains its full expected tokens per
-    step; above it rejected drafts cost FLOPs. ``B (k+1)`` at this batch lies between the
+    Solves ``B (gamma+1) 2 N_mm / C = (N_read(B (gamma+1)) b_w + B kv_read(S)) / W`` for B
+    (bisection in log B; chip count cancels; ``gamma = draft_tokens``). Below it speculative
+    decoding gains its full expected tokens per step; above it rejected drafts cost FLOPs.
+    ``B (gamma+1)`` at this batch lies between the
     weights-only critical batch and ``critical_batch(..., context=S)``. ValueError if the verify
     step is memory-bound at every batch (the KV reads outgrow the compute).
     """
