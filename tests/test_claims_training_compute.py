@@ -151,6 +151,7 @@ def test_dp_threshold_numbers_by_hand():
 def test_llama3_replicas_hide_the_sync():
     from llmmath.parallel import all_reduce_time
     m, h100 = models.get("Llama-3.1-405B"), chips.get("H100-SXM")
+    assert (h100.peak("bf16"), h100.scale_out_bandwidth) == (989.4e12, 50e9)  # as typed below
     t_rep_hand = 127 / 128 * 2 / 3 * 989.4e12 / 50e9 * m.total_params / m.active_params
     sync = all_reduce_time(m.total_params * 2 / 128, 128, 50e9)
     assert sync * 989.4e12 * 128 / (6 * m.active_params) == pytest.approx(t_rep_hand, rel=1e-9)
