@@ -377,8 +377,9 @@ def dp_gradient_sync_time(model, chip, n_chips, network="scale_out", grad_bytes=
       domains each domain's ``nics_per_domain`` scale-out ports carry an equal share,
       ``2 (n - n_dom)/n Q / (n_nic W_out)``. ``nics_per_domain`` defaults to ``n_dom``: the
       catalogue's ``W_out`` is per chip (DGX/HGX H100 nodes have one 400 Gb/s ConnectX-7 NIC per
-      GPU), and NCCL builds one ring or tree channel per NIC, splitting the data across them
-      over NVLink [nccl_multi_nic]; 1 is a node whose whole gradient leaves through one port.
+      GPU [nvidia_h100_datasheet]), and NCCL builds one ring or tree channel per NIC, splitting
+      the data across them over NVLink [nccl_multi_nic]; 1 is a node whose whole gradient leaves
+      through one port.
       ``scale_up_phase="overlapped"`` (NCCL's pipelined rings and trees) takes the larger of the
       two phases, ``"serial"`` their sum.
 
