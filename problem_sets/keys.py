@@ -307,12 +307,17 @@ def _week11(q, p):
     if q == "q2":  # tokens of selective-recompute activations beside the ZeRO-3 state
         left = chip.hbm_capacity - training.zero_memory_per_chip(model, p.dp_chips, zero_stage=3)
         return left / training.activation_memory(model, 1, 2048, recompute="selective")
+    # the problem's network: one flat ring, every chip on its own scale-out port (chapter 9's
+    # all-reduce), 1.5 times the traffic under ZeRO-3; not training.dp_gradient_sync_time, whose
+    # scale-out default pools each server's ports behind an NVLink phase
+    sync = (lm.parallel.all_reduce_time(model.total_params * 2, p.dp_chips,
+                                        chip.scale_out_bandwidth)
+            * (1.5 if p.zero_stage == 3 else 1.0))
     if q == "q3":
-        return training.dp_gradient_sync_time(model, chip, p.dp_chips, zero_stage=p.zero_stage)
+        return sync
     if q == "q4":  # the MFU a step reports when its traffic does not overlap compute
         step = (training.dp_compute_time(model, chip, p.tokens_per_chip, mfu=p.busy_efficiency)
-                + training.dp_gradient_sync_time(model, chip, p.dp_chips,
-                                                 zero_stage=p.zero_stage))
+                + sync)
         return training.mfu(model, p.tokens_per_chip * p.dp_chips, step, chip,
                             n_chips=p.dp_chips)
     raise KeyError(q)

@@ -135,6 +135,43 @@ def test_hold_times_by_tier(m):
     assert t["HBM"] < t["DRAM"] < t["flash"] < t["disk"]
 
 
+# Claim (student34 E7): "for DeepSeek-V3 in fp8 on 8 H200s (its 671 GB of weights do not fit 8
+# H100s) S_free is 0 tokens at batch 1 and 0 at batch 64": the configuration fits (671 GB / 8 =
+# 84 GB of 141 GB), the 8-H100 one it replaced does not (84 GB of 80 GB), and nothing is free.
+def test_the_moe_free_recompute_example_fits_and_is_zero():
+    from llmmath.step import decode_step
+    ds, h200 = models.get("DeepSeek-V3"), chips.get("H200")
+    kw = dict(n_chips=8, weight_bytes=1, dtype="fp8")
+    assert decode_step(ds, h200, 64, 4096, **kw).fits
+    assert not decode_step(ds, H100, 1, 0, **kw).fits
+    for batch in (1, 64):
+        assert recompute_crossover(ds, h200, batch=batch, **kw) < 0.5
+
+
+# Every worked configuration of the chapter and of its summary table fits its chips (Step.fits):
+# Llama 3 70B on 8 H100s in bf16 (the cached and recomputed steps at 4k and 8k, batch 1 and 64,
+# the 8k prompt prefilled for the hold time); Llama 3.1 405B at 128k tokens, 4 sequences on
+# 8 H200s (811 GB of bf16 weights do not fit 8 x 80 GB); DeepSeek-V3's 8k prefix prefilled in
+# bf16 on 24 H100s (1.34 TB / 24 = 56 GB each), where a compute-bound prefill costs the same
+# chip-seconds per token as on any other count.
+def test_the_worked_configurations_fit():
+    from llmmath.step import decode_step, prefill_step
+    l70, l405, ds = (models.get(n) for n in ("Llama-3-70B", "Llama-3.1-405B", "DeepSeek-V3"))
+    h200 = chips.get("H200")
+    for batch, ctx in ((1, 4096), (1, 8000), (64, 4096), (1, 0)):
+        assert decode_step(l70, H100, batch, ctx, n_chips=8).fits, (batch, ctx)
+    assert prefill_step(l70, H100, 1, 8192, n_chips=8).fits
+    assert prefill_step(l70, H100, 1, 4097, n_chips=8).fits
+    r = tr.store_or_recompute(l405, h200, 4, 131071, n_chips=8)
+    assert r.store.fits and r.recompute.fits
+    assert not decode_step(l405, H100, 1, 0, n_chips=8).fits
+    assert prefill_step(ds, H100, 1, 8192, n_chips=24).fits
+    assert not prefill_step(ds, H100, 1, 8192, n_chips=8).fits
+    hbm = memory.MEMORY_TIERS["HBM"]
+    assert tr.max_hold_time(ds, H100, hbm, n_chips=24) == pytest.approx(
+        tr.max_hold_time(ds, H100, hbm, n_chips=8), rel=1e-9)
+
+
 # ----- the chapter's from-scratch cell (CONTRIBUTING.md, the chapter standard) ----------------
 
 @pytest.mark.whole_catalogue

@@ -5,7 +5,8 @@ When a rule fails for some chip or model, the chapter's prose changes (its scope
 
 Sources: Kaplan et al. 2020 (kaplan2020scaling) for 6 N D; Korthikanti et al. 2022
 (korthikanti2022reducing) for 34 D + 5 n_q S bytes per token per layer; Rajbhandari et al. 2020
-(rajbhandari2020zero) for the ZeRO stages; the ring all-reduce 2 (n-1)/n bytes / W. Expected values
+(rajbhandari2020zero) for the ZeRO stages; the ring all-reduce 2 (n-1)/n bytes / W, run in two
+phases across servers of n_dom chips with a port per chip (NCCL, nccl_multi_nic). Expected values
 are derived by hand from those formulas, never read off the library.
 """
 
@@ -92,29 +93,81 @@ def test_zero_stages_order_and_limits(m):
     assert tr.zero_memory_per_chip(m, big, 2) == pytest.approx(2 * N, rel=1e-4)
 
 
-# Claim: "T* = (n-1)/n (b_g/3) (C/W) N_tot/N_act does not depend on the model's size, only on the
-# chip's FLOP-to-network ratio and the sparsity"; "faster chips need bigger per-chip batches";
-# scale-up's threshold is below scale-out's.
+# Claim: "T* = (n - n_dom)/n (b_g/3) (C / (n_dom W_out)) N_tot/N_act (the longer of the network
+# and NVLink phases, a port per chip; their sum when serial) does not depend on the model's size,
+# only on the chip's FLOP rate against its server's pooled network bandwidth, and the sparsity";
+# one port per server multiplies the network term by n_dom; scale_up is a flat ring.
 @each("c,net", NET, ids=lambda x: getattr(x, "name", x))
 def test_dp_threshold_formula(c, net):
-    W = getattr(c, f"{net}_bandwidth")
+    C, up, out, dom = c.peak("bf16"), c.scale_up_bandwidth, c.scale_out_bandwidth, c.scale_up_domain
     for n in (8, 1024):
-        dense = (n - 1) / n * (2 / 3) * c.peak("bf16") / W
+        if net == "scale_up":
+            dense = {"overlapped": (n - 1) / n * (2 / 3) * C / up}
+            dense["serial"] = dense["overlapped"]
+            one_port = dense["overlapped"]
+        else:
+            d = min(n, dom)
+            t_out = (n - d) / n * (2 / 3) * C / (d * out)  # a port per chip
+            t_up = (d - 1) / d * (2 / 3) * C / up
+            dense = {"overlapped": max(t_out, t_up), "serial": t_out + t_up}
+            one_port = max(t_out * d, t_up)
         for m in MODELS:
-            got = tr.dp_critical_tokens(m, c, n, net)
-            assert got == pytest.approx(dense * m.total_params / m.active_params, rel=1e-9), (
-                m.name, n)
+            s = m.total_params / m.active_params
+            for phase, hand in dense.items():
+                got = tr.dp_critical_tokens(m, c, n, net, scale_up_phase=phase)
+                assert got == pytest.approx(hand * s, rel=1e-9), (m.name, n, phase)
+            got = tr.dp_critical_tokens(m, c, n, net, nics_per_domain=1)
+            assert got == pytest.approx(one_port * s, rel=1e-9), (m.name, n)
 
 
-def test_dp_threshold_scale_up_below_scale_out_and_grows_with_flops():
-    m = models.get("Llama-3.1-405B")
-    for c in CHIPS:
-        if c.scale_up_bandwidth and c.scale_out_bandwidth and "bf16" in c.flops:
-            assert (tr.dp_critical_tokens(m, c, 1024, "scale_up")
-                    < tr.dp_critical_tokens(m, c, 1024, "scale_out"))
+# Claim: "on an H100 the network phase is the longer one": 1,636 tokens per GPU over 1,024 GPUs
+# ((1024 - 8)/1024 x 2/3 x 989.4e12 / (8 x 50e9)), 2,919 with serial phases (+ 7/8 x 2/3 x
+# 989.4e12 / 450e9 = 1,283), 13.1k through one port per server; "faster chips need bigger
+# per-chip batches" (B200: 3.7k to 5.2k); DeepSeek-V3 needs its sparsity times more (29k to 52k).
+def test_dp_threshold_numbers_by_hand():
+    m, ds = models.get("Llama-3.1-405B"), models.get("DeepSeek-V3")
     h100, b200 = chips.get("H100-SXM"), chips.get("B200")
+    net = (1024 - 8) / 1024 * 2 / 3 * 989.4e12 / (8 * 50e9)
+    nvl = 7 / 8 * 2 / 3 * 989.4e12 / 450e9
+    assert net > nvl
+    assert tr.dp_critical_tokens(m, h100, 1024) == pytest.approx(net, rel=1e-9)
+    assert tr.dp_critical_tokens(m, h100, 1024, scale_up_phase="serial") == pytest.approx(
+        net + nvl, rel=1e-9)
+    assert tr.dp_critical_tokens(m, h100, 1024, nics_per_domain=1) == pytest.approx(8 * net,
+                                                                                  rel=1e-9)
     assert b200.scale_out_bandwidth == h100.scale_out_bandwidth  # same 400 Gb/s port
     assert tr.dp_critical_tokens(m, b200, 1024) > 2 * tr.dp_critical_tokens(m, h100, 1024)
+    assert 3.6e3 < tr.dp_critical_tokens(m, b200, 1024) < 3.8e3
+    assert 5.1e3 < tr.dp_critical_tokens(m, b200, 1024, scale_up_phase="serial") < 5.3e3
+    s = ds.total_params / ds.active_params
+    assert tr.dp_critical_tokens(ds, h100, 1024) == pytest.approx(net * s, rel=1e-9)  # 29.2k
+    assert 52e3 < tr.dp_critical_tokens(ds, h100, 1024, scale_up_phase="serial") < 53e3
+
+
+# Claim: Llama 3's replicas of 128 GPUs (TP8 in a server x PP16) each processed 2^24 / 128 =
+# 131,072 tokens per step; each GPU all-reduces its 1/128 shard over the 128 replicas through its
+# own port, so per replica T* = 127/128 x 2/3 x 989.4e12/50e9 = 13.1k: 10 times, and 4.4 times
+# once the sync may overlap only the backward pass (x1.5) and moves FSDP's traffic (x1.5).
+def test_llama3_replicas_hide_the_sync():
+    from llmmath.parallel import all_reduce_time
+    m, h100 = models.get("Llama-3.1-405B"), chips.get("H100-SXM")
+    assert (h100.peak("bf16"), h100.scale_out_bandwidth) == (989.4e12, 50e9)  # as typed below
+    t_rep_hand = 127 / 128 * 2 / 3 * 989.4e12 / 50e9 * m.total_params / m.active_params
+    sync = all_reduce_time(m.total_params * 2 / 128, 128, 50e9)
+    assert sync * 989.4e12 * 128 / (6 * m.active_params) == pytest.approx(t_rep_hand, rel=1e-9)
+    per_replica = 2048 * 8192 / 128
+    assert per_replica / t_rep_hand == pytest.approx(10.0, abs=0.05)
+    assert per_replica / (2.25 * t_rep_hand) == pytest.approx(4.45, abs=0.05)
+
+
+# Claim (takeaways): attention's share is r / (1 + r) with r = L n_q d_h S / N_act: 40% of
+# Llama 3.1 405B's training FLOPs at 128k, where it adds 67% on top.
+def test_attention_share_against_ratio():
+    m = models.get("Llama-3.1-405B")
+    r = 126 * 128 * 128 * 131073 / m.active_params  # causal: (S + 1) / 2 keys on average, x 2
+    share = tr.attention_training_share(m, 131072)
+    assert share == pytest.approx(r / (1 + r), rel=1e-9)
+    assert share == pytest.approx(0.40, abs=0.005) and r == pytest.approx(0.667, abs=0.005)
 
 
 # Claim (reality check): MFU over all reported chip-hours is below the MFU reported for steady
@@ -154,12 +207,16 @@ def test_from_scratch_cell_agrees_with_the_library():
                 continue
             days = ns["train_days"](m.active_params, 15e12, 4096, c.peak("bf16"), 0.4)
             assert days == pytest.approx(training_time(m, 15e12, c, 4096, 0.4) / 86400, rel=1e-12)
-            for net in ("scale_up", "scale_out"):
-                bw = getattr(c, f"{net}_bandwidth")
-                if not bw:
+            up, out = c.scale_up_bandwidth, c.scale_out_bandwidth
+            for n in (8, 1024):
+                # a flat scale-up ring is one domain of all n chips
+                got = ns["dp_tokens_star"](m.total_params, m.active_params, c.peak("bf16"),
+                                           1.0, up, n, n)
+                assert got == pytest.approx(dp_critical_tokens(m, c, n, "scale_up"),
+                                            rel=1e-12), (m.name, c.name, n)
+                if not out:
                     continue
-                for n in (8, 1024):
-                    got = ns["dp_tokens_star"](m.total_params, m.active_params, c.peak("bf16"),
-                                               bw, n)
-                    assert got == pytest.approx(dp_critical_tokens(m, c, n, net), rel=1e-12), (
-                        m.name, c.name, net, n)
+                got = ns["dp_tokens_star"](m.total_params, m.active_params, c.peak("bf16"),
+                                           out, up, n, c.scale_up_domain)
+                assert got == pytest.approx(dp_critical_tokens(m, c, n, "scale_out"),
+                                            rel=1e-12), (m.name, c.name, n)

@@ -177,6 +177,7 @@ def test_summary_row_of_chapter_10_by_hand():
     # 2 switch steps x 3 us = 0.96 ms; 80 layers x 9 kernels x 2.65 us = 1.91 ms. Sum 10.7 ms
     # (KV reads and the embedding rows, left out here, are under 2%).
     row = {r.chapter: r for r in tr.summary_bounds()}["bound_to_estimate"]
+    assert row.bound == "a calibrated estimate (not a bound)"
     hand = 70.55e9 * 2 / (8 * 3.35e12) / (2250 / 3350) + 80 * 2 * 2 * 3e-6 + 80 * 9 * 2.65e-6
     assert row.value == pytest.approx(hand, rel=0.03)
 
@@ -199,8 +200,10 @@ SUMMARY_BY_HAND = {
     # B = 64 sequences of 4,096 tokens: weights + 64 embedding rows + the KV cache, on 8 x 3.35 TB/s
     "decode step": ((W_READ_70 + 2 * 64 * 8192 + 64 * 4096 * B_KV_70) / (8 * 3.35e12), 1e-9),
     "minimum latency per token": (W_READ_70 / (8 * 3.35e12), 1e-5),  # 5.19 ms
-    # DeepSeek-V3 in fp8 on an H100: B* = I* b_w/2 N_tot/N_act (test_values_physics: 5,404)
-    "critical batch": (5404, 0.005),
+    # DeepSeek-V3 in fp8 on an H100, every expert touched: B* = I* b_w/2 N_tot/N_mm =
+    # 1,978.9/3.35 x 1/2 x 671.03/36.62 = 5,411; the exact solve (embedding rows a batch does not
+    # read) is 5,404 (test_values_physics)
+    "critical batch": (1978.9 / 3.35 / 2 * 671_026_419_200 / 36_624_736_768, 0.005),
     # 2 N_mm FLOPs at $3/h on 989.4 TFLOP/s, per million tokens: $0.117
     "cost floor per token": (2 * N_MM_70 * 3.0 / 3600 / 989.4e12 * 1e6, 1e-9),
     # S* = 2 N / (I* b_kv - attention FLOPs per context token): 1,476
@@ -208,14 +211,19 @@ SUMMARY_BY_HAND = {
     "largest batch that fits": (math.floor((8 * 80e9 - 2 * N_70) / (8192 * B_KV_70)), 0),  # 185
     "KV bytes read from a price step": (2 * 1e11 / (600 * 2e5), 1e-12),  # 2 N_act / (I* S)
     "cache tier knee (hold vs read)": (30.72e12 / 14e9, 1e-12),  # 36.6 min
-    "total parameters one scale-up domain holds": (72 * 186e9, 1e-12),  # fp8: a byte each
+    # fp8: a byte each, half the HBM kept for the KV cache (kappa = 1/2): 6.7T
+    "total parameters one scale-up domain holds": (72 * 186e9 * 0.5, 1e-12),
     "pipeline bubble": (3 / 19, 1e-12),
     "all-reduce (bandwidth term)": (2 * 7 / 8 * 1e9 / 450e9, 1e-12),
     "training compute": (6 * N_405 * 15.6e12, 1e-12),  # 3.80e25, Meta's 3.8e25
     "training state": (16 * N_405, 1e-12),
-    # (n-1)/n b_g/3 C/W_out for a dense model, b_g = 2 bytes, 1,024 chips: 13.2k tokens
-    "per-chip batch that hides the gradient sync": (1023 / 1024 * 2 / 3 * 989.4e12 / 50e9, 1e-12),
-    "equalise pre-training, RL and inference compute": (15e12 / (20 * N_70), 1e-12),
+    # (n - n_dom)/n b_g/3 C/(n_dom W_out) for a dense model, b_g = 2 bytes, 1,024 chips in
+    # 8-GPU nodes with a 50 GB/s NIC per GPU: 1,636 tokens (the NVLink phase, 7/8 x 2/3 x
+    # 989.4e12 / 450e9 = 1,283, overlaps)
+    "per-chip batch that hides the gradient sync":
+        ((1024 - 8) / 1024 * 2 / 3 * 989.4e12 / (8 * 50e9), 1e-12),
+    # D_pre = D_inf / (3 u): 50M tokens/s x 60 days = 2.592e14 served, u = 1/3
+    "equalise pre-training, RL and inference compute": (50e6 * 60 * 86400, 1e-12),
     "FLOPs to rebuild a cached byte": (2 * N_MM_70 / B_KV_70, 1e-12),
     # B* / B - 1 at B = 1 (dense, bf16: B* = I*), less the KV and attention terms: about 294
     "context recomputed for free": (R_H100 - 1, 0.01),
@@ -237,10 +245,84 @@ def test_every_summary_row_by_hand():
     rows = {r.bound: r for r in tr.summary_bounds()}
     assert set(SUMMARY_BY_HAND) <= set(rows)
     unchecked = [b for b, r in rows.items() if b not in SUMMARY_BY_HAND
-                 and b != "estimate over the bound" and not _checked_in_its_claims(r)]
+                 and b != "a calibrated estimate (not a bound)"
+                 and not _checked_in_its_claims(r)]
     assert not unchecked, f"summary rows no test checks by hand: {unchecked}"
     for bound, (hand, rel) in SUMMARY_BY_HAND.items():
         assert rows[bound].value == pytest.approx(hand, rel=rel, abs=0), bound
+
+
+# ----- a printed formula gives its printed number (issue 31) -------------------------------------
+
+FORMULA_TOLERANCE = 0.005  # half a per cent
+
+
+def _formula_mismatches(rows):
+    """Rows whose library value is not their printed formula's number: a row must declare
+    ``by_formula`` and agree with it within half a per cent, unless it names what the library
+    adds (``adds``), in which case they must differ and the table must print both numbers."""
+    bad = []
+    for r in rows:
+        if math.isnan(r.by_formula):
+            bad.append((r.bound, "declares no by_formula"))
+            continue
+        off = abs(r.value / r.by_formula - 1)
+        if not r.adds and off > FORMULA_TOLERANCE:
+            bad.append((r.bound, f"value {r.value:.6g} but the formula gives {r.by_formula:.6g}"))
+        if r.adds and off <= FORMULA_TOLERANCE:
+            bad.append((r.bound, f"names an added term ({r.adds}) but agrees with its formula"))
+        if r.adds and not (r.shown in r.printed and r.shown_by_formula in r.printed
+                           and r.adds in r.printed):
+            bad.append((r.bound, f"prints {r.printed!r}, not both numbers and the term"))
+    return bad
+
+
+def test_every_summary_row_gives_its_formulas_number():
+    rows = tr.summary_bounds(CHAPTERS)
+    assert not _formula_mismatches(rows)
+    assert all(not r.adds and r.printed == r.shown for r in rows)  # none needs a second number
+
+
+@pytest.mark.parametrize("module, bound, formula, by_formula", [
+    # the table as it was: t_min printed with N_tot while the library reads N_read (no input
+    # embedding table): 5.27 ms by the formula, 5.19 ms by the library
+    ("step", "minimum latency per token", r"N_\text{tot} b_w / (n W)",
+     lambda lm: lm.model("Llama-3-70B").total_params * 2 / (8 * 3.35e12)),
+    # S* printed as the episode's 2 N_act / (I* b_kv) while the library counts attention's FLOPs
+    # per cached token: 1,458 against 1,476
+    ("capacity", "critical context", r"S^* = \frac{2 N_\text{act}}{I^* b_\text{kv}}",
+     lambda lm: 2 * lm.model("Llama-3-70B").active_params / (989.4e12 / 3.35e12 * 327_680)),
+    # B* printed with the sparsity N_tot / N_act: 5,278 against the exact 5,404
+    ("cost", "critical batch", r"B^* = I^* \frac{b_w}{2} \frac{N_\text{tot}}{N_\text{act}}",
+     lambda lm: 1978.9 / 3.35 / 2 * (m := lm.model("DeepSeek-V3")).total_params
+     / m.active_params),
+])
+def test_a_silent_term_is_caught(monkeypatch, module, bound, formula, by_formula):
+    import dataclasses
+    import importlib
+
+    mod = importlib.import_module(f"llmmath.{module}")
+    rows = list(mod.SUMMARY)
+    i = next(i for i, r in enumerate(rows) if r.bound == bound)
+    old = dataclasses.replace(rows[i], formula=formula, by_formula=by_formula)
+    monkeypatch.setattr(mod, "SUMMARY", tuple(rows[:i] + [old] + rows[i + 1:]))
+    assert [b for b, _ in _formula_mismatches(tr.summary_bounds())] == [bound]
+    # naming the term makes the difference legitimate: the table then prints both numbers
+    named = dataclasses.replace(old, adds="the term the formula leaves out")
+    monkeypatch.setattr(mod, "SUMMARY", tuple(rows[:i] + [named] + rows[i + 1:]))
+    assert not _formula_mismatches(tr.summary_bounds())
+    row = {r.bound: r for r in tr.summary_bounds()}[bound]
+    assert row.printed == (f"{row.shown} (the formula alone: {row.shown_by_formula}; the library "
+                           "adds the term the formula leaves out)")
+
+
+def test_a_row_without_its_formula_is_caught(monkeypatch):
+    from llmmath import units
+    from llmmath._summary import SummaryRow
+
+    row = SummaryRow("a_new_chapter", "a new bound", "x", "a case", lambda lm: 2.5, str)
+    monkeypatch.setattr(units, "SUMMARY", (row,), raising=False)
+    assert _formula_mismatches(tr.summary_bounds()) == [("a new bound", "declares no by_formula")]
 
 
 def test_summary_rows_read_in_chapter_order():
@@ -283,10 +365,10 @@ SUMMARY_UNITS = {
     "cache tier knee (hold vs read)": (60, " min"),
     "total parameters one scale-up domain holds": (1e12, "T parameters"),
     "pipeline bubble": (1e-2, "%"), "all-reduce (bandwidth term)": (1e-3, " ms"),
-    "estimate over the bound": (1e-3, " ms"), "training compute": (1, " FLOP"),
+    "a calibrated estimate (not a bound)": (1e-3, " ms"), "training compute": (1, " FLOP"),
     "training state": (1e12, " TB"),
     "per-chip batch that hides the gradient sync": (1e3, "k tokens"),
-    "equalise pre-training, RL and inference compute": (1, "x compute-optimal"),
+    "equalise pre-training, RL and inference compute": (1e12, "T pre-training tokens"),
     "FLOPs to rebuild a cached byte": (1e3, "k FLOP/byte"),
     "context recomputed for free": (1, " tokens"),
     "full checkpointing's compute price": (1e-2, "% FLOPs"),

@@ -168,18 +168,44 @@ def test_min_training_chips_by_hand():
 
 
 def test_dp_sync_and_threshold_by_hand():
-    # ring all-reduce of N b_g bytes over n chips: 2 (n-1)/n N b_g / W; N = 1e9, n = 2, W = 50 GB/s
-    assert dp_gradient_sync_time(1e9, H100, 2) == pytest.approx(2 * 0.5 * 2e9 / 50e9)
-    assert dp_gradient_sync_time(1e9, H100, 2, zero_stage=3) == pytest.approx(1.5 * 0.04)
+    # 2 chips in one 8-GPU server: no network phase, only the NVLink ring,
+    # 2 (n-1)/n N b_g / W_up = 2 x 0.5 x 2e9 / 450e9; N = 1e9, b_g = 2
+    assert dp_gradient_sync_time(1e9, H100, 2) == pytest.approx(2e9 / 450e9)
+    assert dp_gradient_sync_time(1e9, H100, 2, zero_stage=3) == pytest.approx(1.5 * 2e9 / 450e9)
     assert dp_gradient_sync_time(1e9, H100, 2, "scale_up") == pytest.approx(2e9 / 450e9)
+    # 16 chips in 2 servers, a 50 GB/s port per GPU: network phase 2 (16-8)/16 x 2e9 / (8 x 50e9)
+    # = 5 ms; NVLink phase 2 x 7/8 x 2e9 / 450e9 = 7.78 ms, the longer; serial: their sum
+    assert dp_gradient_sync_time(1e9, H100, 16) == pytest.approx(2 * 7 / 8 * 2e9 / 450e9)
+    assert dp_gradient_sync_time(1e9, H100, 16, scale_up_phase="serial") == pytest.approx(
+        2 * 8 / 16 * 2e9 / (8 * 50e9) + 2 * 7 / 8 * 2e9 / 450e9)
+    # one port per server: the network phase is 8 times longer, 40 ms
+    assert dp_gradient_sync_time(1e9, H100, 16, nics_per_domain=1) == pytest.approx(
+        2 * 8 / 16 * 2e9 / 50e9)
+    # four ports per server: 10 ms, above the NVLink phase
+    assert dp_gradient_sync_time(1e9, H100, 16, nics_per_domain=4) == pytest.approx(
+        2 * 8 / 16 * 2e9 / (4 * 50e9))
     # compute: 6 N T / C; 1e9 params, 1,000 tokens, 989.4 TFLOP/s at MFU 0.5
     assert dp_compute_time(1e9, H100, 1000, mfu=0.5) == pytest.approx(6e12 / 494.7e12)
-    # T* = (n-1)/n (b_g/3) C/W N_tot/N_act: H100 over 50 GB/s, n = 1024, dense
-    expected = 1023 / 1024 * (2 / 3) * 989.4e12 / 50e9
-    assert dp_critical_tokens(1e9, H100, 1024) == pytest.approx(expected, rel=1e-12)  # ~13,179
+    # T* = (n - n_dom)/n (b_g/3) C/(n_dom W_out) N_tot/N_act: H100, n = 1024 in servers of 8,
+    # dense: 1016/1024 x 2/3 x 989.4e12 / 400e9 = 1,636 (the NVLink phase, 7/8 x 2/3 x
+    # 989.4e12 / 450e9 = 1,283, is shorter)
+    expected = 1016 / 1024 * (2 / 3) * 989.4e12 / (8 * 50e9)
+    assert dp_critical_tokens(1e9, H100, 1024) == pytest.approx(expected, rel=1e-12)  # ~1,636
     ds = models.get("DeepSeek-V3")
     assert dp_critical_tokens(ds, H100, 1024) == pytest.approx(
         expected * ds.total_params / ds.active_params)
+    # arrays of chip counts broadcast: 8 (one server: NVLink only) and 1,024
+    got = dp_critical_tokens(1e9, H100, np.array([8, 1024]))
+    assert np.allclose(got, [7 / 8 * (2 / 3) * 989.4e12 / 450e9, expected], rtol=1e-12)
+
+
+def test_dp_network_arguments_are_checked():
+    with pytest.raises(ValueError, match="nics_per_domain"):
+        dp_gradient_sync_time(1e9, H100, 16, nics_per_domain=9)  # more ports than GPUs a server
+    with pytest.raises(ValueError, match="nics_per_domain"):
+        dp_gradient_sync_time(1e9, H100, 16, nics_per_domain=1.5)
+    with pytest.raises(ValueError, match="scale_up_phase"):
+        dp_critical_tokens(1e9, H100, 16, scale_up_phase="pipelined")
 
 
 def test_mfu_from_chip_hours_by_hand():
@@ -304,9 +330,9 @@ def test_overtraining_factor_at_another_tokens_per_param():
 
 
 def test_dp_critical_tokens_at_lower_mfu_and_with_zero_3():
-    # T* = (n-1)/n (b_g / 3) C MFU / W: at MFU 0.5 half the dense 1e9 case above; ZeRO-3 moves
-    # 1.5 times the bytes, so T* is 1.5 times larger
-    full = 1023 / 1024 * (2 / 3) * 989.4e12 / 50e9
+    # T* = (n - n_dom)/n (b_g / 3) C MFU / (n_dom W_out): at MFU 0.5 half the dense 1e9 case
+    # above; ZeRO-3 moves 1.5 times the bytes, so T* is 1.5 times larger
+    full = 1016 / 1024 * (2 / 3) * 989.4e12 / (8 * 50e9)
     assert dp_critical_tokens(1e9, H100, 1024, mfu=0.5) == pytest.approx(full / 2, rel=1e-12)
     assert dp_critical_tokens(1e9, H100, 1024, zero_stage=3) == pytest.approx(1.5 * full,
                                                                              rel=1e-12)

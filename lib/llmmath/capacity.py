@@ -149,13 +149,20 @@ def drain_time(chip):
 
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
-    SummaryRow("kv_cache", "critical context", r"S^* = \frac{2 N_\text{act}}{I^* b_\text{kv}}",
+    SummaryRow("kv_cache", "critical context", r"S^* = \frac{2 N_\text{mm}}{I^* b_\text{kv} - a}",
                "Llama 3 70B, H100, bf16 cache",
                lambda lm: lm.critical_context(lm.model("Llama-3-70B"), lm.chip("H100-SXM")),
-               lambda s: f"{s:,.0f} tokens"),
+               lambda s: f"{s:,.0f} tokens",
+               by_formula=lambda lm: 2 * (m := lm.model("Llama-3-70B")).matmul_params_active
+               / (lm.chip("H100-SXM").ops_per_byte("bf16") * m.kv_bytes_per_token(2)
+                  - 4 * m.n_heads * m.head_dim * m.n_layers)),
     SummaryRow("kv_cache", "largest batch that fits",
-               r"B_\text{max} = \frac{n M - N_\text{tot} b_w}{S b_\text{kv}}",
+               r"B_\text{max} = \left\lfloor\frac{n M - N_\text{tot} b_w}{S b_\text{kv}}"
+               r"\right\rfloor",
                "Llama 3 70B, 8 H100s, S = 8,192",
                lambda lm: lm.max_batch(lm.model("Llama-3-70B"), lm.chip("H100-SXM"), context=8192,
-                                       n_chips=8), lambda b: f"{b:,.0f} sequences"),
+                                       n_chips=8), lambda b: f"{b:,.0f} sequences",
+               by_formula=lambda lm: ((8 * lm.chip("H100-SXM").hbm_capacity
+                                       - (m := lm.model("Llama-3-70B")).total_params * 2)
+                                      // (8192 * m.kv_bytes_per_token(2)))),
 )

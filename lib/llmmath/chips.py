@@ -173,7 +173,9 @@ EPISODE_RUBIN_HBM_BANDWIDTH = 20e12
 SUMMARY = (
     SummaryRow("hardware", "ridge point (FLOP per byte)", r"I^* = C / W", "H100, bf16",
                lambda lm: lm.chip("H100-SXM").ops_per_byte("bf16"),
-               lambda r: f"{r:,.0f} FLOP/byte"),
+               lambda r: f"{r:,.0f} FLOP/byte",
+               by_formula=lambda lm: (c := lm.chip("H100-SXM")).peak("bf16") / c.hbm_bandwidth),
     SummaryRow("hardware", "HBM drain time", r"t_\text{drain} = M / W", "H100",
-               lambda lm: lm.capacity.drain_time(lm.chip("H100-SXM")), fmt_time),
+               lambda lm: lm.capacity.drain_time(lm.chip("H100-SXM")), fmt_time,
+               by_formula=lambda lm: (c := lm.chip("H100-SXM")).hbm_capacity / c.hbm_bandwidth),
 )

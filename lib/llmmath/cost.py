@@ -326,15 +326,19 @@ def price_step_context(active_params, kv_bytes_per_token, ops_per_byte):
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
     SummaryRow("batching_cost", "critical batch",
-               r"B^* = I^* \frac{b_w}{2} \frac{N_\text{tot}}{N_\text{act}}",
-               "DeepSeek-V3, H100, fp8",
+               r"B^* = I^* \frac{b_w}{2} \frac{N_\text{tot}}{N_\text{mm}}",
+               "DeepSeek-V3, H100, fp8 (every expert touched at this batch)",
                lambda lm: lm.critical_batch(lm.model("DeepSeek-V3"), lm.chip("H100-SXM"),
                                             weight_bytes=1, dtype="fp8"),
-               lambda b: f"{b:,.0f} sequences"),
+               lambda b: f"{b:,.0f} sequences",
+               by_formula=lambda lm: lm.chip("H100-SXM").ops_per_byte("fp8") * 1 / 2
+               * (m := lm.model("DeepSeek-V3")).total_params / m.matmul_params_active),
     SummaryRow("batching_cost", "cost floor per token",
-               r"2 N_\text{act}\, p / C\ \text{per token}",
+               r"2 N_\text{mm}\, p / C\ \text{per token}",
                "Llama 3 70B, H100 at its catalogue price",
                lambda lm: lm.moe.compute_cost_per_million_tokens(
                    lm.model("Llama-3-70B").matmul_params_active, lm.chip("H100-SXM")),
-               lambda c: f"{fmt_usd(c)} per million tokens"),
+               lambda c: f"{fmt_usd(c)} per million tokens",
+               by_formula=lambda lm: 1e6 * 2 * lm.model("Llama-3-70B").matmul_params_active
+               * ((c := lm.chip("H100-SXM")).price_per_hour / 3600) / c.peak("bf16")),
 )

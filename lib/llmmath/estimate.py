@@ -10,13 +10,13 @@ figure) sees where the time goes:
    decode :data:`MLA_ATTENTION_EFFICIENCY`); a matmul reads its weights at the bandwidth
    DeepGEMM's decode-sized GEMMs reach (:data:`GEMM_MEMORY_EFFICIENCY`, 0.67 of the datasheet),
    attention its KV cache at FlashMLA's (:data:`MEMORY_EFFICIENCY`, 0.90); and a matmul whose
-   activations have ``M`` rows is computed in tensor-core tiles of :data:`TILE_M` rows: ``M`` is
-   padded to ``ceil(M / 64) x 64``. At batch 8 a decode matmul does the arithmetic of 64 rows,
+   activations have ``R`` rows is computed in tensor-core tiles of :data:`TILE_M` rows: ``R`` is
+   padded to ``ceil(R / 64) x 64``. At batch 8 a decode matmul does the arithmetic of 64 rows,
    eight times what the bound counts.
-2. ``moe_time``: **grouped expert matmuls at small batch.** With ``T`` tokens routed ``k`` at a
-   time over ``E`` experts, ``E_t = E (1 - (1 - k/E)^T)`` experts are touched; each reads its
+2. ``moe_time``: **grouped expert matmuls at small batch.** With ``T_b`` tokens routed ``k`` at a
+   time over ``E`` experts, ``E_t = E (1 - (1 - k/E)^T_b)`` experts are touched; each reads its
    weights whole (:data:`GROUPED_GEMM_MEMORY_EFFICIENCY`, the dense GEMMs' 0.67), and multiplies
-   only ``T k / E_t`` rows, padded to a tile of its own, at :data:`GROUPED_MATMUL_DERATE` of the
+   only ``T_b k / E_t`` rows, padded to a tile of its own, at :data:`GROUPED_MATMUL_DERATE` of the
    dense matmul rate (DeepGEMM's grouped against its dense GEMMs). The shared
    matmuls and the experts' matmuls overlap their own weight reads separately.
 3. ``comm_time``: **communication**, the partitioning chapter's latency-plus-bandwidth model
@@ -42,16 +42,22 @@ small frozen dataclass, defaults below), for example
 ``dataclasses.replace(DEFAULT_OVERHEADS, kernel_overhead=0)`` to see what one term is worth.
 :func:`calibration_rows` gives the published measurements the estimate is checked against
 (``llmmath/data/measured_latency.csv``, described in the repository's
-``data/calibration/README.md``; ``scripts/calibration_report.py`` prints how close it comes). On its
-held-out half (28 rows) the estimate is within 30% of the measurement for 18 rows, against 4 for the
-bound; measured/estimate has median 1.27 on the 19 dense rows (15 within 30%) and 2.23 on the 9 MoE
-rows (3 within 30%). The MoE gap is where the engine is: vLLM's Mixtral rows (batch 8, CUDA graphs)
-land at 1.06 and 0.89, TensorRT-LLM 0.9's Mixtral rows at 0.91 to 3.4 (the worst are those with the
-most prefill: a 2,048-token prefill measures 88-90 ms on H100 and H200 alike, compute-bound, against
-an estimate of 26 ms whose arithmetic runs at DeepGEMM's rates; no microbenchmark cited here
-explains the rest), TensorRT-LLM's DeepSeek-R1 max-throughput rows at 1.9 to 3.2 and SGLang 0.4.1's
-DeepSeek-V3 rows at 1.9 to 5.5 (the most at batch 1: the terms here explain about 6 of its 33 ms per
-token).
+``data/calibration/README.md``; ``scripts/calibration_report.py`` prints how close it comes). The
+estimate is a calibrated floor, not a bound: nearly every measurement sits above it, but two
+Mixtral rows run a little faster (0.89 and 0.91 times it). The test of "within 30%",
+``|estimate - measured| <= 0.3 measured`` (:data:`CALIBRATION_BAND`), is lopsided: it accepts a
+measurement from 0.77 to 1.43 times the estimate, lenient on the side where the estimate errs.
+The held-out rows alternate with the fitted ones within each source (neighbours of the same
+model, engine and chip), and several coefficients were chosen with both halves in view (the
+README records which), so the held-out score is a check of interpolation, not a blind test; the
+chapter prints it beside a symmetric band's count and its sensitivity to
+:data:`GEMM_MEMORY_EFFICIENCY`. The MoE gap is where the engine is: vLLM's Mixtral rows (batch 8,
+CUDA graphs) land near 1, TensorRT-LLM 0.9's Mixtral rows at 0.91 to 3.4 (the worst are those
+with the most prefill: a 2,048-token prefill measures 88-90 ms on H100 and H200 alike,
+compute-bound, against an estimate of 26 ms whose arithmetic runs at DeepGEMM's rates; no
+microbenchmark cited here explains the rest), TensorRT-LLM's DeepSeek-R1 max-throughput rows at
+1.9 to 3.2 and SGLang 0.4.1's DeepSeek-V3 rows at 1.9 to 5.5 (the most at batch 1: the terms here
+explain about 6 of its 33 ms per token; the source does not name the GPUs, taken as H200s).
 
 Checked and not the gap: the expert-parallel all-to-all. DeepEP's intranode kernels move
 153-158 GB/s of the ~160 GB/s an H800's NVLink reaches [deepseek_deepep], above the
@@ -110,7 +116,7 @@ __all__ = [
 ]
 
 #: Rows of one tensor-core tile: Hopper's warpgroup matmul instruction is ``m64nNk16``
-#: (``wgmma.mma_async``, PTX ISA [nvidia_ptx_wgmma]), so a matmul's ``M`` rows are computed in
+#: (``wgmma.mma_async``, PTX ISA [nvidia_ptx_wgmma]), so a matmul's ``R`` rows are computed in
 #: multiples of 64; fewer rows waste the rest of the tile.
 TILE_M = 64
 
@@ -285,7 +291,8 @@ class Overheads:
       (:data:`GEMM_MEMORY_EFFICIENCY`); ``grouped_memory_efficiency``: the same for the experts'
       grouped matmuls (:data:`GROUPED_GEMM_MEMORY_EFFICIENCY`); ``grouped_matmul_derate``: the
       experts' arithmetic rate relative to a dense matmul's (:data:`GROUPED_MATMUL_DERATE`)
-    - ``tile_m``: rows of one tensor-core tile (``M`` is padded to a multiple of it)
+    - ``tile_m``: rows of one tensor-core tile (``R``, the activation operand's rows, is padded
+      to a multiple of it)
     - ``link_efficiency``: fraction of the scale-up line rate collectives reach, in (0, 1]
     - ``topology``: how the collectives run, "switch" or "ring" (:mod:`llmmath.collectives`);
       ``None`` takes "switch" for NVIDIA chips (an NVSwitch domain) and "ring" for the others
@@ -535,10 +542,16 @@ def calibration_rows() -> list[dict]:
 
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
-    SummaryRow("bound_to_estimate", "estimate over the bound",
+    SummaryRow("bound_to_estimate", "a calibrated estimate (not a bound)",
                r"t_\text{est} = t_\text{bound} + \Delta_\text{kernel} + \Delta_\text{MoE} "
                r"+ \Delta_\text{comm} + L k_\ell t_\text{launch} + t_\text{host}",
                "Llama 3 70B, 8 H100s, B = 1, S = 4,096",
                lambda lm: lm.estimate_step(lm.model("Llama-3-70B"), lm.chip("H100-SXM"), 1, 4096,
-                                           n_chips=8).time, fmt_time),
+                                           n_chips=8).time, fmt_time,
+               by_formula=lambda lm: (
+                   (e := lm.estimate_step(lm.model("Llama-3-70B"), lm.chip("H100-SXM"), 1, 4096,
+                                          n_chips=8)).bound.time
+                   + e.kernel_time + e.moe_time + e.comm_time
+                   + 80 * lm.estimate.KERNELS_PER_LAYER * lm.estimate.KERNEL_OVERHEAD
+                   + lm.estimate.STEP_OVERHEAD)),
 )

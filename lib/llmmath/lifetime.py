@@ -364,9 +364,12 @@ def lifetime_optimum(loss, inference_tokens, decode_efficiency=DECODE_EFFICIENCY
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
     SummaryRow("overtraining", "equalise pre-training, RL and inference compute",
-               r"6 N_\text{act} D_\text{pre} \approx C_\text{RL} "
-               r"\approx 2 N_\text{act} D_\text{inf}",
-               "Llama 3 70B's 15T tokens against 20 per parameter",
-               lambda lm: lm.training.overtraining_factor(lm.model("Llama-3-70B"), 15e12),
-               lambda x: f"{x:.1f}x compute-optimal"),
+               r"6 N_\text{act} D_\text{pre} = \frac{f_\text{RL} N_\text{act} D_\text{RL}}{u} "
+               r"= \frac{2 N_\text{act} D_\text{inf}}{u} \Rightarrow "
+               r"D_\text{pre} = \frac{D_\text{inf}}{3 u}",
+               r"the episode's 50M tokens/s for 60 days, $u = 1/3$",
+               lambda lm: lm.lifetime.equal_spend_tokens(
+                   lm.lifetime.served_tokens(50e6, 60 * 86400), 1 / 3).pretrain_tokens,
+               lambda d: f"{d / 1e12:.0f}T pre-training tokens",
+               by_formula=lambda lm: 50e6 * 60 * 86400 / (3 * (1 / 3))),
 )

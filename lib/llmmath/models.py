@@ -824,10 +824,13 @@ def palm_multihead_baseline(n_kv_heads=64) -> MhaEquivalent:
 
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
-    SummaryRow("counting", "forward FLOPs per token", r"2 N_\text{act}\ (+\ \text{attention})",
-               "Llama 3 70B, no context",
-               lambda lm: lm.model("Llama-3-70B").flops_per_token(0), lambda f: fmt_si(f, "FLOP")),
+    SummaryRow("counting", "forward FLOPs per token", r"2 N_\text{mm}\ (+\ \text{attention})",
+               "Llama 3 70B, no context (so no attention)",
+               lambda lm: lm.model("Llama-3-70B").flops_per_token(0), lambda f: fmt_si(f, "FLOP"),
+               by_formula=lambda lm: 2 * lm.model("Llama-3-70B").matmul_params_active),
     SummaryRow("counting", "KV bytes per token",
                r"b_\text{kv} = 2 L n_{kv} d_h \times \text{bytes}", "Llama 3 70B, bf16",
-               lambda lm: lm.model("Llama-3-70B").kv_bytes_per_token(2), fmt_bytes),
+               lambda lm: lm.model("Llama-3-70B").kv_bytes_per_token(2), fmt_bytes,
+               by_formula=lambda lm: 2 * (m := lm.model("Llama-3-70B")).n_layers * m.n_kv_heads
+               * m.head_dim * 2),
 )

@@ -445,7 +445,12 @@ def two_batch_overlap_time(compute_time, comm_time, n_layers=1):
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
     SummaryRow("moe_rack", "total parameters one scale-up domain holds",
-               r"N_\text{tot} \le n_\text{dom} M / b_w", "GB200 NVL72, fp8 weights",
-               lambda lm: lm.moe.max_total_params(lm.chip("GB200"), weight_bytes=1),
-               lambda n: f"{fmt_count(n)} parameters"),
+               r"N_\text{tot} \le n_\text{dom} M \mu (1 - \kappa) / b_w",
+               r"GB200 NVL72, fp8 weights, half the HBM for the KV cache ($\kappa = 1/2$, "
+               r"$\mu = 1$)",
+               lambda lm: lm.moe.max_total_params(lm.chip("GB200"), weight_bytes=1,
+                                                  kv_fraction=0.5),
+               lambda n: f"{fmt_count(n)} parameters",
+               by_formula=lambda lm: (c := lm.chip("GB200")).scale_up_domain * c.hbm_capacity
+               * 1.0 * (1 - 0.5) / 1),
 )

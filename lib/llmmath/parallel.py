@@ -499,5 +499,6 @@ SUMMARY = (
                r"2 \frac{n - 1}{n} \frac{Q}{W_\text{up}}", "1 GB over 8 H100s on NVLink",
                lambda lm: lm.parallel.all_reduce_time(1e9, 8,
                                                      lm.chip("H100-SXM").scale_up_bandwidth),
-               fmt_time),
+               fmt_time,
+               by_formula=lambda lm: 2 * 7 / 8 * 1e9 / lm.chip("H100-SXM").scale_up_bandwidth),
 )

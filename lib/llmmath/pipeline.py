@@ -356,5 +356,6 @@ SUMMARY = (
     SummaryRow("pipelining", "pipeline bubble",
                r"f_\text{bubble} = \frac{n_\text{pp} - 1}{m + n_\text{pp} - 1}",
                "4 stages, 16 micro-batches",
-               lambda lm: lm.pipeline.bubble_fraction(4, 16), lambda f: f"{f:.1%}"),
+               lambda lm: lm.pipeline.bubble_fraction(4, 16), lambda f: f"{f:.1%}",
+               by_formula=lambda lm: (4 - 1) / (16 + 4 - 1)),
 )

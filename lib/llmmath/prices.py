@@ -149,9 +149,14 @@ SUMMARY = (
     SummaryRow("prefill_prices", "KV bytes read from a price step",
                r"b_\text{kv} = \frac{2 N_\text{act}}{I^* S}\ \text{at the step}",
                "100B active, step at 200k tokens, I* = 600",
-               lambda lm: lm.prices.kv_bytes_from_price_step(100e9, 200_000, 600), fmt_bytes),
+               lambda lm: lm.prices.kv_bytes_from_price_step(100e9, 200_000, 600), fmt_bytes,
+               by_formula=lambda lm: 2 * 100e9 / (600 * 200_000)),
     SummaryRow("prefill_prices", "cache tier knee (hold vs read)",
-               r"\text{cost} = b\, p \max\left(t / M,\ 1 / W\right)",
+               r"\text{cost} = b\, p_\text{tier} \max\left(\frac{t}{M_\text{tier}}, "
+               r"\frac{1}{W_\text{tier}}\right):\ \text{knee at}\ "
+               r"t = M_\text{tier} / W_\text{tier}",
                "a 30 TB flash drive's drain time",
-               lambda lm: lm.memory.MEMORY_TIERS["flash"].drain_time, fmt_time),
+               lambda lm: lm.memory.MEMORY_TIERS["flash"].drain_time, fmt_time,
+               by_formula=lambda lm: (f := lm.memory.MEMORY_TIERS["flash"]).capacity
+               / f.bandwidth),
 )

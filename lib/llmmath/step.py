@@ -353,13 +353,22 @@ def serial_step(step: Step) -> Step:
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
 SUMMARY = (
     SummaryRow("decode_roofline", "decode step",
-               r"\max\left(\frac{2 B N_\text{act}}{n C}, "
-               r"\frac{N_\text{tot} b_w + B S b_\text{kv}}{n W}\right)",
+               r"\max\left(\frac{B (2 N_\text{mm} + a S)}{n C}, "
+               r"\frac{N_\text{read} b_w + B S b_\text{kv}}{n W}\right)",
                "Llama 3 70B, 8 H100s, B = 64, S = 4,096",
                lambda lm: lm.decode_step(lm.model("Llama-3-70B"), lm.chip("H100-SXM"), 64, 4096,
-                                         n_chips=8).time, fmt_time),
-    SummaryRow("decode_roofline", "minimum latency per token", r"N_\text{tot} b_w / (n W)",
+                                         n_chips=8).time, fmt_time,
+               by_formula=lambda lm: max(
+                   64 * (2 * (m := lm.model("Llama-3-70B")).matmul_params_active
+                         + 4 * m.n_heads * m.head_dim * m.n_layers * 4096)
+                   / (8 * (c := lm.chip("H100-SXM")).peak("bf16")),
+                   (m.weight_params_read(64) * 2 + 64 * 4096 * m.kv_bytes_per_token(2))
+                   / (8 * c.hbm_bandwidth))),
+    SummaryRow("decode_roofline", "minimum latency per token",
+               r"t_\text{min} = N_\text{read} b_w / (n W)",
                "Llama 3 70B, 8 H100s",
                lambda lm: lm.step.min_latency(lm.model("Llama-3-70B"), lm.chip("H100-SXM"),
-                                              n_chips=8), fmt_time),
+                                              n_chips=8), fmt_time,
+               by_formula=lambda lm: lm.model("Llama-3-70B").weight_params_read(1) * 2
+               / (8 * lm.chip("H100-SXM").hbm_bandwidth)),
 )

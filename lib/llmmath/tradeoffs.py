@@ -240,7 +240,13 @@ def max_hold_time(model, chip, tier, prompt=8192, n_chips=1, weight_bytes=2, kv_
 
 @dataclass(frozen=True)
 class Bound:
-    """One row of the book's summary table: a bound, its formula, its chapter and one number."""
+    """One row of the book's summary table: a bound, its formula, its chapter and one number.
+
+    ``value`` is the library's number; ``by_formula`` the printed formula evaluated by hand on
+    the same inputs (``nan`` where a row declares none). ``adds`` names what the library adds
+    to the formula where the two differ by more than half a per cent; ``printed`` is then both
+    numbers and the term, otherwise ``shown``.
+    """
 
     chapter: str  # the chapter's document name, e.g. "decode_roofline"
     bound: str  # what it bounds, in words
@@ -248,16 +254,28 @@ class Bound:
     example: str  # the worked case, in words
     value: float  # the example's number, SI units
     shown: str  # the number as the table prints it
+    by_formula: float = math.nan  # the printed formula on the example's inputs, SI units
+    adds: str = ""  # what the library's value adds to the formula, if they differ
+    shown_by_formula: str = ""  # ``by_formula`` as the table prints it
+
+    @property
+    def printed(self) -> str:
+        """The table's text: ``shown``, or both numbers and the added term where they differ."""
+        if not self.adds:
+            return self.shown
+        return (f"{self.shown} (the formula alone: {self.shown_by_formula}; the library adds "
+                f"{self.adds})")
 
 
 def summary_bounds(chapters: list[str] | None = None) -> list[Bound]:
     """Every bound the book derives, one row each, with a number computed by the library.
 
     Each physics module declares the rows of the chapter whose physics it holds (``SUMMARY``, a
-    tuple of rows: chapter, bound, formula, worked case, and how to compute and print its
-    number); this gathers them from every module the package finds. ``chapters``, the chapters'
-    document names in the book's order, orders the table (each chapter's rows in the order its
-    module declares them); without it, rows come in the order of the modules.
+    tuple of rows: chapter, bound, formula, worked case, how to compute and print its number,
+    and the printed formula evaluated by hand); this gathers them from every module the package
+    finds. ``chapters``, the chapters' document names in the book's order, orders the table
+    (each chapter's rows in the order its module declares them); without it, rows come in the
+    order of the modules.
     The examples use catalogue entries (an H100, Llama 3 70B, Llama 3.1 405B, DeepSeek-V3, a
     GB200 rack) at bf16 unless a row says otherwise.
     """
@@ -277,7 +295,9 @@ def summary_bounds(chapters: list[str] | None = None) -> list[Bound]:
     out = []
     for r in rows:
         value = float(r.value(llmmath))
-        out.append(Bound(r.chapter, r.bound, r.formula, r.example, value, r.shown(value)))
+        by = math.nan if r.by_formula is None else float(r.by_formula(llmmath))
+        out.append(Bound(r.chapter, r.bound, r.formula, r.example, value, r.shown(value), by,
+                         r.adds, r.shown(by) if r.by_formula is not None else ""))
     return out
 
 
@@ -286,19 +306,31 @@ SUMMARY = (
     SummaryRow("memory_for_compute", "FLOPs to rebuild a cached byte",
                r"I_\text{rb} = 2 N_\text{mm} / b_\text{kv} \gg I^*", "Llama 3 70B, bf16 cache",
                lambda lm: recompute_intensity(lm.model("Llama-3-70B")),
-               lambda i: f"{fmt_count(i)} FLOP/byte"),
+               lambda i: f"{fmt_count(i)} FLOP/byte",
+               by_formula=lambda lm: 2 * (m := lm.model("Llama-3-70B")).matmul_params_active
+               / m.kv_bytes_per_token(2)),
     SummaryRow("memory_for_compute", "context recomputed for free",
-               r"S_\text{free} \approx B^* / B - 1", "Llama 3 70B, 8 H100s, B = 1",
+               r"S_\text{free} \approx B^* / B - 1,\ B^* = I^* b_w / 2\ \text{(dense)}",
+               "Llama 3 70B, 8 H100s, B = 1",
                lambda lm: recompute_crossover(lm.model("Llama-3-70B"), lm.chip("H100-SXM"), batch=1,
-                                              n_chips=8), lambda s: f"{s:,.0f} tokens"),
+                                              n_chips=8), lambda s: f"{s:,.0f} tokens",
+               by_formula=lambda lm: lm.chip("H100-SXM").ops_per_byte("bf16") * 2 / 2 / 1 - 1),
     SummaryRow("memory_for_compute", "full checkpointing's compute price",
                r"8 N_\text{act} D_\text{pre}\ \text{vs}\ 6 N_\text{act} D_\text{pre}",
                "Llama 3.1 405B, 8k sequences",
                lambda lm: checkpoint_price(lm.model("Llama-3.1-405B"), 8192, 8192, "full").overhead,
-               lambda o: f"+{o:.0%} FLOPs"),
+               lambda o: f"+{o:.0%} FLOPs",
+               by_formula=lambda lm: 8 / 6 - 1),
     SummaryRow("memory_for_compute", "longest worthwhile hold of a prompt cache",
-               r"t_\text{hold} = \frac{c_\text{pre} M}{b_\text{kv}\, p}",
-               "Llama 3 70B prefix on 8 H100s, held in DRAM",
+               r"t_\text{hold} = \frac{c_\text{pre} M_\text{tier}}{b_\text{kv}\, p_\text{tier}},\ "
+               r"c_\text{pre} = \frac{2 N_\text{mm} + a (P + 1)/2}{C}\, p",
+               "Llama 3 70B, 8,192-token prefix on 8 H100s, held in DRAM",
                lambda lm: max_hold_time(lm.model("Llama-3-70B"), lm.chip("H100-SXM"),
-                                        lm.memory.MEMORY_TIERS["DRAM"], n_chips=8), fmt_time),
+                                        lm.memory.MEMORY_TIERS["DRAM"], n_chips=8), fmt_time,
+               by_formula=lambda lm: (
+                   (2 * (m := lm.model("Llama-3-70B")).matmul_params_active
+                    + 4 * m.n_heads * m.head_dim * m.n_layers * (8192 + 1) / 2)
+                   / (c := lm.chip("H100-SXM")).peak("bf16") * c.price_per_hour / 3600
+                   * (t := lm.memory.MEMORY_TIERS["DRAM"]).capacity
+                   / (m.kv_bytes_per_token(2) * t.price_per_hour / 3600))),
 )

@@ -345,6 +345,11 @@ def min_training_chips(model, chip, activation_bytes=0.0, optimizer="adam", mixe
 
 
 _NETWORKS = ("scale_up", "scale_out")
+#: How a hierarchical all-reduce runs its scale-up phase (reduce-scatter inside each domain,
+#: then all-gather) against its scale-out phase: "overlapped" (NCCL's rings and trees stream
+#: chunks through the NVLink and network hops at once, so the slower phase sets the time) or
+#: "serial" (one phase after the other, as a naive reduce-scatter / all-reduce / all-gather).
+SCALE_UP_PHASES = ("overlapped", "serial")
 
 
 def _network_bandwidth(chip, network):
@@ -357,21 +362,51 @@ def _network_bandwidth(chip, network):
     return float(bw)
 
 
-def dp_gradient_sync_time(model, chip, n_chips, network="scale_out", grad_bytes=2, zero_stage=0):
+def dp_gradient_sync_time(model, chip, n_chips, network="scale_out", grad_bytes=2, zero_stage=0,
+                          nics_per_domain=None, scale_up_phase="overlapped"):
     """Seconds to synchronise one step's gradients across ``n_chips`` data-parallel replicas.
 
-    Bandwidth-only ring all-reduce of ``N_tot b_g`` bytes: ``2 (n-1)/n N_tot b_g / W``
-    (:func:`llmmath.parallel.all_reduce_time`; the per-hop latency is left out). ZeRO-3/FSDP
-    instead all-gathers the weights twice (forward and backward) and reduce-scatters the
-    gradients: 1.5 times the traffic (``zero_stage=3``). Stages 0-2 move what an all-reduce does.
+    Bandwidth only (the per-hop latency is left out), ``Q = N_tot b_g`` bytes of gradients:
+
+    - ``network="scale_up"``: one ring over all ``n`` chips on the scale-up links,
+      ``2 (n-1)/n Q / W_up`` (:func:`llmmath.parallel.all_reduce_time`);
+    - ``network="scale_out"`` (the default): the ``n`` chips fill scale-up domains of
+      ``n_dom`` chips (``chip.scale_up_domain``; one domain of ``n`` if fewer), and the
+      all-reduce is hierarchical. Inside each domain the gradient is reduce-scattered and
+      finally all-gathered over the scale-up links, ``2 (n_dom-1)/n_dom Q / W_up``; across
+      domains each domain's ``nics_per_domain`` scale-out ports carry an equal share,
+      ``2 (n - n_dom)/n Q / (n_nic W_out)``. ``nics_per_domain`` defaults to ``n_dom``: the
+      catalogue's ``W_out`` is per chip (DGX/HGX H100 nodes have one 400 Gb/s ConnectX-7 NIC per
+      GPU [nvidia_h100_datasheet]), and NCCL builds one ring or tree channel per NIC, splitting
+      the data across them over NVLink [nccl_multi_nic]; 1 is a node whose whole gradient leaves
+      through one port.
+      ``scale_up_phase="overlapped"`` (NCCL's pipelined rings and trees) takes the larger of the
+      two phases, ``"serial"`` their sum.
+
+    ZeRO-3/FSDP instead all-gathers the weights twice (forward and backward) and
+    reduce-scatters the gradients: 1.5 times the traffic (``zero_stage=3``). Stages 0-2 move
+    what an all-reduce does.
     """
     from .parallel import all_reduce_time
 
     n = n_chips_check(n_chips)
     grad_bytes = positive("grad_bytes", grad_bytes)
     zero_stage = _zero_stage("zero_stage", zero_stage)
+    choice("scale_up_phase", scale_up_phase, SCALE_UP_PHASES)
     bw = _network_bandwidth(chip, network)
-    t = np.asarray(all_reduce_time(_params(model, "total_params") * grad_bytes, n, bw))
+    q = _params(model, "total_params") * grad_bytes
+    dom = float(chip.scale_up_domain or 1)
+    if nics_per_domain is not None:
+        nics_per_domain = positive("nics_per_domain", nics_per_domain, integer=True,
+                                   maximum=dom)
+    if network == "scale_up":
+        t = np.asarray(all_reduce_time(q, n, bw))
+    else:
+        d = np.minimum(np.asarray(n, dtype=float), dom)  # chips per domain
+        nics = d if nics_per_domain is None else np.minimum(nics_per_domain, d)
+        t_out = 2.0 * (np.asarray(n) - d) / np.asarray(n) * q / (nics * bw)
+        t_up = 2.0 * (d - 1.0) / d * q / float(chip.scale_up_bandwidth or math.inf)
+        t = np.maximum(t_out, t_up) if scale_up_phase == "overlapped" else t_out + t_up
     return _out(t * (1.5 if zero_stage == 3 else 1.0))
 
 
@@ -384,16 +419,22 @@ def dp_compute_time(model, chip, tokens_per_chip, mfu=1.0, dtype="bf16"):
 
 
 def dp_critical_tokens(model, chip, n_chips, network="scale_out", grad_bytes=2, mfu=1.0,
-                       dtype="bf16", zero_stage=0):
+                       dtype="bf16", zero_stage=0, nics_per_domain=None,
+                       scale_up_phase="overlapped"):
     """Tokens per chip per step below which the gradient sync cannot hide behind compute.
 
-    Setting ``6 N_act T / (C MFU) = 2 (n-1)/n N_tot b_g / W`` gives
-    ``T* = (n-1)/n x (b_g / 3) x (C MFU / W) x (N_tot / N_act)``: the chip's FLOP-to-network
-    ratio times the sparsity, as the critical batch of decode is ``C/W`` times the sparsity.
+    Setting ``6 N_act T / (C MFU)`` equal to :func:`dp_gradient_sync_time` gives, across
+    domains of ``n_dom`` chips with a scale-out port per chip (the default),
+    ``T* = (b_g / 3) (N_tot / N_act) C MFU max((n - n_dom) / (n n_dom W_out),
+    (n_dom - 1) / (n_dom W_up))`` (``scale_up_phase="serial"``: the sum): the chip's
+    FLOP-to-network ratio times the sparsity, as the critical batch of decode is ``C/W`` times
+    the sparsity. One port per domain (``nics_per_domain=1``) multiplies the scale-out term by
+    ``n_dom``; ``network="scale_up"`` gives ``(n-1)/n (b_g/3) (C/W_up) (N_tot/N_act)``.
     ``mfu = 1`` (the default) is the most demanding case; a slower step hides more traffic.
     """
     mfu = fraction("mfu", mfu)
-    t = np.asarray(dp_gradient_sync_time(model, chip, n_chips, network, grad_bytes, zero_stage))
+    t = np.asarray(dp_gradient_sync_time(model, chip, n_chips, network, grad_bytes, zero_stage,
+                                         nics_per_domain, scale_up_phase))
     return _out(t * chip.peak(dtype) * mfu / (6.0 * _params(model)))
 
 
@@ -427,16 +468,21 @@ SUMMARY = (
     SummaryRow("training_compute", "training compute", r"6 N_\text{act} D_\text{pre}",
                "Llama 3.1 405B, 15.6T tokens",
                lambda lm: lm.training_flops(lm.model("Llama-3.1-405B"), 15.6e12),
-               lambda f: f"{f:.2e} FLOP"),
+               lambda f: f"{f:.2e} FLOP",
+               by_formula=lambda lm: 6 * lm.model("Llama-3.1-405B").active_params * 15.6e12),
     SummaryRow("training_compute", "training state",
                r"b_\text{state} N_\text{tot}, \ b_\text{state} = 16",
                "Llama 3.1 405B, mixed-precision Adam",
-               lambda lm: lm.training.training_memory(lm.model("Llama-3.1-405B")), fmt_bytes),
+               lambda lm: lm.training.training_memory(lm.model("Llama-3.1-405B")), fmt_bytes,
+               by_formula=lambda lm: 16 * lm.model("Llama-3.1-405B").total_params),
     SummaryRow("training_compute", "per-chip batch that hides the gradient sync",
-               r"T^* = \frac{n - 1}{n} \frac{b_g}{3} \frac{C}{W_\text{out}} "
-               r"\frac{N_\text{tot}}{N_\text{act}}",
-               "Llama 3 70B, 1,024 H100s, scale-out",
+               r"T^* = \frac{n - n_\text{dom}}{n} \frac{b_g}{3} "
+               r"\frac{C}{n_\text{dom} W_\text{out}} \frac{N_\text{tot}}{N_\text{act}}",
+               "Llama 3 70B, 1,024 H100s, a 400 Gb/s NIC per GPU",
                lambda lm: lm.training.dp_critical_tokens(lm.model("Llama-3-70B"),
                                                          lm.chip("H100-SXM"), 1024, "scale_out"),
-               lambda t: f"{fmt_count(t)} tokens"),
+               lambda t: f"{fmt_count(t)} tokens",
+               by_formula=lambda lm: (1024 - 8) / 1024 * 2 / 3
+               * (c := lm.chip("H100-SXM")).peak("bf16") / (8 * c.scale_out_bandwidth)
+               * (m := lm.model("Llama-3-70B")).total_params / m.active_params),
 )
