@@ -19,7 +19,6 @@ from claims import each, from_scratch
 
 from llmmath import chips, models
 from llmmath import pipeline as pp
-from llmmath.roofline import decode_step
 
 CHIPS = chips.all_chips()
 MODELS = models.all_models()
@@ -95,11 +94,11 @@ def test_stages_to_fit_is_the_fewest_that_fit(model, chip):
 def test_latency_neutral_at_best(model, chip):
     dt, _ = chip.resolve_dtype("bf16")
     S = _ctx(model, 4096)
-    base = decode_step(model, chip, 64, S, n_chips=8, dtype=dt)
+    base = pp.stage_group_step(model, chip, 64, S, 8, dtype=dt)  # the layout's own step
     for P in (2, 4, 8):
         d = pp.pipeline_decode(model, chip, 64, S, 8, P, hop_latency=77e-6, dtype=dt)
         assert d.token_latency > base.time
-        group = decode_step(model, chip, 64, S, n_chips=8 * P, dtype=dt)
+        group = pp.stage_group_step(model, chip, 64, S, 8 * P, dtype=dt)
         assert d.token_latency > group.time
         free = pp.pipeline_decode(model, chip, 64, S, 8, P, dtype=dt, scale_out_bandwidth=1e30)
         assert free.throughput_per_chip == pytest.approx(64 / base.time / 8, rel=1e-9)

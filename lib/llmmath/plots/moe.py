@@ -74,10 +74,18 @@ def domain_capacity(p, domains=None, weight_bytes=1, kv_fraction=0.5, mark_param
 
 
 def _layout_numbers(model, chip, tokens_per_chip, ep, redundant_experts):
-    """An EP layout's numbers at fp8: the decode step bound without communication, and for an
-    MoE model the placement and the routing imbalance."""
+    """An EP layout's numbers at fp8: the decode step bound without communication (an MoE's
+    chips each read what they hold under data-parallel attention,
+    ``moe.expert_parallel_decode_step``), and for an MoE model the placement and the routing
+    imbalance."""
     dt, _ = chip.resolve_dtype("fp8")
-    s = decode_step(model, chip, tokens_per_chip * ep, 0, n_chips=ep, weight_bytes=1, dtype=dt)
+    if model.is_moe:
+        s = _moe.expert_parallel_decode_step(model, chip, tokens_per_chip * ep, 0, ep,
+                                             redundant_experts=redundant_experts, weight_bytes=1,
+                                             dtype=dt)
+    else:
+        s = decode_step(model, chip, tokens_per_chip * ep, 0, n_chips=ep, weight_bytes=1,
+                        dtype=dt)
     out = {"is_moe": model.is_moe, "step_time": s.time, "bound": s.bound}
     if model.is_moe:
         pl = _moe.expert_placement(model, ep, redundant_experts=redundant_experts, weight_bytes=1)
