@@ -245,7 +245,9 @@ def _week08(q, p):
                                                     p.virtual_stages))
     if q == "q2":  # longest context with P micro-batches in flight (memory is linear in it)
         model, chip = lm.model(p.model), lm.chip(p.chip)
-        one = pipeline.pipeline_memory(model, p.micro_batch, 1, 8, p.pp_stages)
+        # the question splits every weight evenly over a stage's chips (replicated_params=0)
+        one = pipeline.pipeline_memory(model, p.micro_batch, 1, 8, p.pp_stages,
+                                       replicated_params=0)
         return (chip.hbm_capacity - one.weights) / one.kv
     if q == "q3":  # pipelined time between tokens over the same chips' one-domain step
         model, chip = lm.model(p.dense_model), lm.chip(p.gpu)

@@ -111,7 +111,8 @@ def test_all_domains_lists_the_catalogue_then_the_announced():
     names = [d.name for d in moe.all_domains()]
     assert len(names) == len(with_domain) + 2
     assert "72 x GB200" in names and "8 x H100-SXM" in names
-    assert "CloudMatrix384 (Ascend 910C)" in names and "Rubin Ultra NVL576 (announced)" in names
+    assert "CloudMatrix384 (Ascend 910C)" in names
+    assert "Rubin Ultra NVL576 (144 packages, announced)" in names
     own = [d.name for d in moe.all_domains(include_announced=False)]
     assert len(own) == len(with_domain) and "CloudMatrix384 (Ascend 910C)" not in own
 
@@ -373,3 +374,131 @@ def test_two_batch_overlap():
     assert moe.two_batch_overlap_time(1.0, 0.0, 2) == 2.0
     with pytest.raises(ValueError, match="n_layers"):
         moe.two_batch_overlap_time(1.0, 1.0, 0)
+
+
+def test_low_latency_all_to_all_by_hand():
+    # DeepEP's low-latency kernels (decode): one copy per (token, expert), no forwarding.
+    # EP144 over 18 nodes of 8: 8 (1 - 8/144) = 7.556 copies leave the node (against the 6.24 of
+    # forwarding); 128 x 7168 x 3 x 7.556 = 20.80 MB per GPU per layer at 50 GB/s = 416 us,
+    # x 58 MoE layers = 24.1 ms. In the node 8 x 7/144 = 0.389 copies over 450 GB/s.
+    a = moe.expert_all_to_all(DSV3, 128, 144, H100, kernels="low-latency")
+    copies = 8 * (1 - 8 / 144)
+    assert a.off_domain_copies == pytest.approx(copies) and abs(copies - 7.5556) < 1e-4
+    assert a.scale_out_time == pytest.approx(128 * 7168 * 3 * copies / 50e9)
+    assert a.scale_up_time == pytest.approx(128 * 7168 * 3 * 8 * 7 / 144 / 450e9)
+    assert 58 * a.time == pytest.approx(24.12e-3, rel=1e-3)
+    # the default is the normal kernels (forwarding): 6.24 copies, 19.9 ms a step
+    assert 58 * moe.expert_all_to_all(DSV3, 128, 144, H100).time == pytest.approx(19.92e-3,
+                                                                                rel=1e-3)
+    # one NVL72 rack: 8 x 71/72 = 7.89 copies over NVLink, none out
+    b = moe.expert_all_to_all(DSV3, 128, 72, GB200, kernels="low-latency")
+    assert b.scale_out_time == 0.0
+    assert b.time == pytest.approx(128 * 7168 * 3 * 8 * 71 / 72 / 900e9)
+    with pytest.raises(ValueError, match="kernels"):
+        moe.expert_all_to_all(DSV3, 128, 144, H100, kernels="fast")
+
+
+# DeepSeek-V3 typed from config.json [hf_deepseek_v3]: 671,026,419,200 parameters; 61 layers, the
+# first 3 dense; 256 routed experts of 3 x 7168 x 2048 = 44,040,192 weights in each of 58 MoE
+# layers, 8 per token; vocabulary 129,280 x 7168 (untied); MLA latent 512 + RoPE 64, 128 heads.
+_DS_TOT = 671_026_419_200
+_DS_EXPERT = 3 * 7168 * 2048
+_DS_ROUTED = 58 * 256 * _DS_EXPERT                  # 653,908,770,816
+_DS_EMBED = 129_280 * 7168                          # 926,679,040, a gather
+_DS_REPL = _DS_TOT - _DS_ROUTED                     # 17,117,648,384, replicated under DP attention
+_DS_NORMS = 2 * 61 * 7168 + 7168                    # RMSNorm scales, not multiplied
+_DS_NMM = _DS_TOT - 58 * 248 * _DS_EXPERT - _DS_EMBED - _DS_NORMS   # 36,624,736,768
+_DS_ATTN = 61 * 128 * 2 * (576 + 512)              # absorbed MLA FLOP per cached token
+_DS_ROW = 61 * 576 * 2                              # bf16 MLA cache bytes per token
+
+
+def test_expert_parallel_decode_step_ep144_by_hand():
+    # DeepSeek's decode layout: EP144 on H800s (H100 figures: 1,978.9 TFLOP/s fp8, 989.4 bf16,
+    # 3.35 TB/s, 80 GB), 288 slots (32 redundant), 128 sequences per GPU at 4,989 tokens, fp8
+    # weights, bf16 cache. Each GPU reads what it holds:
+    #   replicated, less the input embedding: 17,117,648,384 - 926,679,040 = 16,190,969,344 B
+    #   its 128 embedding rows: 128 x 7168 = 917,504 B
+    #   its 2 expert slots: 2 x 58 x 44,040,192 = 5,108,662,272 B (every slot reached: 18,432
+    #   tokens x 8 among 288 slots)
+    #   its cache: 128 x 4,989 x 70,272 = 44,875,137,024 B
+    # = 66,175,686,144 B at 3.35 TB/s = 19.754 ms. Compute: 128 x 2 x 36,624,736,768 FLOP at
+    # fp8 = 4.738 ms, plus 128 x 4,989 x 16,990,208 FLOP of attention at bf16 = 10.966 ms:
+    # 15.704 ms. Memory-bound at 19.75 ms (decode_step, every weight over 144 GPUs: 18.1 ms).
+    assert _DS_REPL == 17_117_648_384 and _DS_NMM == 36_624_736_768
+    s = moe.expert_parallel_decode_step(DSV3, H100, 128 * 144, 4989, 144, redundant_experts=32,
+                                        weight_bytes=1, kv_bytes=2, dtype="fp8")
+    weights = _DS_REPL - _DS_EMBED + 128 * 7168 + 2 * 58 * _DS_EXPERT
+    assert weights == 21_300_549_120
+    kv = 128 * 4989 * _DS_ROW
+    assert s.weight_time == pytest.approx(weights / 3.35e12, rel=1e-9)
+    assert s.kv_time == pytest.approx(kv / 3.35e12, rel=1e-12)
+    assert s.memory_time == pytest.approx(19.754e-3, rel=1e-4)
+    assert s.matmul_time == pytest.approx(128 * 2 * _DS_NMM / 1978.9e12, rel=1e-12)
+    assert s.attention_time == pytest.approx(128 * 4989 * _DS_ATTN / 989.4e12, rel=1e-12)
+    assert s.compute_time == pytest.approx(15.704e-3, rel=1e-4)
+    assert s.bound == "memory" and s.time == s.memory_time
+    # held: replicated + 2 slots + cache = 22,226,310,656 + 44,875,137,024 = 67.1 GB <= 80 GB
+    assert s.held_per_chip == pytest.approx(_DS_REPL + 2 * 58 * _DS_EXPERT + kv, rel=1e-12)
+    assert s.fits
+    assert s.weight_bytes_read == pytest.approx(144 * weights, rel=1e-9)
+    assert s.tokens == s.batch == 128 * 144 and s.n_chips == 144
+
+
+def test_expert_parallel_critical_batch_ep144_by_hand():
+    # Per GPU, b sequences: b x 2 N_mm / C = bytes read / W with bytes read =
+    # 16,190,969,344 + 5,108,662,272 + 7168 b (fp8, every slot reached). One sequence's compute
+    # time is worth 2 x 36,624,736,768 x 3.35e12 / 1.9789e15 = 124,000,604 B of reads, so
+    # b = 21,299,631,616 / (124,000,604 - 7168) = 171.78 per GPU, 24,736 for the 144-GPU replica
+    # (every weight spread over the chips, roofline.critical_batch: 5,404 per replica).
+    slack = 2 * _DS_NMM * 3.35e12 / 1978.9e12
+    per_gpu = (_DS_REPL - _DS_EMBED + 2 * 58 * _DS_EXPERT) / (slack - 7168)
+    got = moe.expert_parallel_critical_batch(DSV3, H100, 144, redundant_experts=32,
+                                             weight_bytes=1, dtype="fp8")
+    assert per_gpu == pytest.approx(171.78, abs=0.01)
+    assert got == pytest.approx(144 * per_gpu, rel=1e-9)
+    # at the critical batch the two times meet
+    s = moe.expert_parallel_decode_step(DSV3, H100, got, 0, 144, redundant_experts=32,
+                                        weight_bytes=1, dtype="fp8")
+    assert s.compute_time == pytest.approx(s.memory_time, rel=1e-9)
+    # the replicated weights are amortised over one chip's sequences: B* grows with n
+    b72 = moe.expert_parallel_critical_batch(DSV3, H100, 72, weight_bytes=1, dtype="fp8")
+    assert b72 < got
+    # past the critical context no batch balances
+    with pytest.raises(ValueError, match="context"):
+        moe.expert_parallel_critical_batch(DSV3, H100, 144, context=131072, weight_bytes=1,
+                                           dtype="fp8", kv_bytes=8)
+    with pytest.raises(ValueError, match="dense"):
+        moe.expert_parallel_critical_batch(LLAMA, H100, 8)
+
+
+def test_expert_parallel_prefill_step_by_hand():
+    # DeepSeek's prefill layout: EP32 (288 slots: 9 a GPU), 4 prompts of 4,096 tokens a GPU, fp8.
+    # Per GPU: compute 16,384 x 2 x 36,624,736,768 FLOP at fp8 = 606.5 ms plus causal attention;
+    # reads 16,190,969,344 + 16,384 x 7168 + 9 x 58 x 44,040,192 B of weights and writes
+    # 4 x 4,096 x 70,272 B of cache: far below the compute (compute-bound).
+    s = moe.expert_parallel_prefill_step(DSV3, H100, 4 * 32, 4096, 32, redundant_experts=32,
+                                         weight_bytes=1, dtype="fp8")
+    weights = _DS_REPL - _DS_EMBED + 16384 * 7168 + 9 * 58 * _DS_EXPERT
+    assert s.weight_time == pytest.approx(weights / 3.35e12, rel=1e-9)
+    assert s.kv_time == pytest.approx(4 * 4096 * _DS_ROW / 3.35e12, rel=1e-12)
+    assert s.matmul_time == pytest.approx(16384 * 2 * _DS_NMM / 1978.9e12, rel=1e-12)
+    assert s.bound == "compute" and s.tokens == 4 * 32 * 4096
+    assert s.held_per_chip == pytest.approx(_DS_REPL + 9 * 58 * _DS_EXPERT
+                                            + 4 * 4096 * _DS_ROW, rel=1e-12)
+    # one GPU's prompts at a time: the slots a few tokens reach are read, not all of them
+    few = moe.expert_parallel_prefill_step(DSV3, H100, 1, 1, 32, weight_bytes=1)
+    # 1 token, 8 of 256 slots: 8 x 8/256 per GPU = 0.25 slot x 58 x 44,040,192 expected
+    assert few.weight_time == pytest.approx(
+        (_DS_REPL - _DS_EMBED + 7168 / 32 + 8 * (8 / 256) * 58 * _DS_EXPERT) / 3.35e12, rel=1e-9)
+
+
+def test_expert_parallel_steps_broadcast_and_refuse():
+    s = moe.expert_parallel_decode_step(DSV3, H100, np.array([1024.0, 18432.0]), 4096,
+                                        np.array([8, 144]), weight_bytes=1, dtype="fp8")
+    assert s.time.shape == (2,) and s.fits.tolist() == [False, True]
+    with pytest.raises(ValueError, match="dense"):
+        moe.expert_parallel_decode_step(LLAMA, H100, 64, 4096, 8)
+    with pytest.raises(ValueError, match="n_chips"):
+        moe.expert_parallel_decode_step(DSV3, H100, 64, 4096, 0)
+    with pytest.raises(ValueError, match="redundant_experts"):
+        moe.expert_parallel_prefill_step(DSV3, H100, 64, 4096, 8, redundant_experts=-1)

@@ -476,11 +476,20 @@ def test_pipeline_memory_per_chip_by_hand():
     # its fp8 MLA cache holds 61 layers x 656 B a token (512 fp8 latent values, 4 fp32 scales,
     # a 64-wide bf16 RoPE key: FlashMLA's format): 4096 x 40,016 = 163,905,536 B a sequence,
     # 16 sequences over the 8 chips of a stage
+    # Under data-parallel attention every chip of a stage holds the 17,117,648,384 weights that
+    # are not routed experts (671,026,419,200 - 58 x 256 x 3 x 7168 x 2048), whole, / 4 stages
+    repl = 671_026_419_200 - 58 * 256 * 3 * 7168 * 2048
     m = pipeline_memory_per_chip(DSV3, 16, 4096, 8, 4, kv_bytes=1)
-    assert m.weights == pytest.approx(671_026_419_200 * 2 / 32, rel=1e-12)
+    assert m.replicated_weights == pytest.approx(repl * 2 / 4, rel=1e-12)
+    assert m.weights == pytest.approx(repl * 2 / 4 + (671_026_419_200 - repl) * 2 / 32, rel=1e-12)
     assert m.kv == pytest.approx(16 * 163_905_536 / 8, rel=1e-12)
-    assert m.total == pytest.approx(671_026_419_200 / 16 + 2 * 163_905_536, rel=1e-12)
+    assert m.total == pytest.approx(m.weights + 2 * 163_905_536, rel=1e-12)
     assert m.batch_in_flight == 64
+    # every weight divided: the episode's N_tot b_w / (E P)
+    flat = pipeline_memory_per_chip(DSV3, 16, 4096, 8, 4, kv_bytes=1, replicated_params=0)
+    assert flat.weights == pytest.approx(671_026_419_200 * 2 / 32, rel=1e-12)
+    with pytest.raises(ValueError, match="replicated_params"):
+        pipeline_memory_per_chip(DSV3, 16, 4096, 8, 4, replicated_params=1e15)
 
 
 def test_ffn_comm_time_bytes_and_axis_tolerance():

@@ -16,10 +16,17 @@ import pytest
 
 from llmmath import chips, models
 from llmmath import pipeline as pp
+from llmmath.moe import expert_parallel_decode_step
 from llmmath.roofline import decode_step
 
 DSV3, LLAMA, H100, GB200 = (models.get("DeepSeek-V3"), models.get("Llama-3-70B"),
                             chips.get("H100-SXM"), chips.get("GB200"))
+# DeepSeek-V3's config.json: 671,026,419,200 parameters; 58 MoE layers of 256 routed experts of
+# 3 x 7168 x 2048 = 44,040,192 weights: 653,908,770,816 routed, 17,117,648,384 not (attention,
+# 3 dense layers, shared experts, routers, embeddings), replicated on every chip of a stage
+# under data-parallel attention.
+DS_TOT, DS_ROUTED = 671_026_419_200, 58 * 256 * 3 * 7168 * 2048
+DS_REPL = DS_TOT - DS_ROUTED
 
 
 def test_bubble_hand_values():
@@ -79,11 +86,23 @@ def test_1f1b_holds_at_most_P_micro_batches_gpipe_all():
 
 
 def test_pipeline_memory_hand_values():
-    # DeepSeek-V3 bf16: 671.0e9 params x 2 B / (8 x 4); KV 61 x 576 x 2 = 70,272 B per token
+    # DeepSeek-V3 bf16 on 4 stages of 8: the replicated 17.1e9 x 2 B / 4 = 8.56 GB on every chip,
+    # the routed 653.9e9 x 2 B / 32 = 40.87 GB; 49.43 GB, not 671.0e9 x 2 / 32 = 41.94 GB.
+    # KV 61 x 576 x 2 = 70,272 B per token, 64 sequences over a stage's 8 chips: 2.30 GB.
     mem = pp.pipeline_memory(DSV3, 64, 4096, 8, 4)
-    assert mem.weights == pytest.approx(DSV3.total_params * 2 / 32)
+    assert DS_REPL == 17_117_648_384
+    assert mem.weights == pytest.approx(DS_REPL * 2 / 4 + DS_ROUTED * 2 / 32, rel=1e-12)
+    assert mem.replicated_weights == pytest.approx(DS_REPL * 2 / 4, rel=1e-12)
     assert mem.kv == pytest.approx(64 * 4096 * 70272 / 8)
+    assert mem.total == pytest.approx(51.73e9, rel=1e-3)                 # 49.43 + 2.30 GB
     assert mem.batch_in_flight == 256
+    # every weight divided (replicated_params=0): the episode's N_tot b_w / (E P)
+    flat = pp.pipeline_memory(DSV3, 64, 4096, 8, 4, replicated_params=0)
+    assert flat.weights == pytest.approx(DS_TOT * 2 / 32, rel=1e-12)
+    assert flat.replicated_weights == 0
+    # a dense model divides every weight by default (tensor parallelism)
+    dense = pp.pipeline_memory(LLAMA, 8, 4096, 8, 2)
+    assert dense.weights == pytest.approx(LLAMA.total_params * 2 / 16, rel=1e-12)
     # fewer micro-batches than stages: the cache per chip falls (and the stages idle)
     two = pp.pipeline_memory(DSV3, 64, 4096, 8, 4, micro_batches=2)
     assert two.kv == pytest.approx(mem.kv / 2)
@@ -93,8 +112,13 @@ def test_stages_to_fit_hand_values():
     # Llama 3 70B bf16 (141 GB) on one H100 (80 GB) with a tiny cache: ceil(141.1/79.99...) = 2
     assert pp.stages_to_fit(LLAMA, H100, 1, 128, 1) == 2
     need = pp.stages_to_fit(DSV3, H100, 64, 4096, 8)
-    room = 8 * 80e9 - 64 * 4096 * 70272
-    assert need == math.ceil(DSV3.total_params * 2 / room)             # 1.342e12 / 621.6e9 -> 3
+    room = 80e9 - 64 * 4096 * 70272 / 8                                 # 77.70 GB a chip
+    weights = DS_REPL * 2 + DS_ROUTED * 2 / 8                           # 34.24 + 163.48 GB
+    assert need == math.ceil(weights / room) == 3                       # 2.54 -> 3
+    # every weight divided: ceil(1.342e12 / 8 / 77.70e9) = ceil(2.16) = 3 as well
+    assert pp.stages_to_fit(DSV3, H100, 64, 4096, 8, replicated_params=0) == 3
+    # fp8: (17.12 + 81.74) GB / 77.70 GB = 1.27 -> 2
+    assert pp.stages_to_fit(DSV3, H100, 64, 4096, 8, weight_bytes=1) == 2
     assert pp.stages_to_fit(DSV3, GB200, 64, 4096, 72) == 1
     # one micro-batch's cache share alone exceeds the chip: no number of stages fits
     assert pp.stages_to_fit(models.get("Llama-3.1-405B"), H100, 16, 131072, 8) == math.inf
@@ -108,12 +132,14 @@ def test_hop_time():
 
 
 def test_pipeline_decode_latency_and_throughput():
-    step = decode_step(DSV3, H100, 64, 4096, n_chips=8)
+    # the default MoE layout (data-parallel attention, expert parallelism) reads what it holds
+    step = expert_parallel_decode_step(DSV3, H100, 64, 4096, 8)
     one = pp.pipeline_decode(DSV3, H100, 64, 4096, 8, 1)
     assert one.token_latency == pytest.approx(step.time) and one.hops == 0
     four = pp.pipeline_decode(DSV3, H100, 64, 4096, 8, 4, hop_latency=1e-3)
     hop = 1e-3 + 64 * 7168 * 2 / 50e9
-    assert four.token_latency == pytest.approx(step.time + 4 * hop)
+    # 3 boundaries carry activations; the sampled tokens return in one latency
+    assert four.token_latency == pytest.approx(step.time + 3 * hop + 1e-3)
     assert four.stage_time == pytest.approx(step.time / 4)
     # m = P micro-batches of 64 tokens per token_latency
     assert four.throughput == pytest.approx(4 * 64 / four.token_latency)
@@ -226,15 +252,16 @@ def test_stages_to_fit_at_the_edges():
 
 def test_pipeline_decode_fields_by_hand():
     # DeepSeek-V3 on 4 stages of 8 H100s, 64 sequences a micro-batch, m = P = 4
-    step = decode_step(DSV3, H100, 64, 4096, n_chips=8)
+    step = expert_parallel_decode_step(DSV3, H100, 64, 4096, 8)
     four = pp.pipeline_decode(DSV3, H100, 64, 4096, 8, 4, hop_latency=1e-3)
+    assert four.step.time == step.time and four.step.fits == step.fits
     hop = 1e-3 + 64 * 7168 * 2 / 50e9                                   # 1 ms + 18.35 us
-    assert four.hop_time == pytest.approx(hop) and four.hops == 4
-    # cycle: max(token latency, m x stage time) = max(step + 4 hops, step)
-    assert four.cycle == pytest.approx(step.time + 4 * hop)
-    assert four.utilisation == pytest.approx(step.time / (step.time + 4 * hop))
-    # memory: weights 671e9 x 2 / 32, KV 4 x 64 x 4096 x 70,272 / 32
-    assert four.memory.weights == pytest.approx(DSV3.total_params * 2 / 32)
+    assert four.hop_time == pytest.approx(hop) and four.hops == 3
+    # cycle: max(token latency, m x stage time) = max(step + 3 hops + 1 ms, step)
+    assert four.cycle == pytest.approx(step.time + 3 * hop + 1e-3)
+    assert four.utilisation == pytest.approx(step.time / (step.time + 3 * hop + 1e-3))
+    # memory: weights 17.12e9 x 2 / 4 + 653.9e9 x 2 / 32, KV 4 x 64 x 4096 x 70,272 / 32
+    assert four.memory.weights == pytest.approx(DS_REPL * 2 / 4 + DS_ROUTED * 2 / 32)
     assert four.memory.kv == pytest.approx(4 * 64 * 4096 * 70272 / 32)
     assert four.n_chips == 32 and type(four.n_chips) is float
     assert type(four.hop_time) is float and type(four.hops) is float
@@ -244,18 +271,24 @@ def test_pipeline_decode_fields_by_hand():
 
 
 def test_pipeline_decode_passes_its_byte_widths_on():
-    # fp8 weights and cache: the step is decode_step's at those widths, memory halves
-    step = decode_step(DSV3, H100, 64, 4096, n_chips=8, weight_bytes=1, kv_bytes=1, dtype="fp8")
+    # fp8 weights and cache: the step is the expert-parallel step at those widths
+    step = expert_parallel_decode_step(DSV3, H100, 64, 4096, 8, weight_bytes=1, kv_bytes=1,
+                                       dtype="fp8")
     one = pp.pipeline_decode(DSV3, H100, 64, 4096, 8, 1, weight_bytes=1, kv_bytes=1, dtype="fp8")
     assert one.token_latency == pytest.approx(step.time)
-    assert one.memory.weights == pytest.approx(DSV3.total_params / 8)   # 671e9 x 1 / 8
+    assert one.memory.weights == pytest.approx(DS_REPL + DS_ROUTED / 8)  # 17.12 + 81.74 GB
     assert one.memory.kv == pytest.approx(64 * 4096 * 40016 / 8)  # 61 x 656 B a token
     w = pp.pipeline_decode(DSV3, H100, 64, 4096, 8, 1, weight_bytes=1)
     assert w.token_latency == pytest.approx(
-        decode_step(DSV3, H100, 64, 4096, n_chips=8, weight_bytes=1).time)
+        expert_parallel_decode_step(DSV3, H100, 64, 4096, 8, weight_bytes=1).time)
     k = pp.pipeline_decode(DSV3, H100, 64, 4096, 8, 1, kv_bytes=1)
     assert k.token_latency == pytest.approx(
-        decode_step(DSV3, H100, 64, 4096, n_chips=8, kv_bytes=1).time)
+        expert_parallel_decode_step(DSV3, H100, 64, 4096, 8, kv_bytes=1).time)
+    # every weight divided (replicated_params=0): decode_step on the stage's 8 chips
+    flat = pp.pipeline_decode(DSV3, H100, 64, 4096, 8, 1, replicated_params=0)
+    assert flat.token_latency == pytest.approx(decode_step(DSV3, H100, 64, 4096, n_chips=8).time)
+    with pytest.raises(ValueError, match="replicated_params"):
+        pp.pipeline_decode(DSV3, H100, 64, 4096, 8, 1, replicated_params=1e9)
     # fp8 activations at the boundary: 64 x 7168 x 1 B at 50 GB/s
     a = pp.pipeline_decode(DSV3, H100, 64, 4096, 8, 2, activation_bytes=1)
     assert a.hop_time == pytest.approx(64 * 7168 / 50e9)
@@ -266,4 +299,5 @@ def test_pipeline_decode_one_stage_needs_no_scale_out():
     tpu = chips.get("TPU v4")
     one = pp.pipeline_decode(DSV3, tpu, 64, 4096, 8, 1)
     assert one.hops == 0
-    assert one.token_latency == pytest.approx(decode_step(DSV3, tpu, 64, 4096, n_chips=8).time)
+    assert one.token_latency == pytest.approx(
+        expert_parallel_decode_step(DSV3, tpu, 64, 4096, 8).time)

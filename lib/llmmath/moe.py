@@ -5,12 +5,18 @@ routing imbalance does to the step.
 The episode's rule: **active parameters are bounded by compute cost, total parameters
 by the memory of one scale-up domain**. Both sides are here:
 
-- :func:`max_total_params`: ``N_tot <= n M f (1 - kv_fraction) / b_w`` for a domain of ``n``
+- :func:`max_total_params`: ``N_tot <= n M mu (1 - kv_fraction) / b_w`` for a domain of ``n``
   chips of ``M`` bytes;
-- :func:`max_active_params`: at a compute-bound step a token costs ``2 N_act / (C e)`` chip-seconds,
-  so a target price per token bounds ``N_act``;
+- :func:`max_active_params`: at a compute-bound step a token costs ``2 N_act / (C eta)``
+  chip-seconds, so a target price per token bounds ``N_act``;
 - :func:`critical_batch_for_sparsity`: the weights-only critical batch ``(C/W)(b_w/2) s`` with
   ``s = N_tot/N_act`` (the episode's "300 x sparsity").
+
+An expert-parallel layout reads what it holds (:func:`expert_parallel_decode_step`,
+:func:`expert_parallel_prefill_step`, :func:`expert_parallel_critical_batch`): under data-parallel
+attention every chip of the group holds, and reads every step, all the weights that are not
+routed experts (attention, dense layers, shared experts, router, LM head), beside its own expert
+slots and its own sequences' KV caches. Only the routed experts divide by the group.
 
 Expert parallelism (:func:`expert_placement`, :func:`expert_all_to_all`): experts spread over the
 chips of an EP group; per MoE layer each token is sent to the chips holding its ``k`` experts
@@ -32,11 +38,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._check import fraction, number, positive
+from ._check import choice, fraction, number, positive
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
 from ._summary import SummaryRow
+from .balance import _per_sequence_decode
 from .cost import price_per_chip_second
+from .step import ATTENTION_DTYPES, Step, _check_step, _finish
 from .units import fmt_count
 
 __all__ = [
@@ -54,9 +62,13 @@ __all__ = [
     "critical_batch_for_sparsity",
     "ExpertPlacement",
     "expert_placement",
+    "expert_parallel_decode_step",
+    "expert_parallel_prefill_step",
+    "expert_parallel_critical_batch",
     "expected_max_load",
     "imbalance_factor",
     "AllToAll",
+    "ALL_TO_ALL_KERNELS",
     "expert_all_to_all",
     "scale_up_over_scale_out",
     "two_batch_overlap_time",
@@ -93,7 +105,8 @@ ANNOUNCED_DOMAINS: tuple[ScaleUpDomain, ...] = (
                "Serves DeepSeek-R1 with EP320 inside the domain."),
     ),
     ScaleUpDomain(
-        name="Rubin Ultra NVL576 (announced)", scale_up_domain=144, hbm_capacity=1e12, year=2027,
+        name="Rubin Ultra NVL576 (144 packages, announced)", scale_up_domain=144,
+        hbm_capacity=1e12, year=2027,
         source="nvidia2025gtc_roadmap",
         notes=("Announced at GTC 2025 for the second half of 2027: 144 Rubin Ultra packages (576 "
                "compute dies, hence 'NVL576') in one NVLink domain, about 1 TB of HBM4e per "
@@ -176,8 +189,8 @@ def domain_memory(chip, n_chips=None):
 def max_total_params(chip, n_chips=None, weight_bytes=2, kv_fraction=0.0, memory_fraction=1.0):
     """Largest total parameter count whose weights fit one scale-up domain beside the KV cache.
 
-    ``N_tot,max = n M f (1 - kv_fraction) / b_w``: ``n`` chips (default: the chip's domain) of
-    ``M`` bytes, a usable fraction ``f`` (``memory_fraction``), a share ``kv_fraction`` kept for
+    ``N_tot,max = n M mu (1 - kv_fraction) / b_w``: ``n`` chips (default: the chip's domain) of
+    ``M`` bytes, a usable fraction ``mu`` (``memory_fraction``), a share ``kv_fraction`` kept for
     the KV cache, ``b_w`` bytes per weight. All experts are stored, used or not; this is the
     capacity side of the episode's rule.
     """
@@ -194,8 +207,9 @@ def max_active_params(chip, cost_per_million_tokens, dtype="bf16", compute_effic
                       price_per_chip_hour=None):
     """Largest active (matmul) parameter count whose compute-bound token costs at most the target.
 
-    At or above the critical batch a token costs ``2 N_act / (C e)`` chip-seconds, so at ``p``
-    USD per chip-second ``N_act,max = (cost per token) C e / (2 p)``. This is the compute side of
+    At or above the critical batch a token costs ``2 N_act / (C eta)`` chip-seconds, so at ``p``
+    USD per chip-second ``N_act,max = (cost per token) C eta / (2 p)`` (``eta``:
+    ``compute_efficiency``). This is the compute side of
     the episode's rule: total parameters do not enter (they set the batch at which the bound is
     reached, not the cost there). ``price_per_chip_hour`` defaults to the catalogue price.
     """
@@ -207,7 +221,7 @@ def max_active_params(chip, cost_per_million_tokens, dtype="bf16", compute_effic
 
 def compute_cost_per_million_tokens(active_params, chip, dtype="bf16", compute_efficiency=1.0,
                                     price_per_chip_hour=None):
-    """Compute-bound floor of the cost of a million tokens: ``1e6 x 2 N_act p / (C e)`` USD."""
+    """Compute-bound floor of the cost of a million tokens: ``1e6 x 2 N_act p / (C eta)`` USD."""
     n_act = positive("active_params", active_params)
     e = fraction("compute_efficiency", compute_efficiency)
     p = price_per_chip_second(chip, price_per_chip_hour)
@@ -278,6 +292,180 @@ def expert_placement(model, n_chips, redundant_experts=0, weight_bytes=1):
     return ExpertPlacement(_out(n), _out(slots + 0.0 * n), _out(per), _out(used), _out(n - used),
                            _out(used * per - slots), _out(routed), _out(replicated + 0.0 * routed),
                            _out(routed + replicated))
+
+
+# ----- a step of an expert-parallel layout: each chip reads what it holds ----------------------
+
+def _ep_bytes(model, n, tokens, slots_per_chip, slots, weight_bytes):
+    """Weight bytes one chip of an expert-parallel group reads in a pass over ``tokens`` tokens
+    (the whole group's), with the group's ``n`` chips each gathering embedding rows for its own
+    ``tokens / n``.
+
+    ``N_shared b_w`` (every weight but the input embedding and the routed experts, all of it
+    replicated and read) ``+ min(T_b/n, V) D b_w`` (the input embedding's rows, untied) ``+
+    e_chip L_moe N_exp b_w (1 - (1 - k/(E + r))^T_b)`` (its expert slots, each read if any token
+    of the pass reaches it: uniform routing over the ``E + r`` slots).
+    """
+    share = np.minimum(float(model.experts_per_token) / np.asarray(slots, dtype=float), 1.0)
+    with np.errstate(divide="ignore"):  # a share of 1: every slot reached by any token
+        touched = -np.expm1(np.asarray(tokens, dtype=float) * np.log1p(-share))
+    touched = np.where(share >= 1.0, 1.0, touched)
+    rows = 0.0
+    if not model.tied_embeddings:
+        rows = np.minimum(np.asarray(tokens, dtype=float) / n, model.vocab_size) * model.d_model
+    routed = slots_per_chip * model.n_moe_layers * model.expert_params * touched
+    return (model._params_read_by_every_step + rows + routed) * weight_bytes
+
+
+def _ep_layout(model, n_chips, redundant_experts, weight_bytes):
+    """The placement and the numbers the step functions share (MoE only; arguments checked)."""
+    if not getattr(model, "is_moe", False):
+        raise ValueError(f"model: {getattr(model, 'name', model)!r} is dense; an expert-parallel "
+                         "layout needs an MoE model (a dense model: llmmath.decode_step)")
+    placement = expert_placement(model, n_chips, redundant_experts, weight_bytes)
+    return placement, np.asarray(placement.slots, dtype=float)
+
+
+def expert_parallel_decode_step(model, chip, batch, context, n_chips, redundant_experts=0,
+                                weight_bytes=2, kv_bytes=2, dtype="bf16", overlap="step",
+                                compute_efficiency=1.0, memory_efficiency=1.0,
+                                attention_flops=True, attention_dtype="bf16") -> Step:
+    """Lower bound on one decode step of an MoE on an expert-parallel group of ``n`` chips with
+    data-parallel attention: each chip reads the bytes it holds.
+
+    ``batch`` B sequences spread evenly, ``B/n`` per chip; each chip runs attention and the
+    replicated layers on its own sequences, and the routed experts on the tokens sent to its
+    ``e_chip = ceil((E + r)/n)`` expert slots (:func:`expert_placement`). Per chip::
+
+        t >= max( (B/n)(2 N_mm + attn(S)) / C,
+                  (N_shared b_w + e_chip L_moe N_exp b_w + (B/n) kv_read(S)) / W )
+
+    with ``N_shared`` every weight that is not a routed expert (attention, dense layers, shared
+    experts, routers, LM head; the input embedding is a gather of ``B/n`` rows), replicated on
+    every chip and read every step. A slot is read if any of the step's ``B`` tokens reaches it,
+    ``1 - (1 - k/(E + r))^B`` (uniform routing). :func:`llmmath.roofline.decode_step` with
+    ``n_chips=n`` instead spreads every weight over the ``n`` chips, which no layout with
+    batch-split (data-parallel) attention does.
+
+    Returns a :class:`llmmath.step.Step` whose totals are the busiest chip's bytes times ``n``
+    (``weight_bytes_read``) and whose ``held_per_chip`` is the placement's
+    ``weight_bytes_per_chip`` plus ``B/n`` sequences' caches; ``fits`` compares it with HBM.
+    The all-to-all (:func:`expert_all_to_all`) and routing imbalance (:func:`imbalance_factor`)
+    are left out: a lower bound. Other arguments as in :func:`llmmath.roofline.decode_step`.
+    """
+    batch = positive("batch", batch)
+    context = positive("context", context, allow_zero=True)
+    n, weight_bytes, kv_bytes, compute_efficiency, memory_efficiency = _check_step(
+        n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency,
+        attention_dtype)
+    peak = chip.peak(dtype)
+    context = model.check_context(context)
+    placement, slots = _ep_layout(model, n, redundant_experts, weight_bytes)
+    mm = batch * 2.0 * model.matmul_params_active
+    attn = idx = 0.0
+    if attention_flops:
+        attn, idx = model._decode_flops(context)
+        attn = batch * attn
+        idx = batch * idx if model.has_indexer else 0.0
+    per_chip = _ep_bytes(model, n, batch, placement.experts_per_chip, slots, weight_bytes)
+    kvbytes = batch * model._read_bytes(context, kv_bytes)
+    held = n * placement.weight_bytes_per_chip + batch * model._held_bytes(context, kv_bytes)
+    return _finish("decode", overlap, mm, attn, idx, _out(per_chip * n), kvbytes, n, chip, peak,
+                   compute_efficiency, memory_efficiency, batch, batch, model, attention_dtype,
+                   _out(held))
+
+
+def expert_parallel_prefill_step(model, chip, batch, prompt, n_chips, redundant_experts=0,
+                                 weight_bytes=2, kv_bytes=2, dtype="bf16", past=0,
+                                 compute_efficiency=1.0, memory_efficiency=1.0,
+                                 attention_flops=True, overlap="step",
+                                 attention_dtype="bf16") -> Step:
+    """Lower bound on prefilling ``prompt`` tokens for each of ``batch`` sequences on an
+    expert-parallel group of ``n`` chips with data-parallel attention (each chip prefills
+    ``B/n`` of the sequences).
+
+    Per chip: compute ``(B/n)(P 2 N_mm + attn(P, past)) / C``; memory ``(N_shared b_w +
+    e_chip L_moe N_exp b_w + (B/n)(kv_held(past + P) - kv_held(past) + kv_read(past))) / W``,
+    the replicated weights and its expert slots read once for the pass (a slot is read if any of
+    the ``B P`` tokens reaches it). As :func:`expert_parallel_decode_step` is to
+    :func:`llmmath.roofline.decode_step`, this is to :func:`llmmath.roofline.prefill_step`;
+    ``tokens`` in the result is ``B P``.
+    """
+    batch = positive("batch", batch)
+    prompt = positive("prompt", prompt)
+    past = positive("past", past, allow_zero=True)
+    n, weight_bytes, kv_bytes, compute_efficiency, memory_efficiency = _check_step(
+        n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency,
+        attention_dtype)
+    peak = chip.peak(dtype)
+    past = model.check_context(past, "past")
+    model.check_context(past + prompt, "past + prompt")
+    placement, slots = _ep_layout(model, n, redundant_experts, weight_bytes)
+    tokens = positive("batch x prompt", batch * prompt)
+    mm = tokens * 2.0 * model.matmul_params_active
+    attn = idx = 0.0
+    if attention_flops:
+        attn = batch * model._prefill_attention_flops(prompt, past)
+        idx = batch * model._prefill_indexer_flops(prompt, past) if model.has_indexer else 0.0
+    per_chip = _ep_bytes(model, n, tokens, placement.experts_per_chip, slots, weight_bytes)
+    written = model._held_bytes(past + prompt, kv_bytes) - model._held_bytes(past, kv_bytes)
+    kvbytes = batch * (written + model._read_bytes(past, kv_bytes))
+    held = (n * placement.weight_bytes_per_chip
+            + batch * model._held_bytes(past + prompt, kv_bytes))
+    return _finish("prefill", overlap, mm, attn, idx, _out(per_chip * n), kvbytes, n, chip, peak,
+                   compute_efficiency, memory_efficiency, tokens, batch, model, attention_dtype,
+                   _out(held))
+
+
+def expert_parallel_critical_batch(model, chip, n_chips, redundant_experts=0, weight_bytes=2,
+                                   dtype="bf16", context=0, kv_bytes=2, attention_flops=True,
+                                   attention_dtype="bf16"):
+    """Sequences per replica (the whole group of ``n`` chips) at which
+    :func:`expert_parallel_decode_step`'s compute time equals its memory time.
+
+    Solves, per chip, ``(B/n)(2 N_mm + attn(S))/C = (bytes_w(B) + (B/n) kv_read(S))/W`` for B,
+    with ``bytes_w`` the weight bytes one chip reads (replicated weights, its embedding rows and
+    its expert slots; see :func:`expert_parallel_decode_step`). At ``context=0`` and every slot
+    read it is ``n (N_shared + e_chip L_moe N_exp) b_w C / (2 N_mm W)``: the replicated weights
+    are amortised over one chip's ``B/n`` sequences, not over the replica's ``B``, so the
+    critical batch grows with ``n`` where :func:`llmmath.roofline.critical_batch` (every weight
+    spread over the chips) does not. Returned as a real number (bisection to float precision).
+
+    Raises ValueError where no batch balances: the context is at or past the critical context
+    (the KV read per sequence outgrows its compute).
+    """
+    n = n_chips_check(n_chips)
+    weight_bytes = positive("weight_bytes", weight_bytes)
+    kv_bytes = positive("kv_bytes", kv_bytes)
+    context = positive("context", context, allow_zero=True)
+    choice("attention_dtype", attention_dtype, ATTENTION_DTYPES)
+    model.check_context(context)
+    placement, slots = _ep_layout(model, n, redundant_experts, weight_bytes)
+    W = chip.hbm_bandwidth
+    mm, attn, kv = _per_sequence_decode(model, chip, context, kv_bytes, dtype, attention_flops,
+                                        attention_dtype)
+    slack = (np.asarray(mm) + np.asarray(attn) - np.asarray(kv)) * W  # bytes per sequence
+    if np.any(slack <= 0):
+        raise ValueError(
+            f"context: got {float(np.max(context)):g} tokens; at or beyond the critical context "
+            f"of {model.name} on {chip.name} decode is memory-bound at every batch, so there is "
+            "no critical batch")
+    per = np.asarray(placement.experts_per_chip, dtype=float)
+
+    def gap(B):  # bytes of slack minus bytes read, one chip; increasing past its only root
+        return B / n * slack - _ep_bytes(model, n, B, per, slots, weight_bytes)
+
+    full = (model._params_read_by_every_step + model.vocab_size * model.d_model
+            + per * model.n_moe_layers * model.expert_params) * weight_bytes
+    lo = np.zeros(np.broadcast(slack, per, n).shape)
+    hi = n * full / slack + lo  # every byte read: gap(hi) >= 0
+    for _ in range(200):  # bisection: 200 halvings reach float precision from any bracket
+        mid = 0.5 * (lo + hi)
+        up = gap(mid) >= 0
+        lo, hi = np.where(up, lo, mid), np.where(up, mid, hi)
+        if np.all(hi - lo <= 1e-12 * hi):
+            break
+    return _out(hi)
 
 
 # ----- routing imbalance ------------------------------------------------------------------------
@@ -380,22 +568,37 @@ def scale_up_over_scale_out(chip):
     return up / out
 
 
+#: The two all-to-all kernels of DeepEP [deepseek_deepep] (README, "Normal kernels with NVLink and
+#: RDMA forwarding", "Low-latency kernels with pure RDMA"): ``"normal"`` forwards a token once
+#: per destination domain and fans it out inside (training and prefill); ``"low-latency"`` sends
+#: one copy per (token, expert) straight to the chip that holds the expert (decode).
+ALL_TO_ALL_KERNELS = ("normal", "low-latency")
+
+
 def expert_all_to_all(model, tokens_per_chip, n_chips, chip, domain=None, dispatch_bytes=1,
-                      combine_bytes=2):
+                      combine_bytes=2, kernels="normal"):
     """Dispatch and combine of one MoE layer over an EP group of ``n`` chips (uniform routing).
 
     Each chip holds ``tokens_per_chip`` tokens; each token's ``k`` experts are spread uniformly over
-    the ``n`` chips. A token is sent once to each other chip its experts sit on (and once per other
-    domain for the off-domain part, forwarded inside the domain, as DeepSeek's node-limited
-    dispatch does), ``D`` numbers of ``dispatch_bytes`` out and ``combine_bytes`` back:
+    the ``n`` chips, ``d`` per domain (``domain``, default the chip's ``scale_up_domain``, capped at
+    ``n``), ``g = n/d`` domains. Each copy carries ``D`` numbers of ``dispatch_bytes`` out and
+    ``combine_bytes`` back. Copies per token, by ``kernels`` (:data:`ALL_TO_ALL_KERNELS`):
 
-    - in-domain copies per token ``(d - 1)(1 - (1 - 1/n)^k)`` over the scale-up network;
-    - off-domain copies per token ``(g - 1)(1 - (1 - 1/g)^k)`` with ``g = n/d`` domains, over the
-      scale-out network.
+    - ``"normal"`` (the default; DeepEP's README: "normal kernels with NVLink and RDMA
+      forwarding", for training and prefill, aligned with DeepSeek-V3's node-limited routing):
+      a token crosses once to each other domain its experts are in and is forwarded inside it,
+      ``(g - 1)(1 - (1 - 1/g)^k)`` off-domain copies over the scale-out network; inside its own
+      domain it goes once to each other chip holding one of its experts,
+      ``(d - 1)(1 - (1 - 1/n)^k)`` copies over the scale-up network (the forwarding of
+      arrivals inside the destination domain is left out);
+    - ``"low-latency"`` (DeepEP's "low-latency kernels with pure RDMA", for decode): one copy per
+      (token, expert), no forwarding: ``k (1 - d/n)`` off-domain copies and ``k (d - 1)/n``
+      in-domain ones (sent over the scale-up network; DeepEP's first release sent these over
+      RDMA too, which only adds to the scale-out time).
 
-    ``d`` is ``domain`` (default the chip's ``scale_up_domain``), capped at ``n``. Defaults match
-    DeepSeek's serving: fp8 dispatch (1 B), bf16 combine (2 B). Hop latency, the scales of fp8 and
-    a hot expert are left out, so the time is a lower bound.
+    The two networks run in parallel, so the time is the larger of the two. Defaults match
+    DeepSeek's serving: fp8 dispatch (1 B), bf16 combine (2 B). Hop latency, the scales of fp8
+    and a hot expert are left out, so the time is a lower bound.
     """
     if not model.is_moe:
         raise ValueError(f"model: {model.name!r} is dense; it has no expert all-to-all")
@@ -404,11 +607,17 @@ def expert_all_to_all(model, tokens_per_chip, n_chips, chip, domain=None, dispat
     d = _domain_size(chip, None) if domain is None else n_chips_check(domain, "domain")
     bd = positive("dispatch_bytes", dispatch_bytes)
     bc = positive("combine_bytes", combine_bytes)
+    choice("kernels", kernels, ALL_TO_ALL_KERNELS)
     d = np.minimum(d, n)
     k = model.experts_per_token
     g = n / d
-    in_copies = (d - 1.0) * (1.0 - (1.0 - 1.0 / n) ** k)
-    out_copies = np.where(g > 1, (g - 1.0) * (1.0 - (1.0 - 1.0 / np.maximum(g, 1.0)) ** k), 0.0)
+    if kernels == "normal":
+        in_copies = (d - 1.0) * (1.0 - (1.0 - 1.0 / n) ** k)
+        out_copies = np.where(g > 1, (g - 1.0) * (1.0 - (1.0 - 1.0 / np.maximum(g, 1.0)) ** k),
+                              0.0)
+    else:
+        in_copies = k * (d - 1.0) / n
+        out_copies = k * (1.0 - d / n)
     per_copy = t * model.d_model * (bd + bc)
     up_bytes, out_bytes = per_copy * in_copies, per_copy * out_copies
     up_bw = chip.scale_up_bandwidth
@@ -431,10 +640,13 @@ def two_batch_overlap_time(compute_time, comm_time, n_layers=1):
     """A step of ``n_layers`` layers, each with ``compute_time`` and ``comm_time`` for the whole
     batch, run as two micro-batches whose communication hides behind each other's compute.
 
-    Serial: ``L (c + m)``. Overlapped: ``L max(c, m) + min(c, m)/2``: in steady state the longer
-    of the two streams sets the pace; only the first half-batch's start (or the last one's end)
-    is exposed. A lower bound on the overlapped step: it assumes the two streams do not slow
-    each other (in practice communication kernels take SMs from compute).
+    Serial: ``L (t_comp + t_comm)``. Overlapped: ``L max(t_comp, t_comm) + min(t_comp,
+    t_comm)/2``. Each micro-batch carries half the work, so per layer each stream has two tasks
+    of half its time; the longer stream runs its ``2L`` half-tasks back to back, ``L max``, and
+    one half-task of the shorter stream cannot overlap anything (the first micro-batch's compute
+    before any communication starts, or the last one's communication after the compute ends):
+    ``min/2``. A lower bound on the overlapped step: it assumes the two streams do not slow each
+    other (in practice communication kernels take SMs from compute).
     """
     c = positive("compute_time", compute_time, allow_zero=True)
     m = positive("comm_time", comm_time, allow_zero=True)

@@ -161,31 +161,65 @@ def expert_parallel_comm_time(model, tokens, n_chips, bandwidth, activation_byte
 
 @dataclass(frozen=True)
 class PipelineMemory:
-    """HBM per chip (bytes) with ``expert_parallel`` chips per stage and
-    ``stages`` stages."""
+    """HBM per chip (bytes) with ``expert_parallel`` (or ``chips_per_stage``) chips per stage and
+    ``stages`` stages: ``weights`` (all of them, ``replicated_weights`` included), ``kv``,
+    ``total``; ``batch_in_flight`` sequences; ``replicated_weights`` the part of ``weights``
+    every chip of a stage holds whole (``N_repl b_w / n_pp``)."""
 
     weights: float | np.ndarray
     kv: float | np.ndarray
     total: float | np.ndarray
     batch_in_flight: float | np.ndarray
+    replicated_weights: float | np.ndarray = 0.0
+
+
+def _replicated_params(model, replicated_params=None):
+    """Parameters every chip of a stage (or an expert-parallel group) holds whole, ``N_repl``.
+
+    ``None`` gives the layout the book uses for each kind of model: for an MoE, data-parallel
+    attention with expert parallelism, where everything but the routed experts is replicated
+    (``N_tot - L_moe E N_exp``: attention, dense layers, shared experts, routers, embeddings;
+    it is this layout that lets each chip keep whole caches of its own sequences, so that the
+    cache divides by the chips); for a dense model, tensor parallelism, where every weight
+    divides (0). Pass a count to choose another layout (0: every weight divides).
+    """
+    if replicated_params is None:
+        if model.is_moe:
+            return float(model.total_params
+                         - model.n_moe_layers * model.n_experts * model.expert_params)
+        return 0.0
+    r = positive("replicated_params", replicated_params, allow_zero=True)
+    if np.any(np.asarray(r) > model.total_params):
+        raise ValueError(f"replicated_params: got {replicated_params!r}; at most the model's "
+                         f"{model.total_params:,} parameters")
+    return r
 
 
 def pipeline_memory_per_chip(model, micro_batch, context, expert_parallel, stages,
-                             weight_bytes=2, kv_bytes=2):
+                             weight_bytes=2, kv_bytes=2, replicated_params=None):
     """Memory per chip for pipelined decode (the episode's capacity argument).
 
-    Keeping ``P`` stages busy needs ``P`` micro-batches of ``b`` sequences in flight, so
-    ``c = (N_tot b_w + P b kv_held(S)) / (E P) = N_tot b_w / (E P) + b kv_held(S) / E``:
-    pipelining divides the weights by ``P`` but **not** the KV cache.
+    Keeping ``P`` stages busy needs ``P`` micro-batches of ``b`` sequences in flight, so with
+    ``E`` chips per stage::
+
+        c = N_repl b_w / P + (N_tot - N_repl) b_w / (E P) + b kv_held(S) / E
+
+    ``N_repl`` (``replicated_params``, default: an MoE's non-expert
+    weights under data-parallel attention, 0 for a dense model) is held whole by every chip of
+    a stage; the rest divides over the ``E P`` chips. Pipelining divides the weights by ``P``
+    but **not** the KV cache.
     """
     micro_batch = positive("micro_batch", micro_batch)
     E = positive("expert_parallel", expert_parallel)
     P = positive("stages", stages)
     weight_bytes = positive("weight_bytes", weight_bytes)
     kv_bytes = positive("kv_bytes", kv_bytes)
-    w = model.total_params * weight_bytes / (E * P)
+    repl = _replicated_params(model, replicated_params)
+    rep = repl * weight_bytes / P
+    w = rep + (model.total_params - repl) * weight_bytes / (E * P)
     kv = micro_batch * model.kv_cache_bytes(context, kv_bytes) / E
-    return PipelineMemory(_out(w), _out(kv), _out(w + kv), _out(P * micro_batch))
+    return PipelineMemory(_out(w), _out(kv), _out(w + kv), _out(P * micro_batch),
+                          _out(rep + 0.0 * w))
 
 
 def scaleup_vs_scaleout_ratio(experts_per_token, layers_per_stage, scale_out_over_up=1 / 8):

@@ -4,16 +4,20 @@ A pipeline cuts the ``L`` layers into ``P`` stages of ``L/P`` layers; each stage
 group of ``E`` chips (the chips per stage: an expert- or tensor-parallel group inside one
 scale-up domain), and activations cross from one stage to the next over the scale-out network.
 
-**Inference.** Stage ``s`` works on one micro-batch of ``b`` sequences while stage ``s+1`` works
+**Inference.** Stage ``j`` works on one micro-batch of ``b`` sequences while stage ``j+1`` works
 on the previous one. With ``m >= P`` micro-batches in flight no stage idles, and
 
 - a token still passes through every layer in order, so its latency is the decode step of the
-  whole model on ``E`` chips at batch ``b`` plus one hop per stage boundary: pipelining never
-  makes a token faster than an ``E``-chip group that held the whole model would;
+  whole model on ``E`` chips at batch ``b`` plus the hops: ``P - 1`` boundaries carry the
+  micro-batch's activations and the sampled tokens return to the first stage (a message whose
+  cost is its latency); pipelining never makes a token faster than an ``E``-chip group that held
+  the whole model would;
 - weights per chip fall as ``1/P``, but the ``m b`` sequences in flight each leave ``1/P`` of
   their KV cache on each stage, so the cache per chip is ``m b kv(S) / (E P)``, which at
-  ``m = P`` is ``b kv(S) / E`` whatever ``P`` is (the episode's
-  ``c_mem = N_tot b_w/(E P) + b S b_kv/E``).
+  ``m = P`` is ``b kv(S) / E`` whatever ``P`` is. For an MoE the cache divides by ``E`` only
+  under data-parallel attention, which replicates the non-expert weights ``N_repl`` on every chip
+  of a stage: ``c_mem = N_repl b_w/P + (N_tot - N_repl) b_w/(E P) + b S b_kv/E`` (the episode's
+  form has ``N_repl = 0``, right for a dense model under tensor parallelism).
 
 **Training.** A synchronous step must finish every micro-batch's forward and backward before the
 optimizer updates the weights, so each step starts with an empty pipeline and ends draining it:
@@ -42,7 +46,8 @@ from ._check import choice, positive
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
 from ._summary import SummaryRow
-from .parallel import PipelineMemory, scaleup_vs_scaleout_ratio
+from .moe import expert_parallel_decode_step
+from .parallel import PipelineMemory, _replicated_params, scaleup_vs_scaleout_ratio
 from .roofline import decode_step
 
 __all__ = [
@@ -55,6 +60,7 @@ __all__ = [
     "stages_to_fit",
     "hop_time",
     "PipelineDecode",
+    "stage_group_step",
     "pipeline_decode",
     "boundary_ratio",
     "min_layers_per_stage",
@@ -153,7 +159,7 @@ def schedule_timeline(stages, micro_batches, schedule="1f1b", forward=1.0, backw
     Each stage runs its operations in the schedule's order, each as soon as its input is ready:
     a forward needs the previous stage's forward of the same micro-batch, a backward the next
     stage's backward (the last stage: its own forward). ``"gpipe"``: all forwards, then all
-    backwards; ``"1f1b"``: ``P-s-1`` warm-up forwards on stage ``s``, then one forward, one
+    backwards; ``"1f1b"``: ``P-j-1`` warm-up forwards on stage ``j``, then one forward, one
     backward, and the remaining backwards. Used to draw the schedule and to check
     :func:`bubble_fraction` against an independent simulation.
     """
@@ -204,14 +210,19 @@ def schedule_timeline(stages, micro_batches, schedule="1f1b", forward=1.0, backw
 
 
 def pipeline_memory(model, micro_batch, context, chips_per_stage, stages, micro_batches=None,
-                    weight_bytes=2, kv_bytes=2):
+                    weight_bytes=2, kv_bytes=2, replicated_params=None):
     """HBM per chip when ``stages`` P stages of ``chips_per_stage`` E chips hold ``micro_batches``
     m micro-batches of ``micro_batch`` b sequences at ``context`` S tokens (default ``m = P``,
     the fewest that keep every stage busy).
 
-    Weights ``N_tot b_w / (E P)``; KV ``m b kv(S) / (E P)``, each stage holding its ``1/P`` of
-    every in-flight sequence's cache. At ``m = P`` the KV term is ``b kv(S) / E``: independent
-    of P. Returns :class:`llmmath.parallel.PipelineMemory` (``batch_in_flight = m b``).
+    Weights ``N_repl b_w / P + (N_tot - N_repl) b_w / (E P)``; KV ``m b kv(S) / (E P)``, each
+    stage holding its ``1/P`` of every in-flight sequence's cache. At ``m = P`` the KV term is
+    ``b kv(S) / E``: independent of P. ``N_repl`` (``replicated_params``) is what every chip of a
+    stage holds whole: by default an MoE's non-expert weights (data-parallel attention with
+    expert parallelism, the layout under which each chip keeps whole caches of its own sequences,
+    so that the cache divides by E) and 0 for a dense model (tensor parallelism); pass 0 to
+    divide every weight. Returns :class:`llmmath.parallel.PipelineMemory`
+    (``batch_in_flight = m b``; ``replicated_weights = N_repl b_w / P``).
     """
     b = positive("micro_batch", micro_batch)
     E = n_chips_check(chips_per_stage, "chips_per_stage")
@@ -219,29 +230,34 @@ def pipeline_memory(model, micro_batch, context, chips_per_stage, stages, micro_
     m = P if micro_batches is None else positive("micro_batches", micro_batches, integer=True)
     wb = positive("weight_bytes", weight_bytes)
     kb = positive("kv_bytes", kv_bytes)
-    w = model.total_params * wb / (E * P)
+    repl = _replicated_params(model, replicated_params)
+    rep = repl * wb / P
+    w = rep + (model.total_params - repl) * wb / (E * P)
     kv = m * b * np.asarray(model.kv_cache_bytes(context, kb)) / (E * P)
-    return PipelineMemory(_out(w), _out(kv), _out(w + kv), _out(m * b * np.ones_like(w)))
+    return PipelineMemory(_out(w), _out(kv), _out(w + kv), _out(m * b * np.ones_like(w)),
+                          _out(rep * np.ones_like(w)))
 
 
 def stages_to_fit(model, chip, micro_batch, context, chips_per_stage, weight_bytes=2, kv_bytes=2,
-                  memory_fraction=1.0):
+                  memory_fraction=1.0, replicated_params=None):
     """Fewest stages P for which weights plus the caches of P micro-batches fit every chip.
 
-    ``N_tot b_w/(E P) + b kv(S)/E <= f M`` gives ``P >= N_tot b_w / (E f M - b kv(S))``; ``inf``
-    when one micro-batch's cache share alone, ``b kv(S)/E``, fills the chip: no number of stages
-    helps then (shrink the micro-batch or add chips per stage).
+    ``N_repl b_w/P + (N_tot - N_repl) b_w/(E P) + b kv(S)/E <= mu M`` gives
+    ``P >= (N_repl b_w + (N_tot - N_repl) b_w/E) / (mu M - b kv(S)/E)`` (``mu``:
+    ``memory_fraction``; ``N_repl`` as in :func:`pipeline_memory`); ``inf`` when one
+    micro-batch's cache share alone, ``b kv(S)/E``, fills the chip: no number of stages helps then
+    (shrink the micro-batch or add chips per stage).
     """
     b = positive("micro_batch", micro_batch)
     E = n_chips_check(chips_per_stage, "chips_per_stage")
     wb = positive("weight_bytes", weight_bytes)
     kb = positive("kv_bytes", kv_bytes)
     f = positive("memory_fraction", memory_fraction, maximum=1.0)
-    room = E * f * chip.hbm_capacity - b * np.asarray(model.kv_cache_bytes(context, kb))
+    repl = _replicated_params(model, replicated_params)
+    room = f * chip.hbm_capacity - b * np.asarray(model.kv_cache_bytes(context, kb)) / E
+    weights = repl * wb + (model.total_params - repl) * wb / E
     with np.errstate(divide="ignore", invalid="ignore"):
-        need = np.where(room > 0,
-                        np.ceil(model.total_params * wb / np.where(room > 0, room, 1.0) - 1e-9),
-                        np.inf)
+        need = np.where(room > 0, np.ceil(weights / np.where(room > 0, room, 1.0) - 1e-9), np.inf)
     return _out(np.maximum(need, 1.0))
 
 
@@ -264,13 +280,18 @@ class PipelineDecode:
     """A pipelined decode: P stages of E chips, m micro-batches of b sequences in flight (SI).
 
     - ``stage_time``: one stage's share of the step, ``step(b, E chips) / P``, s
-    - ``hop_time``: one boundary crossing, s; ``hops``: crossings per token (P, 0 for P = 1)
-    - ``token_latency``: time between one sequence's tokens: ``step + hops x hop_time``, s
+    - ``hop_time``: one boundary crossing of the activations, s; ``hops``: such crossings per
+      token (``P - 1``); the sampled tokens' return to the first stage adds ``hop_latency``
+      (``P > 1``)
+    - ``token_latency``: time between one sequence's tokens:
+      ``step + (P - 1) hop_time + hop_latency`` (``step`` alone for ``P = 1``), s
     - ``cycle``: time for the pipeline to emit one token for every in-flight sequence, s:
       ``max(token_latency, m x stage_time)``
     - ``throughput``: tokens/s of the pipeline, ``m b / cycle``; ``throughput_per_chip``
     - ``utilisation``: busy share of each stage, ``m stage_time / cycle``
-    - ``memory``: :class:`~llmmath.parallel.PipelineMemory` per chip; ``n_chips = E P``
+    - ``memory``: :class:`~llmmath.parallel.PipelineMemory` per chip; ``n_chips = E P``;
+      ``step``: the unpipelined step on E chips (a :class:`~llmmath.step.Step`: ``step.fits``
+      says whether those E chips could hold the model alone)
     """
 
     stage_time: float | np.ndarray
@@ -283,17 +304,47 @@ class PipelineDecode:
     utilisation: float | np.ndarray
     memory: PipelineMemory
     n_chips: float | np.ndarray
+    step: object = None
+
+
+def stage_group_step(model, chip, batch, context, chips_per_stage, weight_bytes=2, kv_bytes=2,
+                     dtype="bf16", replicated_params=None):
+    """The decode step of the whole model on one stage's ``E`` chips at ``batch``: the ``t_step``
+    of a pipeline, which its stages share (each takes ``1/P`` of it).
+
+    The layout is :func:`pipeline_memory`'s, and the step reads what that layout holds: with an
+    MoE's default ``replicated_params`` (data-parallel attention and expert parallelism) it is
+    :func:`llmmath.moe.expert_parallel_decode_step` (every chip reads the non-expert weights);
+    with ``replicated_params=0`` (or a dense model) :func:`llmmath.roofline.decode_step`, every
+    weight divided by ``E``. Other counts are refused (ValueError): the two layouts are the ones
+    a step is defined for.
+    """
+    E = n_chips_check(chips_per_stage, "chips_per_stage")
+    if replicated_params is not None:
+        r = positive("replicated_params", replicated_params, allow_zero=True)
+        if np.any(np.asarray(r) != 0):
+            raise ValueError(f"replicated_params: got {replicated_params!r}; a pipelined step is "
+                             "defined for the default layout (None) or every weight divided (0)")
+    if model.is_moe and replicated_params is None:
+        return expert_parallel_decode_step(model, chip, batch, context, E,
+                                           weight_bytes=weight_bytes, kv_bytes=kv_bytes,
+                                           dtype=dtype)
+    return decode_step(model, chip, batch, context, n_chips=E, weight_bytes=weight_bytes,
+                       kv_bytes=kv_bytes, dtype=dtype)
 
 
 def pipeline_decode(model, chip, micro_batch, context, chips_per_stage, stages, micro_batches=None,
                     hop_latency=0.0, weight_bytes=2, kv_bytes=2, dtype="bf16", activation_bytes=2,
-                    scale_out_bandwidth=None):
+                    scale_out_bandwidth=None, replicated_params=None):
     """Lower bound on pipelined decode (see the module docstring).
 
-    The step is :func:`llmmath.roofline.decode_step` of the whole model on ``chips_per_stage``
-    chips at batch ``micro_batch`` (for an MoE, the experts that micro-batch touches), split
-    evenly over ``stages``; each hop moves ``micro_batch x d_model`` activations over
-    ``scale_out_bandwidth`` (default the chip's) after ``hop_latency`` seconds.
+    The step is :func:`stage_group_step`: the whole model on ``chips_per_stage`` chips at batch
+    ``micro_batch`` (for an MoE, the experts that micro-batch touches; under the default layout
+    every chip also reads the replicated non-expert weights), split evenly over ``stages``. Each
+    of the ``P - 1`` boundaries moves ``micro_batch x d_model`` activations over
+    ``scale_out_bandwidth`` (default the chip's) after ``hop_latency`` seconds, and the sampled
+    tokens return to the first stage in ``hop_latency`` (their bytes are negligible):
+    ``t_token = t_step + (P - 1) t_hop + t_lat`` for ``P > 1``, ``t_step`` for one stage.
     ``micro_batches`` in flight defaults to ``stages``. Stages are assumed balanced (the LM
     head and embeddings really sit on the end stages) and hops overlap other micro-batches'
     compute.
@@ -310,19 +361,20 @@ def pipeline_decode(model, chip, micro_batch, context, chips_per_stage, stages, 
                              "lists none; pass one (bytes/s)")
         bw = 1.0
     bw = positive("scale_out_bandwidth", bw)
-    step = decode_step(model, chip, b, context, n_chips=E, weight_bytes=weight_bytes,
-                       kv_bytes=kv_bytes, dtype=dtype)
+    step = stage_group_step(model, chip, b, context, E, weight_bytes=weight_bytes,
+                            kv_bytes=kv_bytes, dtype=dtype, replicated_params=replicated_params)
     stage = np.asarray(step.time) / P
-    hops = np.where(np.asarray(P) > 1, P, 0.0)
+    hops = np.asarray(P) - 1.0
     hop = np.asarray(hop_time(b, model.d_model, bw, lat, activation_bytes))
-    latency = np.asarray(step.time) + hops * hop
+    ret = np.where(np.asarray(P) > 1, np.asarray(lat), 0.0)
+    latency = np.asarray(step.time) + hops * hop + ret
     cycle = np.maximum(latency, m * stage)
     tput = m * b / cycle
-    mem = pipeline_memory(model, b, context, E, P, m, weight_bytes, kv_bytes)
+    mem = pipeline_memory(model, b, context, E, P, m, weight_bytes, kv_bytes, replicated_params)
     return PipelineDecode(_out(stage), _out(hop * np.ones_like(stage)),
                           _out(hops * np.ones_like(stage)),
                           _out(latency), _out(cycle), _out(tput), _out(tput / (E * P)),
-                          _out(m * stage / cycle), mem, _out(E * P * np.ones_like(stage)))
+                          _out(m * stage / cycle), mem, _out(E * P * np.ones_like(stage)), step)
 
 
 def _ratio_of(chip):

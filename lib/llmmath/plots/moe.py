@@ -74,10 +74,18 @@ def domain_capacity(p, domains=None, weight_bytes=1, kv_fraction=0.5, mark_param
 
 
 def _layout_numbers(model, chip, tokens_per_chip, ep, redundant_experts):
-    """An EP layout's numbers at fp8: the decode step bound without communication, and for an
-    MoE model the placement and the routing imbalance."""
+    """An EP layout's numbers at fp8: the decode step bound without communication (an MoE's
+    chips each read what they hold under data-parallel attention,
+    ``moe.expert_parallel_decode_step``), and for an MoE model the placement and the routing
+    imbalance."""
     dt, _ = chip.resolve_dtype("fp8")
-    s = decode_step(model, chip, tokens_per_chip * ep, 0, n_chips=ep, weight_bytes=1, dtype=dt)
+    if model.is_moe:
+        s = _moe.expert_parallel_decode_step(model, chip, tokens_per_chip * ep, 0, ep,
+                                             redundant_experts=redundant_experts, weight_bytes=1,
+                                             dtype=dt)
+    else:
+        s = decode_step(model, chip, tokens_per_chip * ep, 0, n_chips=ep, weight_bytes=1,
+                        dtype=dt)
     out = {"is_moe": model.is_moe, "step_time": s.time, "bound": s.bound}
     if model.is_moe:
         pl = _moe.expert_placement(model, ep, redundant_experts=redundant_experts, weight_bytes=1)
@@ -91,14 +99,16 @@ def _layout_numbers(model, chip, tokens_per_chip, ep, redundant_experts):
 @builder(marked=("redundant_experts",))
 def all_to_all_vs_chips(p, model, chip_list=("H100-SXM", "GB200"), tokens_per_chip=128,
                         chip_counts=None, dispatch_bytes=1, combine_bytes=2, mark_chips=None,
-                        redundant_experts=0):
+                        redundant_experts=0, kernels="normal"):
     """Dispatch + combine time of one MoE layer per chip against the EP degree, one line per chip.
 
     Inside the chip's scale-up domain the all-to-all rides the fast network; past it, copies
     leave the domain over the scale-out network and the time jumps (dotted line: the domain
-    size). ``mark_chips`` marks the first chip's curve at that EP degree; ``fig.numbers`` then
-    also gives that layout on the first chip (fp8 weights, ``redundant_experts`` extra slots):
-    its experts and bytes per chip, the routing imbalance and the decode step bound.
+    size). ``kernels`` as in ``llmmath.moe.expert_all_to_all`` ("normal": forwarded once per
+    domain; "low-latency": one copy per token and expert, decode's). ``mark_chips`` marks the
+    first chip's curve at that EP degree; ``fig.numbers`` then also gives that layout on the
+    first chip (fp8 weights, ``redundant_experts`` extra slots): its experts and bytes per chip,
+    the routing imbalance and the decode step bound.
     """
     model = model_of(model)
     cl = [chip_of(c) for c in as_list(chip_list, [])]
@@ -123,7 +133,7 @@ def all_to_all_vs_chips(p, model, chip_list=("H100-SXM", "GB200"), tokens_per_ch
         nc = np.unique(np.concatenate([n[n <= d], d * np.arange(2, n.max() // d + 1)]))
         grids.append(nc)
         a = _moe.expert_all_to_all(model, tokens_per_chip, nc, c, dispatch_bytes=dispatch_bytes,
-                                   combine_bytes=combine_bytes)
+                                   combine_bytes=combine_bytes, kernels=kernels)
         y = np.asarray(a.time, dtype=float)
         ys.append(y)
         p.add(ax.plot(nc, y, "-", color=chip_colour(c.name),
@@ -141,12 +151,14 @@ def all_to_all_vs_chips(p, model, chip_list=("H100-SXM", "GB200"), tokens_per_ch
         if mark_chips is not None and cl:
             m = float(mark_chips)
             a = _moe.expert_all_to_all(model, tokens_per_chip, m, cl[0],
-                                       dispatch_bytes=dispatch_bytes, combine_bytes=combine_bytes)
+                                       dispatch_bytes=dispatch_bytes, combine_bytes=combine_bytes,
+                                       kernels=kernels)
             p.point(m, a.time, f"EP{m:g}: {fmt_t(a.time)}", offset=(8, -14), ha="left")
             p.numbers = {"time": a.time, "scale_up_time": a.scale_up_time,
                          "scale_out_time": a.scale_out_time,
                          "time_per_step": a.time * model.n_moe_layers, **layout}
-    ax.set_title(f"{model.name}: dispatch + combine, {fmt_n(tokens_per_chip)} tokens per chip")
+    ax.set_title(f"{model.name}: dispatch + combine, {fmt_n(tokens_per_chip)} tokens per chip"
+                 f"\n({kernels} kernels)")
     jumps = []
     for c, y, nc in zip(cl, ys, grids, strict=True):
         inside = y[nc <= c.scale_up_domain]
@@ -273,16 +285,18 @@ EP_DEGREES = [8, 16, 32, 64, 72, 128, 144, 256, 288]
 
 @explorer(main="batch", sweep=BATCHES)
 def moe_explorer(model="DeepSeek-V3", chip="GB200", batch=128, expert_parallel=72,
-                 redundant_experts=0):
+                 redundant_experts=0, kernels="low-latency"):
     """Expert parallelism over a scale-up domain: the all-to-all of one MoE layer against the EP
     degree (it jumps where the group leaves the chip's domain), with the layout's experts and
-    bytes per chip, the routing imbalance and the step bound beside it. ``batch`` is the tokens
+    bytes per chip, the routing imbalance and the step bound beside it (``kernels``: DeepEP's
+    "low-latency" kernels of decode by default, or "normal"). ``batch`` is the tokens
     each chip holds per decode step."""
     controls = {
         "model": model_picker(model), "chip": chip_picker(chip),
         "expert_parallel": dropdown("EP chips", EP_DEGREES, snap(expert_parallel, EP_DEGREES)),
         "redundant_experts": dropdown("redundant", [0, 16, 32, 64], redundant_experts),
         "batch": steps("tokens/chip", BATCHES, batch),
+        "kernels": dropdown("kernels", list(_moe.ALL_TO_ALL_KERNELS), kernels),
     }
 
     def figure(v):
@@ -290,7 +304,8 @@ def moe_explorer(model="DeepSeek-V3", chip="GB200", batch=128, expert_parallel=7
                                          chip_list=(chip_of(v["chip"]),),
                                          tokens_per_chip=v["batch"],
                                          mark_chips=v["expert_parallel"],
-                                         redundant_experts=v["redundant_experts"])
+                                         redundant_experts=v["redundant_experts"],
+                                         kernels=v["kernels"])
 
     return controls, figure, _moe_readout
 

@@ -11,8 +11,8 @@ from ..pipeline import (
     pipeline_decode,
     pipeline_memory,
     schedule_timeline,
+    stage_group_step,
 )
-from ..roofline import decode_step
 from ..units import fmt_bytes, fmt_percent, fmt_time
 from .explore import (
     CHIP_COUNTS,
@@ -235,8 +235,9 @@ def decode_latency_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64, 
     """Per-token decode latency against pipeline stages, for several hop latencies.
 
     Solid lines: ``llmmath.pipeline.pipeline_decode`` (the step of the whole model on
-    ``chips_per_stage`` chips at batch ``micro_batch``, plus P hops). Dashed: the same chips,
-    ``chips_per_stage x P``, as one scale-up group serving the micro-batch (if one domain
+    ``chips_per_stage`` chips at batch ``micro_batch``, plus ``P - 1`` hops and the sampled
+    tokens' return). Dashed: the same chips, ``chips_per_stage x P``, as one scale-up group in
+    the same layout serving the micro-batch (``llmmath.pipeline.stage_group_step``, if one domain
     could hold them): more bandwidth per token, where pipelining adds none.
     """
     ctx, cnote = model.cap_context(context)
@@ -252,16 +253,16 @@ def decode_latency_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64, 
         ys.append(y)
         p.add(ax.plot(*mask(P, y), "o-", color=CYCLE[i], ms=4,
                       label=f"pipeline, hop latency {fmt_t(float(lat)) if lat else '0'}")[0])
-    wide = np.asarray(decode_step(model, chip, b, ctx, n_chips=E * P, weight_bytes=weight_bytes,
-                                  kv_bytes=kv_bytes, dtype=dt).time) * np.ones_like(P)
+    wide = np.asarray(stage_group_step(model, chip, b, ctx, E * P, weight_bytes=weight_bytes,
+                                       kv_bytes=kv_bytes, dtype=dt).time) * np.ones_like(P)
     ys.append(wide)
     p.add(ax.plot(*mask(P, wide), "--", color=ROLE["reference"],
                   label=f"one group of {E:g} x P chips")[0])
     ax.set_xlim(P.min() / 1.3, P.max() * 1.3)
     ax.set_ylim(*loglim(np.concatenate(ys), pad=2.0))
     p.add(ax.legend(loc="lower left"))
-    base = float(decode_step(model, chip, b, ctx, n_chips=E, weight_bytes=weight_bytes,
-                             kv_bytes=kv_bytes, dtype=dt).time)
+    base = float(stage_group_step(model, chip, b, ctx, E, weight_bytes=weight_bytes,
+                                  kv_bytes=kv_bytes, dtype=dt).time)
     with p.marking():
         if mark_stages is not None:
             mp = float(mark_stages)
