@@ -268,7 +268,7 @@ def speculative_gain_vs_batch(model, chip, draft_tokens=(1, 3, 7), acceptance=0.
             g = (np.asarray(s.tokens) / np.asarray(s.time)) / (B / np.asarray(base.time))
             gains[k] = g
             ideal = float(speculative_tokens_per_step(k, acceptance))
-            ax.plot(B, g, color=col, label=f"k = {k} drafts ({ideal:.2f} tokens/step)")
+            ax.plot(B, g, color=col, label=f"γ = {k} drafts ({ideal:.2f} tokens/step)")
         ax.axhline(1.0, color=PALETTE["black"], lw=1.0, ls=":")
         ax.text(0.01, 1.0, " no gain", transform=ax.get_yaxis_transform(), ha="left", va="bottom",
                 fontsize=SMALL)
@@ -284,7 +284,7 @@ def speculative_gain_vs_batch(model, chip, draft_tokens=(1, 3, 7), acceptance=0.
     k0 = ks[-1]
     fig.alt_text = ("Speed-up per user of speculative decoding over plain decoding for "
                     f"{model.name} on {chips_label(n_chips, chip)} against batch {B[0]:g} to "
-                    f"{B[-1]:g}, acceptance {acceptance:g}: with k = {k0} drafts the gain is "
+                    f"{B[-1]:g}, acceptance {acceptance:g}: with γ = {k0} drafts the gain is "
                     f"{gains[k0][0]:.2f}x at batch 1 and {gains[k0][-1]:.2f}x at batch {B[-1]:g}; "
                     "every curve falls once the verify step turns compute-bound.")
     settle_legend(ax)
