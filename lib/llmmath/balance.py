@@ -95,7 +95,7 @@ def critical_context(model, chip, kv_bytes=2, dtype="bf16", attention_flops=True
     balance, or attention does more FLOPs per cached byte than the chip's FLOP/byte. The result
     may exceed ``model.max_context``; then no supported context makes decode memory-bound at
     every batch. ``attention_dtype`` is the arithmetic attention runs in (bf16 by default, as
-    decode kernels dequantise an fp8 cache; see :func:`llmmath.step.decode_step`).
+    decode kernels dequantise an fp8 cache; see :func:`llmmath.roofline.decode_step`).
     """
     kv_bytes = positive("kv_bytes", kv_bytes)
     choice("overlap", overlap, OVERLAPS)

@@ -45,7 +45,7 @@ small frozen dataclass, defaults below), for example
 ``data/calibration/README.md``; ``scripts/calibration_report.py`` prints how close it comes). The
 estimate is a calibrated floor, not a bound: nearly every measurement sits above it, but two
 Mixtral rows run a little faster (0.89 and 0.91 times it). The test of "within 30%",
-``|estimate - measured| <= 0.3 measured`` (:data:`CALIBRATION_BAND`), is lopsided: it accepts a
+``|estimate - measured| <= 0.3 measured`` (``CALIBRATION_BAND``), is lopsided: it accepts a
 measurement from 0.77 to 1.43 times the estimate, lenient on the side where the estimate errs.
 The held-out rows alternate with the fitted ones within each source (neighbours of the same
 model, engine and chip), and several coefficients were chosen with both halves in view (the
