@@ -415,3 +415,21 @@ def test_deepseek_exercise_formula_gives_its_printed_number():
     assert _value("ex_ds_simple") == pytest.approx(hand, rel=0.001)
     assert 1978.9e12 / (2 * 3.35e12) * 671.03e9 / 36.625e9 == pytest.approx(
         _value("ex_ds_h100"), rel=0.005)
+
+
+def test_fleet_sits_below_the_balance_point_of_its_own_layout():
+    # Claim (section 4.8): counted per chip as DeepSeek lays it out (data-parallel attention
+    # keeps the non-expert weights whole on each of the 144 GPUs), the replica's critical batch
+    # exceeds the 12,686 sequences in flight, so the fleet runs below it, while the
+    # every-weight-spread B*(4096) puts it above. Each GPU re-reads ~17 GB of replicated fp8
+    # weights every step (moe_rack's hand computation), which 12,686 / 144 = 88 sequences per
+    # GPU cannot amortise.
+    from llmmath.balance import critical_batch
+    from llmmath.moe import expert_parallel_critical_batch
+    ds, h100 = models.get("DeepSeek-V3"), chips.get("H100-SXM")
+    ep = expert_parallel_critical_batch(ds, h100, 144, weight_bytes=1, dtype="fp8", context=4096,
+                                        kv_bytes=2)
+    spread = critical_batch(ds, h100, context=4096, weight_bytes=1, dtype="fp8")
+    assert spread < 12_686 < ep
+    assert _glued("ds_bstar_ep") == f"{ep:,.0f}"
+    assert _glued("ds_over_ep") == f"{12_686 / ep:.2f}"
