@@ -128,7 +128,8 @@ SHOWN_BY_THE_BODY = {
     # the domain table lists the B300 rack's HBM (moe-ex-rack); gpt-oss's "(1.00 D)" expert width;
     # the References cell prints the H100 datasheet entry as the bibliography does, whose note
     # gives NVLink's 900 GB/s, the GB200 scale-up figure one solution quotes (moe-ex-tworacks)
-    "book/moe_rack": {"20.7 TB", "1.00", "900 GB/s"},
+    # ... and the capacity table's "564B" for 8 x H200 is not moe-ex-imbalance's 564 tokens
+    "book/moe_rack": {"20.7 TB", "1.00", "900 GB/s", "564"},
 }
 
 
