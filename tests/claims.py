@@ -9,9 +9,11 @@ and costs one item.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import itertools
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -114,6 +116,35 @@ def from_scratch(test_file) -> dict:
     with contextlib.redirect_stdout(io.StringIO()):
         exec(compile("".join(cell["source"]), f"{chapter}:from-scratch", "exec"), namespace)
     return namespace
+
+
+@functools.cache
+def _glue_table(notebook: Path) -> dict[str, str]:
+    """Every name an executed notebook glued, with the text it glued (its committed outputs)."""
+    table = {}
+    for cell in json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]:
+        for out in cell.get("outputs", []):
+            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name:
+                table[name] = out["data"]["application/papermill.record/text/plain"].strip("'\"")
+    return table
+
+
+def glued(notebook: Path, name: str) -> str:
+    """The text the chapter ``notebook`` glues under ``name`` (KeyError if it glues none)."""
+    return _glue_table(Path(notebook))[name]
+
+
+def glued_number(notebook: Path, name: str, units: dict[str, float]) -> tuple[float, float]:
+    """A glued number in SI units, and the relative error its printed digits allow (half a unit
+    of the last digit): "19.8 ms" -> (0.0198, 0.0025) with ``units["ms"] = 1e-3``. Thousands
+    separators and a leading "$" are dropped; a unit missing from ``units`` is an error."""
+    text = glued(notebook, name).replace(",", "").replace("$", "").strip()
+    m = re.fullmatch(r"([0-9.]+) ?(\S*)", text)
+    assert m, (name, text)
+    digits, unit = m.groups()
+    last = 10.0 ** -(len(digits.split(".")[1]) if "." in digits else 0)
+    return float(digits) * units[unit], 0.5 * last / float(digits) + 1e-12
 
 
 # catalogue subsets the from-scratch checks sweep (read after tests/conftest.py's sentinels)

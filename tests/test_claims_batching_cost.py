@@ -11,14 +11,12 @@ routed experts.
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from pathlib import Path
 
 import numpy as np
 import pytest
-from claims import BF16_CHIPS, DENSE_GQA, each, from_scratch
+from claims import BF16_CHIPS, DENSE_GQA, each, from_scratch, glued, glued_number
 
 from llmmath import chips, models
 from llmmath.cost import chip_seconds_per_token, fast_mode, latency_cost_frontier
@@ -299,23 +297,16 @@ def test_from_scratch_cell_agrees_with_the_library():
 # ----- the worked examples, by hand against the glued numbers (corrections v2) -----------------
 
 _NB = Path(__file__).resolve().parents[1] / "book" / "batching_cost.ipynb"
-_UNITS = {"ms": 1e-3, "µs": 1e-6, "s": 1.0, "k": 1e3, "B": 1.0, "%": 1e-2, "x": 1.0}
+_UNITS = {"ms": 1e-3, "µs": 1e-6, "s": 1.0, "k": 1e3, "B": 1.0, "%": 1e-2, "x": 1.0, "": 1.0}
 
 
 def _glued(name):
-    """The text the chapter glues under ``name``, read from the committed notebook."""
-    for cell in json.loads(_NB.read_text(encoding="utf-8"))["cells"]:
-        for out in cell.get("outputs", []):
-            if out.get("metadata", {}).get("scrapbook", {}).get("name") == name:
-                return out["data"]["application/papermill.record/text/plain"]
-    raise KeyError(name)
+    return glued(_NB, name)
 
 
 def _value(name):
     """A glued number in SI: "31.4 ms" -> 0.0314, "182k" -> 182000, "66%" -> 0.66."""
-    text = _glued(name).replace(",", "").strip()
-    num = re.match(r"[\d.]+", text).group(0)
-    return float(num) * _UNITS.get(text[len(num):].strip(), 1.0)
+    return glued_number(_NB, name, _UNITS)[0]
 
 
 # DeepSeek-V3 on a GB200 NVL72 rack at B* (FP4 weights, fp8 cache), typed from the datasheet and

@@ -12,14 +12,12 @@ Sources: the core inequality and the critical context follow the episode (dwarke
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from pathlib import Path
 
 import numpy as np
 import pytest
-from claims import BF16_CHIPS, DENSE_GQA, each, from_scratch
+from claims import BF16_CHIPS, DENSE_GQA, each, from_scratch, glued, glued_number
 
 from llmmath import chips, models
 from llmmath.chips import Chip
@@ -377,23 +375,16 @@ def test_from_scratch_cell_agrees_with_the_library():
 # ----- the worked numbers, by hand against the glued prose (corrections v2) -------------------
 
 _NB = Path(__file__).resolve().parents[1] / "book" / "kv_cache.ipynb"
-_UNITS = {"ms": 1e-3, "µs": 1e-6, "s": 1.0, "k": 1e3, "B": 1.0, "bytes": 1.0, "x": 1.0}
+_UNITS = {"ms": 1e-3, "µs": 1e-6, "s": 1.0, "k": 1e3, "B": 1.0, "bytes": 1.0, "x": 1.0, "": 1.0}
 
 
 def _glued(name):
-    """The text the chapter glues under ``name``, read from the committed notebook."""
-    for cell in json.loads(_NB.read_text(encoding="utf-8"))["cells"]:
-        for out in cell.get("outputs", []):
-            if out.get("metadata", {}).get("scrapbook", {}).get("name") == name:
-                return out["data"]["application/papermill.record/text/plain"]
-    raise KeyError(name)
+    return glued(_NB, name)
 
 
 def _value(name):
     """A glued number in SI: "17.6 µs" -> 1.76e-5, "1,667 bytes" -> 1667, "2.12x" -> 2.12."""
-    text = _glued(name).replace(",", "").strip()
-    num = re.match(r"[\d.]+", text).group(0)
-    return float(num) * _UNITS.get(text[len(num):].strip(), 1.0)
+    return glued_number(_NB, name, _UNITS)[0]
 
 
 # H100 SXM datasheet: 989.4 TFLOP/s bf16, 1,978.9 fp8, 3.35 TB/s. DeepSeek-V3: 36.625e9 matmul

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from claims import each, from_scratch
+from claims import each, from_scratch, glued, glued_number
 
 from llmmath import chips, models, moe
 from llmmath.roofline import critical_batch
@@ -143,9 +143,7 @@ def test_from_scratch_cell_agrees_with_the_library():
 
 # ----- the worked examples, by hand against the glued numbers (corrections v2, issue 31) -------
 
-import json  # noqa: E402
 import math  # noqa: E402
-import re  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 _NB = Path(__file__).resolve().parents[1] / "book" / "moe_rack.ipynb"
@@ -154,24 +152,13 @@ _UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "kB": 1e3, "MB": 1e6, "
 
 
 def _glued(name):
-    """The text the executed chapter glued under ``name``."""
-    for cell in json.loads(_NB.read_text(encoding="utf-8"))["cells"]:
-        for out in cell.get("outputs", []):
-            if out.get("metadata", {}).get("scrapbook", {}).get("name") == name:
-                return out["data"]["application/papermill.record/text/plain"].strip("'\"")
-    raise KeyError(name)
+    return glued(_NB, name)
 
 
 def _value(name):
     """A glued number in SI ("19.8 ms" -> 0.0198, "24,736" -> 24736, "9.2%" -> 0.092), and the
     relative error its printed digits allow (half a unit of the last digit)."""
-    text = _glued(name).replace(",", "")
-    m = re.fullmatch(r"([0-9.]+) ?([a-zµA-Z%]*)", text)
-    assert m, (name, text)
-    digits, unit = m.groups()
-    value = float(digits) * _UNITS[unit]
-    last = 10.0 ** -(len(digits.split(".")[1]) if "." in digits else 0)
-    return value, 0.5 * last / float(digits) + 1e-12
+    return glued_number(_NB, name, _UNITS)
 
 
 def _same(name, expected):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from claims import each, from_scratch
+from claims import each, from_scratch, glued, glued_number
 
 from llmmath import chips, models
 from llmmath.collectives import collective_time, latency_bandwidth_crossover
@@ -188,8 +188,6 @@ def test_from_scratch_cell_agrees_with_the_library():
 # (270 GB/s ICI per chip in Pope et al.'s model, 275 TFLOP/s bf16); PaLM 540B (118 layers,
 # D 18,432, F 73,728 = 4D, 48 query heads of 256, one KV head, a SwiGLU MLP).
 
-import json  # noqa: E402
-import re  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "book" / "partitioning.ipynb"
@@ -198,23 +196,13 @@ _UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "kB": 1e3, "MB": 1e6, "
 
 
 def _glued(name):
-    """The text the executed chapter glued under ``name``."""
-    for cell in json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]:
-        for out in cell.get("outputs", []):
-            if out.get("metadata", {}).get("scrapbook", {}).get("name") == name:
-                return out["data"]["application/papermill.record/text/plain"].strip("'\"")
-    raise KeyError(name)
+    return glued(NOTEBOOK, name)
 
 
 def _number(name):
     """A glued number in SI units, and the relative error its printed digits allow (half a unit
     of the last digit printed)."""
-    text = _glued(name).replace(",", "")
-    m = re.fullmatch(r"([0-9.]+) ?([a-zµA-Z%]*)", text)
-    assert m, (name, text)
-    digits = m.group(1)
-    last = 10.0 ** -len(digits.split(".")[1]) if "." in digits else 1.0
-    return float(digits) * _UNITS[m.group(2)], 0.5 * last / float(digits)
+    return glued_number(NOTEBOOK, name, _UNITS)
 
 
 def _agrees(name, value):

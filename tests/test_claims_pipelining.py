@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from claims import each, from_scratch
+from claims import each, from_scratch, glued, glued_number
 
 from llmmath import chips, models
 from llmmath import pipeline as pp
@@ -169,8 +169,6 @@ def test_from_scratch_cell_agrees_with_the_library():
 
 # ----- the worked examples, by hand against the glued numbers (corrections v2, issue 31) -------
 
-import json  # noqa: E402
-import re  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 _NB = Path(__file__).resolve().parents[1] / "book" / "pipelining.ipynb"
@@ -179,24 +177,13 @@ _UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "kB": 1e3, "MB": 1e6, "
 
 
 def _glued(name):
-    """The text the executed chapter glued under ``name``."""
-    for cell in json.loads(_NB.read_text(encoding="utf-8"))["cells"]:
-        for out in cell.get("outputs", []):
-            if out.get("metadata", {}).get("scrapbook", {}).get("name") == name:
-                return out["data"]["application/papermill.record/text/plain"].strip("'\"")
-    raise KeyError(name)
+    return glued(_NB, name)
 
 
 def _same(name, expected):
     """A glued number equals ``expected`` to the digits it prints (half a unit of the last)."""
-    text = _glued(name).replace(",", "")
-    m = re.fullmatch(r"([0-9.]+) ?([a-zµA-Z%]*)", text)
-    assert m, (name, text)
-    digits, unit = m.groups()
-    last = 10.0 ** -(len(digits.split(".")[1]) if "." in digits else 0)
-    value = float(digits) * _UNITS[unit]
-    assert expected == pytest.approx(value, rel=0.5 * last / float(digits) + 1e-12), (
-        name, text, expected)
+    value, rel = glued_number(_NB, name, _UNITS)
+    assert expected == pytest.approx(value, rel=rel), (name, _glued(name), expected)
 
 
 # DeepSeek-V3 [hf_deepseek_v3]: 671,026,419,200 parameters; 58 MoE layers of 256 routed experts of

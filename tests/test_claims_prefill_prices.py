@@ -9,14 +9,12 @@ _bibparts/prefill_prices.bib.
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from pathlib import Path
 
 import numpy as np
 import pytest
-from claims import DENSE_GQA, each, from_scratch
+from claims import DENSE_GQA, each, from_scratch, glued, glued_number
 
 from llmmath import chips, cost, memory, models, prices
 from llmmath.cost import chunked_prefill_tokens, input_output_cost
@@ -263,23 +261,16 @@ def test_from_scratch_cell_agrees_with_the_library():
 # ----- the worked numbers, by hand against the glued prose (corrections v2) -------------------
 
 _NB = Path(__file__).resolve().parents[1] / "book" / "prefill_prices.ipynb"
-_UNITS = {"ms": 1e-3, "µs": 1e-6, "s": 1.0, "k": 1e3, "B": 1.0, "bytes": 1.0, "GB/s": 1e9}
+_UNITS = {"ms": 1e-3, "µs": 1e-6, "s": 1.0, "k": 1e3, "B": 1.0, "bytes": 1.0, "GB/s": 1e9, "": 1.0}
 
 
 def _glued(name):
-    """The text the chapter glues under ``name``, read from the committed notebook."""
-    for cell in json.loads(_NB.read_text(encoding="utf-8"))["cells"]:
-        for out in cell.get("outputs", []):
-            if out.get("metadata", {}).get("scrapbook", {}).get("name") == name:
-                return out["data"]["application/papermill.record/text/plain"]
-    raise KeyError(name)
+    return glued(_NB, name)
 
 
 def _value(name):
     """A glued number in SI: "41.9 ms" -> 0.0419, "64 GB/s" -> 6.4e10, "231" -> 231."""
-    text = _glued(name).replace(",", "").replace("$", "").strip()
-    num = re.match(r"[\d.]+", text).group(0)
-    return float(num) * _UNITS.get(text[len(num):].strip(), 1.0)
+    return glued_number(_NB, name, _UNITS)[0]
 
 
 def test_chunked_prefill_free_tokens_under_both_overlaps():
