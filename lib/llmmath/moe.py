@@ -44,7 +44,7 @@ from ._check import scalar_or_array as _out
 from ._summary import SummaryRow
 from .balance import _per_sequence_decode
 from .cost import price_per_chip_second
-from .step import ATTENTION_DTYPES, Step, _check_step, _finish
+from .step import ATTENTION_DTYPES, Step, _check_step, _decode_work, _finish, _prefill_work
 from .units import fmt_count
 
 __all__ = [
@@ -361,12 +361,7 @@ def expert_parallel_decode_step(model, chip, batch, context, n_chips, redundant_
     peak = chip.peak(dtype)
     context = model.check_context(context)
     placement, slots = _ep_layout(model, n, redundant_experts, weight_bytes)
-    mm = batch * 2.0 * model.matmul_params_active
-    attn = idx = 0.0
-    if attention_flops:
-        attn, idx = model._decode_flops(context)
-        attn = batch * attn
-        idx = batch * idx if model.has_indexer else 0.0
+    mm, attn, idx = _decode_work(model, batch, context, attention_flops)
     per_chip = _ep_bytes(model, n, batch, placement.experts_per_chip, slots, weight_bytes)
     kvbytes = batch * model._read_bytes(context, kv_bytes)
     held = n * placement.weight_bytes_per_chip + batch * model._held_bytes(context, kv_bytes)
@@ -402,11 +397,7 @@ def expert_parallel_prefill_step(model, chip, batch, prompt, n_chips, redundant_
     model.check_context(past + prompt, "past + prompt")
     placement, slots = _ep_layout(model, n, redundant_experts, weight_bytes)
     tokens = positive("batch x prompt", batch * prompt)
-    mm = tokens * 2.0 * model.matmul_params_active
-    attn = idx = 0.0
-    if attention_flops:
-        attn = batch * model._prefill_attention_flops(prompt, past)
-        idx = batch * model._prefill_indexer_flops(prompt, past) if model.has_indexer else 0.0
+    mm, attn, idx = _prefill_work(model, batch, prompt, past, attention_flops)
     per_chip = _ep_bytes(model, n, tokens, placement.experts_per_chip, slots, weight_bytes)
     written = model._held_bytes(past + prompt, kv_bytes) - model._held_bytes(past, kv_bytes)
     kvbytes = batch * (written + model._read_bytes(past, kv_bytes))

@@ -15,7 +15,7 @@ import numpy as np
 from ._check import positive
 from ._check import scalar_or_array as _out
 from ._solve import bisect
-from .step import Step, _check_step, _finish
+from .step import Step, _check_step, _decode_work, _finish
 
 __all__ = ["speculative_tokens_per_step", "speculative_step", "speculative_critical_batch"]
 
@@ -79,11 +79,8 @@ def speculative_step(model, chip, batch, context, draft_tokens, acceptance=1.0, 
     k = positive("draft_tokens", draft_tokens, allow_zero=True, integer=True)
     per_seq = speculative_tokens_per_step(k, acceptance)
     scored = batch * (k + 1.0)
-    mm = scored * 2.0 * model.matmul_params_active
-    attn = idx = 0.0
-    if attention_flops:
-        attn = scored * model.attention_flops_per_token(context)
-        idx = scored * model.indexer_flops_per_token(context) if model.has_indexer else 0.0
+    context = model.check_context(context)
+    mm, attn, idx = _decode_work(model, scored, context, attention_flops)
     wbytes = model.weight_params_read(scored) * weight_bytes
     kvbytes = batch * model.kv_read_bytes(context, kv_bytes)
     held = model.total_params * weight_bytes + batch * model.kv_cache_bytes(context, kv_bytes)

@@ -196,6 +196,28 @@ def _finish(kind, overlap, mm_flops, attn_flops, idx_flops, wbytes, kvbytes, n_c
     )
 
 
+def _decode_work(model, scored, context, attention_flops):
+    """(matmul, attention, indexer) FLOPs of ``scored`` tokens, each attending over ``context``
+    cached tokens (already checked): ``2 N_mm`` per token, plus attention's own FLOPs (and a
+    sparse-attention indexer's) unless ``attention_flops`` is False."""
+    mm = scored * 2.0 * model.matmul_params_active
+    if not attention_flops:
+        return mm, 0.0, 0.0
+    attn, idx = model._decode_flops(context)
+    return mm, scored * attn, scored * idx if model.has_indexer else 0.0
+
+
+def _prefill_work(model, batch, prompt, past, attention_flops):
+    """(matmul, attention, indexer) FLOPs of prefilling ``prompt`` tokens after ``past`` cached
+    ones for each of ``batch`` sequences (arguments already checked)."""
+    mm = batch * prompt * 2.0 * model.matmul_params_active
+    if not attention_flops:
+        return mm, 0.0, 0.0
+    attn = batch * model._prefill_attention_flops(prompt, past)
+    idx = batch * model._prefill_indexer_flops(prompt, past) if model.has_indexer else 0.0
+    return mm, attn, idx
+
+
 def _check_step(n_chips, weight_bytes, kv_bytes, overlap, compute_efficiency, memory_efficiency,
                 attention_dtype="bf16"):
     """Validate the arguments every step bound shares (ValueError naming the argument)."""
@@ -242,12 +264,7 @@ def decode_step(model, chip, batch, context, n_chips=1, weight_bytes=2, kv_bytes
     peak = chip.peak(dtype)  # validates dtype early, naming the chip's dtypes
     context = model.check_context(context)  # within the model's window
 
-    mm = batch * 2.0 * model.matmul_params_active
-    attn = idx = 0.0
-    if attention_flops:
-        attn, idx = model._decode_flops(context)  # attention_flops_per_token, indexer_flops_...
-        attn = batch * attn
-        idx = batch * idx if model.has_indexer else 0.0
+    mm, attn, idx = _decode_work(model, batch, context, attention_flops)
     wbytes = model.weight_params_read(batch) * weight_bytes
     kvbytes = batch * model._read_bytes(context, kv_bytes)  # kv_read_bytes, checked above
     kv_replicas = positive("kv_replicas", kv_replicas)
@@ -291,11 +308,7 @@ def prefill_step(model, chip, batch, prompt, n_chips=1, weight_bytes=2, kv_bytes
     model.check_context(past + prompt, "past + prompt")  # checked once, here
 
     tokens = positive("batch x prompt", batch * prompt)  # finite: no overflow of the product
-    mm = tokens * 2.0 * model.matmul_params_active
-    attn = idx = 0.0
-    if attention_flops:
-        attn = batch * model._prefill_attention_flops(prompt, past)
-        idx = batch * model._prefill_indexer_flops(prompt, past) if model.has_indexer else 0.0
+    mm, attn, idx = _prefill_work(model, batch, prompt, past, attention_flops)
     wbytes = model._weight_params_read(tokens) * weight_bytes
     written = model._held_bytes(past + prompt, kv_bytes) - model._held_bytes(past, kv_bytes)
     kvbytes = batch * (written + model._read_bytes(past, kv_bytes))
