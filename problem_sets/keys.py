@@ -275,7 +275,8 @@ def _week09(q, p):
     if q == "q3":  # weight-gathered feed-forward layers at their best group size, all layers
         model = lm.model(p.ffn_model)
         one = lm.parallel.ffn_comm_time("wg-opt", p.tokens, model.d_model, model.d_ff,
-                                        p.n_chips, lm.chip(p.tpu).scale_up_bandwidth)
+                                        p.n_chips, lm.chip(p.tpu).scale_up_bandwidth,
+                                        n_mats=3 if model.gated_mlp else 2)
         return model.n_layers * one
     raise KeyError(q)
 

@@ -288,8 +288,9 @@ def _week09(rng, p):
     p.gpu = rng.choice(_network_gpus(nvidia=True))
     p.switch_latency = rng.choice([2e-6, 3e-6, 5e-6])
 
-    def n_opt(ffn_model, tokens, n_chips):
-        return math.sqrt(tokens * n_chips / lm.model(ffn_model).d_ff)
+    def n_opt(ffn_model, tokens, n_chips):  # best gathering group, bf16 (parallel.ffn_comm_time)
+        model = lm.model(ffn_model)
+        return math.sqrt(2 * tokens * n_chips / ((3 if model.gated_mlp else 2) * model.d_ff))
     p.__dict__.update(_redraw_until(
         rng, lambda r: {"ffn_model": r.choice(("GPT-3-175B", "PaLM-540B", "Llama-3-70B",
                                                "Llama-3.1-405B")),
