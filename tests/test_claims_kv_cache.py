@@ -375,7 +375,8 @@ def test_from_scratch_cell_agrees_with_the_library():
 # ----- the worked numbers, by hand against the glued prose (corrections v2) -------------------
 
 _NB = Path(__file__).resolve().parents[1] / "book" / "kv_cache.ipynb"
-_UNITS = {"ms": 1e-3, "µs": 1e-6, "s": 1.0, "k": 1e3, "B": 1.0, "bytes": 1.0, "x": 1.0, "": 1.0}
+_UNITS = {"ms": 1e-3, "µs": 1e-6, "s": 1.0, "k": 1e3, "B": 1.0, "bytes": 1.0,
+          "x": 1.0, "×": 1.0, "": 1.0}
 
 
 def _glued(name):

@@ -192,7 +192,7 @@ from pathlib import Path  # noqa: E402
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "book" / "partitioning.ipynb"
 _UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "kB": 1e3, "MB": 1e6, "k": 1e3,
-          "%": 1e-2, "x": 1.0, "": 1.0}
+          "%": 1e-2, "x": 1.0, "×": 1.0, "": 1.0}
 
 
 def _glued(name):

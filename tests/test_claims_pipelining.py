@@ -173,7 +173,7 @@ from pathlib import Path  # noqa: E402
 
 _NB = Path(__file__).resolve().parents[1] / "book" / "pipelining.ipynb"
 _UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "kB": 1e3, "MB": 1e6, "GB": 1e9,
-          "TB": 1e12, "%": 1e-2, "x": 1.0, "": 1.0}
+          "TB": 1e12, "%": 1e-2, "x": 1.0, "×": 1.0, "": 1.0}
 
 
 def _glued(name):
