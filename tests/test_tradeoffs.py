@@ -365,7 +365,7 @@ SUMMARY_UNITS = {
     "cache tier knee (hold vs read)": (60, " min"),
     "total parameters one scale-up domain holds": (1e12, "T parameters"),
     "pipeline bubble": (1e-2, "%"), "all-reduce (bandwidth term)": (1e-3, " ms"),
-    "a calibrated estimate (not a bound)": (1e-3, " ms"), "training compute": (1, " FLOP"),
+    "a calibrated estimate (not a bound)": (1e-3, " ms"), "training compute": (1e24, " YFLOP"),
     "training state": (1e12, " TB"),
     "per-chip batch that hides the gradient sync": (1e3, "k tokens"),
     "equalise pre-training, RL and inference compute": (1e12, "T pre-training tokens"),

@@ -23,7 +23,7 @@ from ._check import choice, fraction, positive
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
 from ._summary import SummaryRow
-from .units import fmt_bytes, fmt_count
+from .units import fmt_bytes, fmt_count, fmt_flops
 
 __all__ = [
     "training_flops",
@@ -468,7 +468,7 @@ SUMMARY = (
     SummaryRow("training_compute", "training compute", r"6 N_\text{act} D_\text{pre}",
                "Llama 3.1 405B, 15.6T tokens",
                lambda lm: lm.training_flops(lm.model("Llama-3.1-405B"), 15.6e12),
-               lambda f: f"{f:.2e} FLOP",
+               lambda f: fmt_flops(f),
                by_formula=lambda lm: 6 * lm.model("Llama-3.1-405B").active_params * 15.6e12),
     SummaryRow("training_compute", "training state",
                r"b_\text{state} N_\text{tot}, \ b_\text{state} = 16",
