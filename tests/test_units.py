@@ -38,7 +38,7 @@ def test_constants():
     (u.fmt_usd, (2.5,), "$2.50"),
     (u.fmt_usd, (0.00123,), "$0.00123"),
     (u.fmt_usd, (12345,), "$12.3k"),
-    (u.fmt_ratio, (2.47,), "2.5x"),
+    (u.fmt_ratio, (2.47,), "2.5×"),
     (u.fmt_percent, (0.456,), "46%"),
 ])
 def test_formatting(fn, args, expected):

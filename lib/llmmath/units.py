@@ -157,8 +157,9 @@ def fmt_usd(x, digits: int = 3) -> str:
 
 
 def fmt_ratio(x, digits: int = 2) -> str:
-    """A dimensionless factor: ``fmt_ratio(2.47) == '2.5x'``."""
-    return _sig(_scalar(x, "x"), digits) + "x"
+    """A dimensionless factor: ``fmt_ratio(2.47) == '2.5×'`` (the multiplication sign, as print
+    sets it, not the letter x)."""
+    return _sig(_scalar(x, "x"), digits) + "×"
 
 
 def fmt_percent(x, digits: int = 2) -> str:
