@@ -187,6 +187,15 @@ def test_nothing_runs_off_a_page():
     assert not bad, f"material runs off its page (LaTeX log): {bad}"
 
 
+def test_long_tables_continue_without_a_missing_table_number(pdf_text):
+    # The tables carry no caption, so Sphinx's "Table 13.1 – continued from previous page" named
+    # a table number printed nowhere; the head says only that the table continues.
+    flat = _squash(pdf_text)
+    assert "continued from the previous page" in flat, "no table breaks across pages"
+    named = re.findall(r"Table \S+ \S continued from", flat)
+    assert not named, f"a continued table names a number it never printed: {named[:2]}"
+
+
 def test_code_at_88_columns_fits_its_box():
     # Chapter cells are at most 88 columns (tests/test_page_text.py): at the PDF's code size they
     # must fit the narrowest code box, or they wrap mid-identifier with a hook ("H100↪SXM").
