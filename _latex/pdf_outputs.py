@@ -50,9 +50,9 @@ PDF_NAME = "the-roofline-book.pdf"
 SOLUTIONS_TITLE = "Solutions to the exercises"
 INTRO_TITLE = "Introduction"
 # Tables: a line of body text holds about this many characters; a table whose estimated
-# height passes TALL_LINES lines becomes a longtable (a tabulary cannot break across pages).
+# height passes TALL_LINES lines (most of a page) becomes a longtable (tabulary cannot break).
 LINE_CHARS = 100
-TALL_LINES = 28
+TALL_LINES = 50
 
 
 def _is_bundle(node):
@@ -390,22 +390,19 @@ def _cell_chars(entry):
 
 
 def column_widths(rows, total):
-    """Column widths (in characters, summing to at most ``total``) for rows of
-    (characters, longest word) cells: natural widths when they fit; else each column its
-    longest word plus a share of the rest in proportion to the text it holds beyond that
-    (summed over its rows, so that one long cell does not claim the page)."""
+    """Column widths (in characters, summing to ``total``: a tall table spans the text) for
+    rows of (characters, longest word) cells: each column its longest word, plus a share of the
+    rest in proportion to the text it holds beyond that (summed over its rows, so that one long
+    cell does not claim the page), never more than its longest cell needs."""
     ncols = len(rows[0])
     natural = [max(r[i][0] for r in rows) for i in range(ncols)]
-    words = [max(r[i][1] for r in rows) + 1 for i in range(ncols)]
-    if sum(max(n, w) for n, w in zip(natural, words, strict=True)) <= total:
-        return [max(n, w) for n, w in zip(natural, words, strict=True)]
-    if sum(words) >= total:
-        return [max(1, total * w // sum(words)) for w in words]
+    # a word's room: sans headers run wider than the body's serif, plus the column's padding
+    words = [round(max(r[i][1] for r in rows) * 1.15) + 3 for i in range(ncols)]
     mass = [sum(max(r[i][0] - words[i], 0) for r in rows) for i in range(ncols)]
-    spare = total - sum(words)
+    spare = max(total - sum(words), 0)
     widths = [min(max(n, w), w + spare * m / (sum(mass) or 1))
               for n, w, m in zip(natural, words, mass, strict=True)]
-    return [int(w * total / sum(widths)) for w in widths]  # what a column left, all share
+    return [max(1, int(w * total / sum(widths))) for w in widths]  # what is left, all share
 
 
 class LongValuesElided(SphinxPostTransform):
