@@ -297,7 +297,8 @@ def test_from_scratch_cell_agrees_with_the_library():
 # ----- the worked examples, by hand against the glued numbers (corrections v2) -----------------
 
 _NB = Path(__file__).resolve().parents[1] / "book" / "batching_cost.ipynb"
-_UNITS = {"ms": 1e-3, "µs": 1e-6, "s": 1.0, "k": 1e3, "B": 1.0, "%": 1e-2, "x": 1.0, "×": 1.0, "": 1.0}
+_UNITS = {"ms": 1e-3, "µs": 1e-6, "s": 1.0, "k": 1e3, "B": 1.0, "%": 1e-2, "x": 1.0, "×": 1.0,
+          "": 1.0}
 
 
 def _glued(name):
