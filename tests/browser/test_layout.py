@@ -210,9 +210,10 @@ FIT = r"""(wide) => {
     if (!visible(pre)) continue;
     const over = pre.scrollWidth > pre.clientWidth + 1;
     const head = JSON.stringify(pre.textContent.trim().split('\n')[0].slice(0, 40));
+    const longest = Math.max(...pre.textContent.split('\n').map(l => l.length));
     if (wide && chapter && over)
       problems.push(`code ${head}${where(pre)} scrolls sideways (${pre.scrollWidth} px in ` +
-                    `${pre.clientWidth} px)`);
+                    `${pre.clientWidth} px; longest line ${longest} characters)`);
     if (!wide && over && !cue(pre))
       problems.push(`code ${head}${where(pre)} scrolls with no scroll cue`);
   }
@@ -361,7 +362,15 @@ PLANT = r"""async () => {
     '<div class="highlight"><pre id="planted-pre">' + 'long_name = 1; '.repeat(8) +
     '</pre></div><table id="planted-table" style="table-layout: fixed; width: 8rem"><tbody>' +
     '<tr><td>39.2 ms</td><td><code class="docutils literal">hidden_size</code></td></tr>' +
-    '</tbody></table>');
+    '</tbody></table>' +
+    // controls: an 88-character line (what the notebooks are formatted to) in an open code
+    // cell and in a folded one fits the desktop column
+    `<div class="cell docutils container"><div class="cell_input docutils container">
+     <div class="highlight"><pre>${'a'.repeat(88)}</pre></div></div></div>
+     <div class="cell tag_hide-input docutils container"><details class="admonition hide
+     above-input" open><summary><p class="admonition-title">Show code cell source</p></summary>
+     <div class="cell_input docutils container"><div class="highlight"><pre>${'b'.repeat(88)}
+     </pre></div></div></details></div>`);
   await MathJax.typesetPromise([document.getElementById('equation-planted')]);
   // what the fixes prevent: cells that wrap, a bold h3, the theme's top bar
   const style = document.createElement('style');
@@ -379,7 +388,8 @@ NO_CUE = "() => { const s = document.createElement('style'); s.textContent = " \
 def test_fit_checks_catch_planted_problems(browser, site_url, label):
     """Each FIT check bites: a 40-term formula, a 120-character code line, a number and a code
     literal forced to wrap in a narrow table, an h3 heavier and larger than h2, the top bar back;
-    and on a phone, the same formula and code with the scroll cue switched off."""
+    and on a phone, the same formula and code with the scroll cue switched off. And an
+    88-character line in an open and in a folded code cell passes at 1280 px."""
     visit = PageVisit(browser, f"{site_url}/book/counting.html", viewport=WIDTHS[label])
     try:
         page, wide = visit.page, label == "desktop"
@@ -391,6 +401,7 @@ def test_fit_checks_catch_planted_problems(browser, site_url, label):
         assert "is lighter than h3" in found, found
         if wide:
             assert 'code "long_name = 1;' in found and "scrolls sideways" in found, found
+            assert '"aaaa' not in found and '"bbbb' not in found, found  # 88 characters fit
             assert "top bar:" in found, found
         else:
             assert "after fitting (at most 1.1x)" in found, found
