@@ -5,7 +5,8 @@
  * - A box that still scrolls sideways (formula, code, table) is wrapped in .llm-scroll-host and
  *   marked .llm-scrolls: a fade and a "scroll" marker at its right edge, gone at the end.
  * - Table cells holding one word or a number with its unit do not wrap (td.llm-nowrap).
- * - A long inline code name (over 20 characters) may break after its dots and underscores.
+ * - A long inline code name (over 20 characters) may break after its dots and underscores, in
+ *   the text and in the page's contents (the API page's constants ran out of the sidebar).
  * Run when MathJax has typeset, when the width changes and when a dropdown or solution opens.
  */
 (function () {
@@ -125,6 +126,8 @@
       var art = document.querySelector(".bd-article") || document.body;
       nowrapCells(art);
       breakLongNames(art);
+      var toc = document.querySelector(".bd-sidebar-secondary");  /* the API page's long names */
+      if (toc) { breakLongNames(toc); }
       markWideInline(art);
       fitMath(art);
       cue(art);
