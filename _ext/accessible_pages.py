@@ -11,7 +11,10 @@ says what they see ("Show code cell source", "Search") does not reach them:
 The label is dropped, so each control is named by its visible text. And the bibliography's
 ``role="list"`` holds entries marked ``role="doc-biblioentry"`` (docutils), which a list may not
 contain (axe-core's aria-required-children; the role is deprecated in DPUB-ARIA 1.1): inside a
-citation list they become ``role="listitem"``. The saved explorers' sliders
+citation list they become ``role="listitem"``. A solution's link ("Solution to Exercise 3.8
+(... Pope's step ...)") repeats its exercise's title as sphinx-exercise copied it, before
+Sphinx's smartquotes: its quotes and apostrophes become the typographic ones the exercise's own
+title shows ("Pope’s"), so the two read the same. The saved explorers' sliders
 are named in _vendor/widgets-glue.js (the widget manager draws them in the browser).
 Tested in tests/test_accessible_pages.py; the browser suite runs axe-core over every page.
 """
@@ -24,6 +27,19 @@ from pathlib import Path
 _SEARCH = re.compile(r'(<button class="[^"]*search-button__button[^"]*"[^>]*?) aria-label="Search"')
 _TOGGLE = re.compile(r'<summary aria-label="Toggle hidden content">')
 _ENTRY = re.compile(r'(<div class="citation" id="[^"]*" )role="doc-biblioentry"')
+_SOLUTION_LINK = re.compile(r'(Solution to<a class="reference internal" href="#[^"]*">)(.*?)(</a>)',
+                            re.S)
+
+
+def _smart(text: str) -> str:
+    """Straight quotes as typographic ones, in the text between tags (as Sphinx's smartquotes)."""
+    def fix(m):
+        t = m.group(0).replace("&quot;", '"').replace("&#x27;", "'").replace("&#39;", "'")
+        t = re.sub(r"(?<=\w)'", "\u2019", t)  # apostrophe, closing single quote
+        t = re.sub(r"'(?=\w)", "\u2018", t)
+        t = re.sub(r'"(?=\w)', "\u201c", t)
+        return t.replace('"', "\u201d")
+    return re.sub(r"(?<=>)[^<]+|^[^<]+", fix, text)
 
 
 def name_by_visible_text(html: str) -> str:
@@ -32,7 +48,7 @@ def name_by_visible_text(html: str) -> str:
     html = _TOGGLE.sub("<summary>", html)
     if 'class="citation-list"' in html:
         html = _ENTRY.sub(r'\1role="listitem"', html)
-    return html
+    return _SOLUTION_LINK.sub(lambda m: m.group(1) + _smart(m.group(2)) + m.group(3), html)
 
 
 def _fix_site(app, exception):

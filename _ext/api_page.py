@@ -6,12 +6,17 @@ appears on the page without an edit here or there. Each section is the module's 
 the names in its ``__all__`` (every public name where it has none). A module that gathers
 others (``PARTS``, as :mod:`llmmath.roofline` does) documents their names under its own, one
 subsection per part, and the parts get no section of their own.
+
+A docstring's formula on a line of its own, indented under its paragraph (``t = ... x alpha``),
+is a block quote in reStructuredText, and the theme drew it as a grey quote box around a code
+span: a box in a box. :func:`unquote_formulas` sets such a line as a paragraph of its own.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import re
 
 from docutils import nodes
 from docutils.statemachine import StringList
@@ -73,6 +78,31 @@ class LibraryReference(SphinxDirective):
         return out
 
 
+_FORMULA = re.compile(r"^(?P<indent>\s+)(?P<code>``[^`]+``[.,;:]?)\s*$")
+_LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)]|:\w[^:]*:)\s")
+
+
+def unquote_formulas(lines: list[str]) -> list[str]:
+    """The docstring's lines, each lone ``formula`` line indented under a paragraph (a block quote:
+    a blank line before and after, the paragraph above not a list item) set at the paragraph's
+    indent. List continuations and code blocks (after ``::``) are left alone."""
+    out = list(lines)
+    for i, line in enumerate(lines):
+        m = _FORMULA.match(line)
+        if not m or i < 2 or lines[i - 1].strip() or (i + 1 < len(lines) and lines[i + 1].strip()):
+            continue
+        above = next(x for x in reversed(lines[:i]) if x.strip())
+        indent = len(above) - len(above.lstrip())
+        if indent < len(m["indent"]) and not _LIST_ITEM.match(above) \
+                and not above.rstrip().endswith("::"):
+            out[i] = " " * indent + m["code"]
+    return out
+
+
+def _unquote_formulas(app, what, name, obj, options, lines):
+    lines[:] = unquote_formulas(lines)
+
+
 def _not_the_librarys(app, what, name, obj, skip, options):
     """Skip what a class inherits or is given by its base outside the library (the ``set`` that
     matplotlib writes for every Figure subclass, say): the page documents the library's code;
@@ -88,4 +118,5 @@ def _not_the_librarys(app, what, name, obj, skip, options):
 def setup(app):
     app.add_directive("llmmath-api", LibraryReference)
     app.connect("autodoc-skip-member", _not_the_librarys)
+    app.connect("autodoc-process-docstring", _unquote_formulas)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -8,7 +8,8 @@ https://arxiv.org/abs/2211.05102, arXiv:2211.05102"). This registers, for sphinx
 - labels `authoryear`: "Pope et al. 2023", "Brown and Smith 2020", "NVIDIA 2024", with a, b, ...
   appended when two entries would share a label;
 - formatting style `book` (`bibtex_default_style: book` in _config.yml): `plain`, labelled as
-  above, printing an arXiv entry's link once (as "arXiv:NNNN.NNNNN").
+  above, printing an arXiv entry's link once (as "arXiv:NNNN.NNNNN"), and a dollar written
+  `\\$` in references.bib (LaTeX's escape, which pybtex's LaTeX reader keeps) printed as "$".
 
 Tested in tests/test_bibliography_style.py.
 """
@@ -19,7 +20,7 @@ import re
 from collections import Counter
 
 from pybtex.plugin import register_plugin
-from pybtex.richtext import Text
+from pybtex.richtext import BaseMultipartText, String, Text
 from pybtex.style.formatting.plain import Style as PlainStyle
 from pybtex.style.labels import BaseLabelStyle
 from pybtex.style.template import optional, sentence
@@ -62,10 +63,26 @@ class AuthorYearLabels(BaseLabelStyle):
 _ARXIV = re.compile(r"arxiv\.org/(abs|pdf)/", re.I)
 
 
+def _unescape(text):
+    """Rich text with each `\\$` as "$": pybtex reads `\\%` and `\\&` but leaves `\\$` as it is."""
+    if isinstance(text, str):
+        return text.replace("\\$", "$")
+    if isinstance(text, String):
+        return String(_unescape(text.value))
+    if isinstance(text, BaseMultipartText):
+        return text._create_similar([_unescape(p) for p in text.parts])
+    return text  # a Symbol (nbsp, newblock)
+
+
 class BookStyle(PlainStyle):
-    """`plain` with author-year labels and an arXiv link printed once."""
+    """`plain` with author-year labels, an arXiv link printed once and `\\$` printed as "$"."""
 
     default_label_style = "authoryear"
+
+    def format_entry(self, label, entry, bib_data=None):
+        formatted = super().format_entry(label, entry, bib_data=bib_data)
+        formatted.text = _unescape(formatted.text)
+        return formatted
 
     def format_web_refs(self, e):
         if e.fields.get("eprint") and _ARXIV.search(e.fields.get("url", "")):

@@ -64,3 +64,27 @@ def test_references_bib_parses_with_one_entry_per_key():
     keys = re.findall(r"(?m)^@\w+\{([^,\s]+),", text)
     assert len(keys) == len(set(keys)), sorted(k for k in set(keys) if keys.count(k) > 1)
     assert set(parse_file(str(ROOT / "references.bib")).entries) == set(keys)
+
+
+def test_an_escaped_dollar_prints_as_a_dollar():
+    """references.bib writes a price as `\\$0.014` (a bare `$` opens LaTeX math); pybtex reads
+    `\\%` and `\\&` but keeps the backslash of `\\$`, and the page printed "\\$0.014"."""
+    data = parse_string(r"""@misc{price, author = {Klein, Andy}, year = {2022},
+      title = {The \$500 module}, note = {about \$0.014 per GB, 55\% up; \$2/\$12}}""", "bibtex")
+    style = find_plugin("pybtex.style.formatting", "book")()
+    (entry,) = style.format_entries(data.entries.values())
+    for backend in ("text", "html"):
+        shown = entry.text.render_as(backend)
+        assert "\\" not in shown, shown
+        assert "$500" in shown and "$0.014 per GB" in shown and "$2/$12" in shown, shown
+
+
+def test_no_note_in_references_bib_prints_a_backslash():
+    """Every entry of the book's bibliography, formatted as the site formats it."""
+    from pybtex.database import parse_file
+
+    data = parse_file(str(ROOT / "references.bib"))
+    style = find_plugin("pybtex.style.formatting", "book")()
+    shown = {e.key: e.text.render_as("text") for e in style.format_entries(data.entries.values())}
+    assert sum("$" in t for t in shown.values()) >= 10  # the price notes are still there
+    assert not {k: t for k, t in shown.items() if "\\" in t}

@@ -89,3 +89,97 @@ def test_page_has_its_content(stem):
     maths = len(re.findall(r'<div class="math[ "]', body))
     assert maths >= want["equations"], (f"{stem}: {maths} display equations, "
                                         f"source {want['equations']}")
+
+
+# --- What the static page shows instead of a live explorer, and boxes and titles that read
+# --- wrong (issue 36: N-M2, N-L10, N-L11). Each rule is a function of the page's HTML, so a
+# --- planted page shows it bites.
+_CELL = re.compile(r'(?=<div class="cell(?=[ "])[^"]*")')
+_EXPLORER_CALL = re.compile(r"\bwidgets\.\w+\(|_explorer\(")
+
+
+def _text(fragment: str) -> str:
+    return htmllib.unescape(re.sub(r"<[^>]+>", "", fragment))
+
+
+def bare_explorer_cells(page: str) -> list[str]:
+    """Code cells whose source calls a live explorer (``widgets.*`` or ``*_explorer(``) and that
+    show no output: on the static page they are code that does nothing."""
+    bare = []
+    for cell in _CELL.split(page)[1:]:
+        source = re.search(r'<div class="cell_input.*?</pre>', cell, re.S)
+        if not source or not _EXPLORER_CALL.search(_text(source.group(0))):
+            continue
+        output = re.search(r'<div class="cell_output[^"]*">(.*)', cell, re.S)
+        if not output or not _text(output.group(1)).strip() and "<img" not in output.group(1):
+            bare.append(_text(source.group(0)).strip().splitlines()[0][:70])
+    return bare
+
+
+def boxed_code_quotes(page: str) -> list[str]:
+    """Block quotes that hold nothing but one code literal: a box inside a box."""
+    return [_text(q).strip()[:60] for q in re.findall(
+        r"<blockquote>\s*<div>\s*<p>\s*(<code[^>]*>.*?</code>)[.,;:]?\s*</p>\s*</div>\s*</blockquote>",
+        page, re.S)]
+
+
+def exercise_title_problems(page: str) -> list[str]:
+    """Exercise titles: no parentheses inside sphinx-exercise's "Exercise N (title)", and each
+    solution's link reads as its exercise's title does (the same apostrophes)."""
+    problems = []
+    titles = {}
+    for label, head in re.findall(r'<div class="exercise[^"]*" id="([^"]+)">\s*'
+                                  r'<p class="admonition-title">(.*?)</p>', page, re.S):
+        title = " ".join(_text(head).split())
+        titles[label] = title
+        inner = re.search(r"\((.*)\)\s*$", title)
+        if inner and re.search(r"[()]", inner.group(1)):
+            problems.append(f"nested parentheses: {title}")
+    for label, link in re.findall(r'Solution to<a class="reference internal" href="#([^"]+)">'
+                                  r"(.*?)</a>", page, re.S):
+        shown = " ".join(_text(link).split())
+        if label in titles and shown != titles[label]:
+            problems.append(
+                f"solution link {shown!r} differs from exercise title {titles[label]!r}")
+    return problems
+
+
+@pytest.mark.parametrize("stem", PAGES)
+def test_no_bare_explorer_code(stem):
+    bare = bare_explorer_cells(built(stem))
+    assert not bare, (f"{stem}: live-explorer code with no output (tag the cell remove-cell; "
+                      f"the kernel-free frames show the explorer): {bare}")
+
+
+@pytest.mark.parametrize("stem", PAGES)
+def test_no_code_in_a_quote_box(stem):
+    assert not boxed_code_quotes(built(stem)), f"{stem}: {boxed_code_quotes(built(stem))}"
+
+
+@pytest.mark.parametrize("stem", PAGES)
+def test_exercise_titles_read_cleanly(stem):
+    problems = exercise_title_problems(built(stem))
+    assert not problems, f"{stem}: {problems}"
+
+
+def test_the_page_rules_bite_on_planted_html():
+    source = ('<div class="cell docutils container"><div class="cell_input docutils container">'
+              '<div class="highlight"><pre>widgets.decode_explorer(&quot;Llama&quot;)</pre></div>'
+              "</div>")
+    assert bare_explorer_cells(source + "</div>") == ['widgets.decode_explorer("Llama")']
+    frames = ('<div class="cell_output docutils container"><div class="output text_html">'
+              '<div class="llm-frames"><img src="a.png" alt="frame"></div></div></div>')
+    assert bare_explorer_cells(source + frames + "</div>") == []
+    quote = ('<blockquote>\n<div><p><code class="docutils literal notranslate"><span class="pre">'
+             "t = a x b</span></code>.</p>\n</div></blockquote>")
+    assert boxed_code_quotes(quote) == ["t = a x b"]
+    assert boxed_code_quotes("<blockquote><div><p>A quote with <code>x</code>.</p></div>"
+                             "</blockquote>") == []
+    exam = ('<div class="exercise admonition" id="ex-a">\n<p class="admonition-title">'
+            '<span class="caption-number">Exercise 1 </span> (A chip’s ridge point (10 minutes))'
+            '</p></div><p class="admonition-title">Solution to<a class="reference internal" '
+            "href=\"#ex-a\"> Exercise 1 (A chip's ridge point (10 minutes))</a></p>")
+    found = " | ".join(exercise_title_problems(exam))
+    assert "nested parentheses" in found and "differs from exercise title" in found, found
+    fixed = exam.replace(" (10 minutes)", ", 10 minutes").replace("chip's", "chip’s")
+    assert exercise_title_problems(fixed) == []
