@@ -13,11 +13,14 @@ in bf16, against 2 D L for full recomputation.
 
 from __future__ import annotations
 
+import json
+import re
+
 import numpy as np
 import pytest
-from claims import each, from_scratch
+from claims import BOOK, each, from_scratch
 
-from llmmath import chips, memory, models
+from llmmath import book, chips, memory, models
 from llmmath import tradeoffs as tr
 from llmmath.balance import critical_batch
 from llmmath.tradeoffs import recompute_crossover
@@ -207,3 +210,43 @@ def test_from_scratch_cell_agrees_with_the_library():
                     assert free == pytest.approx(lib, rel=0.05), (m.name, c.name, batch)
                 else:
                     assert lib < 1.5, (m.name, c.name, batch)
+
+
+# The book in one table (issue 36, review N-M10/N-H3): its chapter column is a short link, "Ch. N"
+# with N the chapter's place in _toc.yml, and no value prints in e-notation ("3.80e+25").
+_E_NOTATION = re.compile(r"\d[eE][+-]?\d")
+
+
+def summary_table_problems(markdown: str, chapters: list[str]) -> list[str]:
+    """What is wrong with the rendered summary table (its MyST markdown), as short strings."""
+    rows = [r for r in markdown.splitlines() if r.startswith("|")][2:]  # past header and rule
+    problems = [f"e-notation: {r[:70]!r}" for r in rows if _E_NOTATION.search(r)]
+    for r in rows:
+        m = re.match(r"\| \{doc\}`Ch\.\u00a0(\d+) <(\w+)>` \|", r)
+        if not m or chapters.index(m[2]) + 1 != int(m[1]):
+            problems.append(f"chapter cell is not 'Ch. N' in book order: {r[:50]!r}")
+    return problems if rows else ["no rows"]
+
+
+def _summary_markdown() -> str:
+    cells = json.loads((BOOK / "memory_for_compute.ipynb").read_text(encoding="utf-8"))["cells"]
+    (cell,) = [c for c in cells
+               if c["cell_type"] == "code" and "summary_bounds(" in "".join(c["source"])]
+    (out,) = [o for o in cell["outputs"] if "text/markdown" in o.get("data", {})]
+    return "".join(out["data"]["text/markdown"])
+
+
+def test_the_book_in_one_table_reads_short():
+    assert summary_table_problems(_summary_markdown(), book.chapters()) == []
+
+
+@pytest.mark.parametrize("plant, old, new", [
+    ("e-notation", "38 YFLOP", "3.80e+25 FLOP"),
+    ("full title", "{doc}`Ch.\u00a013 <memory_for_compute>`", "{doc}`memory_for_compute`"),
+    ("wrong number", "{doc}`Ch.\u00a013 <memory_for_compute>`",
+     "{doc}`Ch.\u00a012 <memory_for_compute>`"),
+])
+def test_a_planted_long_summary_row_is_found(plant, old, new):
+    page = _summary_markdown()
+    assert old in page, plant
+    assert summary_table_problems(page.replace(old, new), book.chapters()), plant
