@@ -14,6 +14,7 @@ from ..units import fmt_flops_rate, fmt_si, fmt_time
 from .explore import chip_picker, dropdown, explorer, steps
 from .figure import BookFigure, as_list, builder, chip_of
 from .labels import (
+    fmt_count_tick,
     iso_lines,
     loglim,
     place,
@@ -38,7 +39,7 @@ __all__ = ["roofline", "matmul_on_roofline", "flops_vs_bandwidth", "capacity_vs_
 
 def _roofline_setup(p):
     ax = p.ax
-    set_log(ax, x=lambda v: f"{v:g}", y=lambda v: fmt_si(v, "FLOP/s", 2))
+    set_log(ax, x=fmt_count_tick, y=lambda v: fmt_si(v, "FLOP/s", 2))
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable compute (FLOP/s)")
 
@@ -95,7 +96,7 @@ def roofline(p, chip_list=None, dtype: str = "bf16", ops=None):
 
 def _matmul_on_roofline_setup(p):
     ax = p.ax
-    set_log(ax, x=lambda v: f"{v:g}", y=lambda v: fmt_si(v, "FLOP/s", 2))
+    set_log(ax, x=fmt_count_tick, y=lambda v: fmt_si(v, "FLOP/s", 2))
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable FLOP/s")
 
@@ -133,7 +134,7 @@ def matmul_on_roofline(p, chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16
     p.add(ax.legend(loc="upper left"))
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo * bw * 0.8, peak * 3)
-    title = f"({batch:,.0f} x {k:,.0f}) @ ({k:,.0f} x {n:,.0f}) matmul on {chip.name}"
+    title = f"({batch:,.0f} × {k:,.0f}) @ ({k:,.0f} × {n:,.0f}) matmul on {chip.name}"
     # The title keeps its place in the layout but is drawn by a copy that belongs to the marked
     # artists, with the dot and its note: a change of `batch` alone then redraws only those.
     ax.set_title(title)
@@ -163,7 +164,7 @@ def matmul_on_roofline(p, chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16
                  "bound": "compute" if b_i >= ridge else "memory",
                  "time": matmul_flops(batch, k, n) / b_f}
     return (f"Log-log {dtype} roofline of the {chip.name} (peak {fmt_si(peak, 'FLOP/s')}, ridge "
-            f"{ridge:.0f} FLOP/byte) with a {k:,.0f} x {n:,.0f} weight matmul at batch "
+            f"{ridge:.0f} FLOP/byte) with a {k:,.0f} × {n:,.0f} weight matmul at batch "
             f"{batch:,.0f}: {b_i:.3g} FLOP/byte, {fmt_si(b_f, 'FLOP/s')}, {100 * share:.0f}% of "
             f"peak, {bound}.")
 
@@ -270,12 +271,12 @@ def matmul_throughput_vs_batch(chip, dtypes=None, k=8192, n=8192, batches=None):
                 ax.plot([knee], [chip.peak(d)], "o", ms=7, color=col)
                 ax.annotate(f"B = {knee:.0f}", (knee, chip.peak(d)), xytext=(6, 5),
                             textcoords="offset points", fontsize=SMALL, color=col)
-        set_log(ax, x=lambda v: f"{v:g}", y=lambda v: fmt_si(v, "FLOP/s", 2))  # one tick style
+        set_log(ax, x=fmt_count_tick, y=lambda v: fmt_si(v, "FLOP/s", 2))  # one tick style
         ax.set_xlabel("batch B (tokens sharing the weights)")
         ax.set_ylabel("attainable FLOP/s")
-        ax.set_title(f"({k:,.0f} x {n:,.0f}) weight matmul on {chip.name}")
+        ax.set_title(f"({k:,.0f} × {n:,.0f}) weight matmul on {chip.name}")
         ax.legend(loc="lower right")
-    fig.alt_text = (f"Attainable FLOP/s of a {k:,.0f} x {n:,.0f} weight matmul on the {chip.name} "
+    fig.alt_text = (f"Attainable FLOP/s of a {k:,.0f} × {n:,.0f} weight matmul on the {chip.name} "
                     f"against batch for {', '.join(dtypes)}: parallel lines that reach their "
                     "roofs at batch "
                     + ", ".join(f"{matmul_ridge_batch(chip, k, n, d, sizes[d]):.0f}"
@@ -304,7 +305,7 @@ def roofline_measured(chip, measured, dtype="bf16", intensity_range=(1, 1e4)):
                   label=f"datasheet: {fmt_si(peak, 'FLOP/s')}, {fmt_si(bw, 'B/s')}")
         ax.loglog(i, real, color=ROLE["cost"], lw=2.0, ls="--",
                   label=f"measured: {fmt_si(f_meas, 'FLOP/s')}, {fmt_si(w_meas, 'B/s')}")
-        set_log(ax, x=lambda v: f"{v:g}", y=lambda v: fmt_si(v, "FLOP/s", 2))  # one tick style
+        set_log(ax, x=fmt_count_tick, y=lambda v: fmt_si(v, "FLOP/s", 2))  # one tick style
         ax.fill_between(i, real, roof, color=ROLE["cost"], alpha=0.35, lw=0,
                         label="gap the datasheet bound does not see")
         r_ds, r_me = peak / bw, f_meas / w_meas
@@ -386,7 +387,7 @@ def roofline_of_this_machine(measured, reference=None, reference_label="referenc
                 ax.plot([p[0] for p in rpts], [p[1] for p in rpts], "o", color=colour, ms=5,
                         mec="white", ls="none", zorder=z + 0.5)
             ax.plot([rf / rw], [rf], "D", color=colour, ms=7, mec="white", zorder=z + 0.5)
-        set_log(ax, x=lambda v: f"{v:g}", y=lambda v: fmt_si(v, "FLOP/s", 2))
+        set_log(ax, x=fmt_count_tick, y=lambda v: fmt_si(v, "FLOP/s", 2))
         lo = min([r[1] * i[0] * 0.5 for r in roofs] + [p[1] / 2 for r in roofs for p in r[2]])
         hi = max(r[0] for r in roofs) * 3
         ax.set_xlim(i[0], i[-1])

@@ -76,8 +76,30 @@ def fmt_params(v, digits=3):
 
 
 def fmt_days(v, _=None):
-    """Days: whole days from 10 on, two significant digits below."""
-    return f"{v:,.0f}" if v >= 10 else f"{v:.2g}"
+    """Days: whole days from 10 on, two significant digits below, ``10k`` from 10,000."""
+    return fmt_count_tick(v) if v >= 10_000 else f"{v:,.0f}" if v >= 10 else f"{v:.2g}"
+
+
+def fmt_count_tick(v, _=None):
+    """A count on a log axis: ``1``, ``100``, ``1k``, ``10M``, ``100T``, then ``1P`` (never
+    ``1000T`` or ``10000``)."""
+    v = float(v)
+    if v >= 1e15:
+        return f"{v / 1e15:.2g}P"
+    return fmt_count(v, 2)
+
+
+def fmt_sci(v, _=None):
+    """A large number as a power of ten in mathtext (``10^26``), ``3 × 10^26`` off the decades;
+    never ``1e26``."""
+    v = float(v)
+    if v <= 0 or not np.isfinite(v):
+        return f"{v:g}"
+    exp = int(np.floor(np.log10(v) + 1e-9))
+    mant = v / 10.0**exp
+    if abs(mant - round(mant)) < 1e-6 and round(mant) == 1:
+        return f"$10^{{{exp}}}$"
+    return f"${mant:.2g} \\times 10^{{{exp}}}$"
 
 
 def fmt_n(v):
@@ -117,6 +139,15 @@ def fmt_tokens_binary(v, _pos=None):
     return f"{v:g}"
 
 
+def fmt_tokens(v, digits=3, _pos=None):
+    """A token count: a power of two from 1,024 up as ``4k``, ``64k``, ``1M`` (binary, as context
+    windows are named), any other count with a decimal suffix (``fmt_count``)."""
+    v = float(v)
+    if v >= 1024 and v.is_integer() and int(v) & (int(v) - 1) == 0:
+        return fmt_tokens_binary(v)
+    return fmt_count(v, digits)
+
+
 def with_notes(main, *notes):
     """A title with its notes (number format fallback, capped context ...) in brackets below."""
     notes = [n for n in notes if n]
@@ -126,7 +157,7 @@ def with_notes(main, *notes):
 def chips_label(n_chips, chip):
     """``8x H100-SXM``, or the chip's name for one chip."""
     n = float(n_chips)
-    return f"{n:g}x {chip.name}" if n != 1 else chip.name
+    return f"{n:g}× {chip.name}" if n != 1 else chip.name
 
 
 # ----- axes ------------------------------------------------------------------------------------
@@ -161,12 +192,13 @@ _TIME_TICKS = [(1e-3, "1 ms"), (1e-2, "10 ms"), (0.1, "0.1 s"), (1.0, "1 s"), (1
                (7 * 86400.0, "1 week")]
 
 
-def time_axis(ax, lo, hi, keep=("1 ms", "10 ms", "1 s", "1 min", "1 h", "1 day")):
-    """Log time axis with round human ticks (ms, s, min, h, day) between lo and hi."""
-    ax.set_xscale("log")
+def time_axis(ax, lo, hi, keep=("1 ms", "10 ms", "1 s", "1 min", "1 h", "1 day"), axis="x"):
+    """Log time axis (``axis`` "x" or "y") with round human ticks (ms, s, min, h, day) between
+    lo and hi."""
+    getattr(ax, f"set_{axis}scale")("log")
     ticks = [(v, t) for v, t in _TIME_TICKS if lo <= v <= hi and t in keep]
-    ax.set_xticks([v for v, _ in ticks], [t for _, t in ticks])
-    ax.xaxis.set_minor_formatter(NullFormatter())
+    getattr(ax, f"set_{axis}ticks")([v for v, _ in ticks], [t for _, t in ticks])
+    getattr(ax, f"{axis}axis").set_minor_formatter(NullFormatter())
 
 
 # ----- label placement -------------------------------------------------------------------------

@@ -22,7 +22,16 @@ from .explore import (
     steps,
 )
 from .figure import builder, chip_of, grid, mask, model_of
-from .labels import fmt_b, fmt_n, fmt_t, loglim, point_candidates, set_log, with_notes
+from .labels import (
+    fmt_b,
+    fmt_count_tick,
+    fmt_n,
+    fmt_t,
+    loglim,
+    point_candidates,
+    set_log,
+    with_notes,
+)
 from .style import CYCLE, PALETTE, ROLE, SMALL
 
 __all__ = ["collective_time_vs_bytes", "tp_step_vs_chips", "ffn_layouts_vs_tokens",
@@ -69,7 +78,7 @@ def collective_time_vs_bytes(p, chip="H100-SXM", n_chips=8, kind="all-reduce",
     for topo in topologies:
         y = np.asarray(collective_time(kind, D, n, bw, hop_latency, topo))
         ys.append(y)
-        dims = "x".join(str(d) for d in torus_dims(n)) if topo == "torus" else ""
+        dims = "×".join(str(d) for d in torus_dims(n)) if topo == "torus" else ""
         p.add(ax.plot(*mask(D, y), color=_TOPO_COLOUR[topo], lw=2.2,
                       label=f"{topo} {dims}".strip())[0])
     bw_only = np.asarray(collective_time(kind, D, n, bw))
@@ -89,7 +98,7 @@ def collective_time_vs_bytes(p, chip="H100-SXM", n_chips=8, kind="all-reduce",
             t = float(collective_time(kind, d, n, bw, hop_latency, "ring"))
             p.point(d, t, f"{fmt_b(d)}: {fmt_t(t)}")
             p.numbers = {"ring_time": t}
-    ax.set_title(f"{kind} over {n} x {chip.name}, {fmt_t(hop_latency)} a step")
+    ax.set_title(f"{kind} over {n} × {chip.name}, {fmt_t(hop_latency)} a step")
     p.numbers.update(ring_knee=knee)
     return (f"Log-log plot of the time of one {kind} over {n} {chip.name} chips against bytes per "
             f"chip, for {', '.join(topologies)} topologies with {fmt_t(hop_latency)} per step: "
@@ -100,7 +109,7 @@ def collective_time_vs_bytes(p, chip="H100-SXM", n_chips=8, kind="all-reduce",
 def _tp_setup(p):
     ax = p.ax
     p.l_step, = ax.plot([], [], "o-", color=ROLE["weights"], lw=2,
-                        label="step bound (chapters 3-5)")
+                        label="step bound (chapters 3–5)")
     p.l_comm, = ax.plot([], [], "o-", color=PALETTE["purple"], lw=2, label="communication")
     p.l_tot, = ax.plot([], [], "o-", color=ROLE["total"], lw=2.8, label="bound + communication")
     set_log(ax, y=fmt_t)
@@ -207,7 +216,7 @@ def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, token
     comp = 2.0 * T * mats * E * F / (n * chip.peak(dt))
     p.add(ax.plot(*mask(T, comp), color=ROLE["compute"], ls="--", lw=1.8,
                   label="matmul time at peak")[0])
-    set_log(ax, x=fmt_n, y=fmt_t)
+    set_log(ax, x=fmt_count_tick, y=fmt_t)
     ax.set_xlim(T.min(), T.max())
     ax.set_ylim(*loglim(np.concatenate(list(ys.values()) + [comp]), pad=1.5))
     ax.set_xlabel("tokens per batch (count)")
@@ -233,7 +242,7 @@ def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, token
             v = float(ffn_comm_time("2d-ws", t, E, F, n, bw, weight_bytes=weight_bytes))
             p.point(t, v, f"{fmt_n(t)} tokens")
             p.numbers = {"2d_ws": v}
-    ax.set_title(with_notes(f"{model.name} feed-forward layer on {n} x "
+    ax.set_title(with_notes(f"{model.name} feed-forward layer on {n} × "
                             f"{chip.name} ({'x'.join(map(str, axes))})",
                             dnote))
     p.numbers.update(crossover_tokens=cross)
