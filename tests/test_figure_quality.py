@@ -292,7 +292,7 @@ ROLE_PATTERNS = [
     ("compute", re.compile(r"^compute\b(?! per token)|^matmul FLOPs|^compute-bound$")),
     ("weights", re.compile(r"^weight(s| reads| read)\b")),
     ("kv", re.compile(r"^KV(-cache)? (reads|writes)\b")),
-    ("bound", re.compile(r"^step bound$")),
+    ("bound", re.compile(r"^step bound\b")),
 ]
 CHIP_NAMES = set(chips.names())
 MODEL_NAMES = set(models.names()) | {"Llama-3.1-70B"}
@@ -421,7 +421,8 @@ def figure_texts(fig):
         found.append(fig._suptitle)
     seen, out = set(), []
     for t in found:
-        if id(t) not in seen and t.get_visible() and t.get_text().strip():
+        if (id(t) not in seen and t.get_visible() and t.get_text().strip()
+                and t.get_alpha() != 0):  # a transparent text holds a place in the layout
             seen.add(id(t))
             out.append(t)
     return out

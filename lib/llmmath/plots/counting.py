@@ -62,7 +62,10 @@ def param_breakdown(model_list=None):
         for name, col in _PARTS:
             share = np.array([t[name] / m.total_params for t, m in zip(table, ms, strict=False)])
             if share.any():
-                ax.barh(y, share * 100, left=left, color=col, label=name, height=0.7)
+                # the pale idle share is outlined in the experts' colour (3:1 on white)
+                edge = ROLE["cost"] if name == "routed experts, idle" else "none"
+                ax.barh(y, share * 100, left=left, color=col, label=name, height=0.7,
+                        edgecolor=edge, linewidth=0.8 if edge != "none" else 0)
             left += share * 100
         for yi, m in zip(y, ms, strict=False):
             txt = fmt_params(m.total_params, 3)

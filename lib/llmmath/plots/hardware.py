@@ -195,22 +195,16 @@ def flops_vs_bandwidth(chip_list=None, dtype="bf16", ratios=(100, 300, 1000)):
     ys = np.array([c.peak(dtype) for c in shown])
     with house_style():
         fig, ax, xlim = _chip_scatter_axes(xs, ys, "FLOP/s")
-        for vendor, col in VENDOR_COLOUR.items():
-            sel = [i for i, c in enumerate(shown) if c.vendor == vendor]
-            if sel:
-                ax.plot(xs[sel], ys[sel], "o", ms=7, color=col, label=vendor, zorder=4)
-        other = [i for i, c in enumerate(shown) if c.vendor not in VENDOR_COLOUR]
-        if other:
-            ax.plot(xs[other], ys[other], "o", ms=7, color=PALETTE["purple"], label="other",
-                    zorder=4)
+        _vendor_dots(ax, xs, ys, shown)
         ax.set_xlabel("HBM bandwidth (bytes/s)")
         ax.set_ylabel(f"peak {dtype} FLOP/s (dense)")
         ax.set_title(f"Compute against bandwidth ({dtype})")
         ax.legend(loc="upper left")
         fig.canvas.draw()  # let the constrained layout settle, then freeze it for label placement
         fig.set_layout_engine("none")
-        iso_lines(ax, ratios, lambda v: f"{v:g} FLOP/byte", xlim)
         place_labels(ax, xs, ys, [c.name for c in shown])
+        # chips first, then the guides' labels around them
+        iso_lines(ax, ratios, lambda v: f"{v:g} FLOP/byte", xlim)
     r = ys / xs
     lo, hi = int(np.argmin(r)), int(np.argmax(r))
     fig.alt_text = (f"Log-log scatter of dense {dtype} peak FLOP/s against HBM bandwidth for "
@@ -221,6 +215,18 @@ def flops_vs_bandwidth(chip_list=None, dtype="bf16", ratios=(100, 300, 1000)):
     return fig
 
 
+def _vendor_dots(ax, xs, ys, chips_shown):
+    """The chips of a catalogue scatter as dots coloured by vendor, one legend entry each."""
+    for vendor, col in VENDOR_COLOUR.items():
+        sel = [i for i, c in enumerate(chips_shown) if c.vendor == vendor]
+        if sel:
+            ax.plot(xs[sel], ys[sel], "o", ms=7, color=col, label=vendor, zorder=4)
+    other = [i for i, c in enumerate(chips_shown) if c.vendor not in VENDOR_COLOUR]
+    if other:
+        ax.plot(xs[other], ys[other], "o", ms=7, color=PALETTE["purple"], label="other",
+                zorder=4)
+
+
 def capacity_vs_bandwidth(chip_list=None, drains=(0.01, 0.02, 0.04)):
     """Each chip's HBM capacity against its bandwidth, with lines of constant drain time M / W."""
     chip_list = list(chip_list) if chip_list is not None else _chips.all_chips()
@@ -228,14 +234,16 @@ def capacity_vs_bandwidth(chip_list=None, drains=(0.01, 0.02, 0.04)):
     ys = np.array([c.hbm_capacity for c in chip_list])
     with house_style():
         fig, ax, xlim = _chip_scatter_axes(xs, ys, "B")
-        ax.plot(xs, ys, "o", ms=7, color=ROLE["capacity"], zorder=4)
+        _vendor_dots(ax, xs, ys, chip_list)
         ax.set_xlabel("HBM bandwidth (bytes/s)")
         ax.set_ylabel("HBM capacity (bytes)")
         ax.set_title("Capacity against bandwidth: the HBM drain time")
+        ax.legend(loc="lower right")
         fig.canvas.draw()  # let the constrained layout settle, then freeze it for label placement
         fig.set_layout_engine("none")
-        iso_lines(ax, drains, lambda v: f"drain {v * 1e3:g} ms", xlim)
         place_labels(ax, xs, ys, [c.name for c in chip_list])
+        # chips first, then the guides' labels around them
+        iso_lines(ax, drains, lambda v: f"drain {v * 1e3:g} ms", xlim)
     d = ys / xs
     lo, hi = int(np.argmin(d)), int(np.argmax(d))
     fig.alt_text = (f"Log-log scatter of HBM capacity against HBM bandwidth for {len(chip_list)} "

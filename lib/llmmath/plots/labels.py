@@ -214,6 +214,42 @@ def _box(artist, renderer):
     return (bb.x0, bb.y0, bb.x1, bb.y1)
 
 
+def text_corners(t, renderer):
+    """The four display-pixel corners of a text's own box, turned with it: its window extent is
+    the axis-aligned box around that, far too large for a label turned along a slope."""
+    bb = t.get_window_extent(renderer)
+    theta = math.radians(t.get_rotation())
+    c, s = abs(math.cos(theta)), abs(math.sin(theta))
+    if s < 1e-6:
+        return np.array([[bb.x0, bb.y0], [bb.x1, bb.y0], [bb.x1, bb.y1], [bb.x0, bb.y1]])
+    if abs(c * c - s * s) > 0.1:  # its own width and height, from the axis-aligned extent
+        w = (bb.width * c - bb.height * s) / (c * c - s * s)
+        h = (bb.height * c - bb.width * s) / (c * c - s * s)
+    else:  # near 45 degrees: the height of its lines
+        h = t.get_fontsize() * t.figure.dpi / 72.0 * 1.2 * (t.get_text().count("\n") + 1)
+        w = (bb.width - h * s) / c
+    w, h = max(w, 0.0), max(h, 0.0)
+    u = np.array([math.cos(theta), math.sin(theta)])
+    v = np.array([-u[1], u[0]])
+    mid = np.array([(bb.x0 + bb.x1) / 2, (bb.y0 + bb.y1) / 2])
+    return np.array([mid + a * u * w / 2 + b * v * h / 2
+                     for a, b in ((-1, -1), (1, -1), (1, 1), (-1, 1))])
+
+
+def _boxes(t, renderer):
+    """Axis-aligned pixel boxes covering a text: its extent, or for a turned text a chain of
+    small boxes along it (so a label along a slope does not claim the whole square around it)."""
+    if abs(math.sin(math.radians(t.get_rotation()))) < 1e-6:
+        return [_box(t, renderer)]
+    p = text_corners(t, renderer)
+    start, end = (p[0] + p[3]) / 2, (p[1] + p[2]) / 2  # mid-left, mid-right
+    h = float(np.hypot(*(p[3] - p[0])))
+    n = max(1, math.ceil(float(np.hypot(*(end - start))) / max(h, 1.0)))
+    half = h / 2 * 0.85
+    return [(c[0] - half, c[1] - half, c[0] + half, c[1] + half)
+            for c in (start + (end - start) * (i + 0.5) / n for i in range(n))]
+
+
 def _overlap(a, b, pad=1.0):
     return not (a[2] < b[0] - pad or a[0] > b[2] + pad or a[3] < b[1] - pad or a[1] > b[3] + pad)
 
@@ -332,8 +368,9 @@ def place(ax, make, candidates, avoid_lines=True, exclude=(), avoid=(), pad=1.0,
         box = _box(t, renderer)
         inside = (box[0] >= axbox[0] - slack and box[2] <= axbox[2] + slack
                   and box[1] >= axbox[1] - slack and box[3] <= axbox[3] + slack)
-        clash = any(_overlap(box, o, pad) for o in taken)
-        hits = _line_hits(box, lines, collections=colls)
+        parts = _boxes(t, renderer)
+        clash = any(_overlap(b, o, pad) for b in parts for o in taken)
+        hits = any(_line_hits(b, lines, collections=colls) for b in parts)
         score = (not inside, clash, hits)
         clean = score == (False, False, False)
         note(t, clean=clean)
@@ -372,25 +409,35 @@ def iso_lines(ax, values, fmt, xlim, color=None):
     color = color or PALETTE["grey"]
     xs = np.array(xlim)
     ylo, yhi = ax.get_ylim()
+    guides = []
     for v in values:
         guide = ax.plot(xs, v * xs, color=color, lw=1.0, ls="--", zorder=0.8)[0]
         # a guide, like a grid line: labels may cross it (a white halo breaks it under them)
         note(guide, guide=True)
-    for v in values:
+        guides.append(guide)
+    for v, guide in zip(values, guides, strict=True):
         x_lo, x_hi = max(xlim[0], ylo / v), min(xlim[1], yhi / v)
         if x_hi <= x_lo:
             continue
 
-        def make(c, v=v, x_lo=x_lo, x_hi=x_hi):
-            f, dx, dy, ha, va = c
-            x_at = x_lo * (x_hi / x_lo) ** f  # a fraction of the visible stretch, in log terms
-            return ax.annotate(fmt(v), (x_at, v * x_at), xytext=(dx, dy),
-                               textcoords="offset points",
-                               ha=ha, va=va, fontsize=SMALL, color=color, path_effects=HALO)
+        (x0, y0), (x1, y1) = ax.transData.transform([(x_lo, v * x_lo), (x_hi, v * x_hi)])
+        angle = math.atan2(y1 - y0, x1 - x0)
+        length = math.hypot(x1 - x0, y1 - y0)
 
-        cands = [(f, dx, dy, ha, va) for f in (0.93, 0.8, 0.65, 0.5, 0.35)
-                 for dx, dy, ha, va in ((-4, 4, "right", "bottom"), (4, -4, "left", "top"))]
-        place(ax, make, cands)
+        def make(c, v=v, x_lo=x_lo, x_hi=x_hi, angle=angle, length=length):
+            # along the line, turned to its slope on screen, just above (side 1) or below it,
+            # ending `back` pixels before the line leaves the axes (its upper end)
+            back, side = c
+            x_at = x_hi * (x_lo / x_hi) ** min(back / length, 1.0)
+            up = (-2 * side * math.sin(angle), 2 * side * math.cos(angle))
+            return ax.annotate(fmt(v), (x_at, v * x_at), xytext=up, textcoords="offset points",
+                               ha="right", va="bottom" if side > 0 else "top",
+                               rotation=math.degrees(angle),
+                               rotation_mode="anchor", fontsize=SMALL, color=color,
+                               path_effects=HALO)
+
+        place(ax, make, [(back, side) for back in (12, 50, 90, 130, 170, 210, 250, 290)
+                         for side in (1, -1)], exclude=[guide], slack=2)
 
 
 def place_labels(ax, xs, ys, names, fontsize=SMALL):
@@ -519,6 +566,8 @@ def settle_legend(ax):
     if box[3] <= axbox[1] + 1 or box[1] >= axbox[3] - 1 or box[0] >= axbox[2] - 1:
         return  # the builder put it outside the axes already
     texts = [_box(t, renderer) for t in ax.texts if t.get_visible() and t.get_text().strip()]
+    # shaded bands ("does not fit") are data too: a legend on one hides what the band says
+    texts += [_box(b, renderer) for b in bands if b.get_visible()]
     lines = [ln for ln in ax.lines if ln.get_visible()]
 
     def clear():

@@ -238,7 +238,7 @@ def _runs():
 @builder(setup=_map_setup)
 def overtraining_map(p, mark_params=None, mark_tokens=None):
     """Published pre-training runs (``llmmath.lifetime.PUBLISHED_RUNS``): tokens per active
-    parameter against active parameters, over guides at 1x, 10x and 100x compute-optimal (20,
+    parameter against active parameters, over guides at 1×, 10× and 100× compute-optimal (20,
     200 and 2,000 tokens per parameter). The marked point is an estimate to set beside them."""
     runs = _runs()
     ax = p.ax
@@ -250,7 +250,7 @@ def overtraining_map(p, mark_params=None, mark_tokens=None):
     ax.set_ylim(min(pts) / 2.5, max(pts) * 3)
     p.add(ax.scatter(xs, ys, s=42, color=PALETTE["blue"], edgecolor="white", zorder=4,
                      label="published runs"))
-    for v, lab in ((20, "1x: 20 per parameter"), (200, "10x"), (2000, "100x")):
+    for v, lab in ((20, "1×: 20 per parameter"), (200, "10×"), (2000, "100×")):
         p.hline(v, lab, color=PALETTE["grey"], x=0.99, ha="right", va="bottom", ls=":")
     place_labels(ax, list(xs), list(ys), [r[0] for r in runs])
     with p.marking():
@@ -263,7 +263,7 @@ def overtraining_map(p, mark_params=None, mark_tokens=None):
     p.numbers.update(factors=factors)
     body = "; ".join(f"{k} {v:.2g}×" for k, v in factors.items())
     return ("Log-log scatter of pre-training tokens per active parameter against active parameters "
-            f"for published runs, over horizontal guides at 1x, 10x and 100x the compute-optimal "
+            f"for published runs, over horizontal guides at 1×, 10× and 100× the compute-optimal "
             f"20 tokens per parameter: {body}.")
 
 

@@ -54,7 +54,7 @@ def domain_capacity(p, domains=None, weight_bytes=1, kv_fraction=0.5, mark_param
                      for d in ds])
     y = np.arange(len(ds))
     p.add(ax.barh(y, vals, color=[_vendor_colour(d) for d in ds], height=0.65))
-    ax.set_yticks(y, [d.name for d in ds])
+    ax.set_yticks(y, [d.name.replace(" x ", " × ") for d in ds])  # catalogue names in ASCII
     ax.set_ylim(len(ds) - 0.5, -0.5)
     set_log(ax, x=fmt_count_tick)
     ax.set_xlim(*loglim(np.concatenate([vals, [mark_params or vals.min()]]), pad=2.0))

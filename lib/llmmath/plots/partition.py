@@ -32,7 +32,7 @@ from .labels import (
     set_log,
     with_notes,
 )
-from .style import CYCLE, PALETTE, ROLE, SMALL
+from .style import PALETTE, ROLE, SMALL, batch_colour
 
 __all__ = ["collective_time_vs_bytes", "tp_step_vs_chips", "ffn_layouts_vs_tokens",
            "latency_cost_vs_chips"]
@@ -108,7 +108,7 @@ def collective_time_vs_bytes(p, chip="H100-SXM", n_chips=8, kind="all-reduce",
 
 def _tp_setup(p):
     ax = p.ax
-    p.l_step, = ax.plot([], [], "o-", color=ROLE["weights"], lw=2,
+    p.l_step, = ax.plot([], [], "o-", color=ROLE["bound"], lw=3.2, alpha=0.55,
                         label="step bound (chapters 3–5)")
     p.l_comm, = ax.plot([], [], "o-", color=PALETTE["purple"], lw=2, label="communication")
     p.l_tot, = ax.plot([], [], "o-", color=ROLE["total"], lw=2.8, label="bound + communication")
@@ -270,7 +270,7 @@ def latency_cost_vs_chips(p, model="Llama-3-70B", chip="GB200", batches=(1, 8, 6
                            else [2 ** i for i in range(11) if 2 ** i <= min(top, 256)])]
     ax = p.ax
     xs_all, ys_all, best = [], [], {}
-    for i, b in enumerate(batches):
+    for b in batches:
         runs = [sharded_decode(model, chip, b, context, n, hop_latency, topology, **kw) for n in ns]
         pts = [(n, r.time, r.chip_seconds_per_token)
                for n, r in zip(ns, runs, strict=True) if bool(r.fits)]
@@ -280,13 +280,13 @@ def latency_cost_vs_chips(p, model="Llama-3-70B", chip="GB200", batches=(1, 8, 6
         y = np.array([q[2] for q in pts])
         xs_all.append(x)
         ys_all.append(y)
-        p.add(ax.plot(x, y, "o-", color=CYCLE[i % len(CYCLE)], lw=2, ms=5,
+        p.add(ax.plot(x, y, "o-", color=batch_colour(b), lw=2, ms=5,
                       label=f"batch {fmt_n(b)}")[0])
         j = int(np.argmin(x))
         best[float(b)] = pts[j][0]
-        p.add(ax.plot([x[j]], [y[j]], "o", ms=12, mfc="none", mec=CYCLE[i % len(CYCLE)], mew=2)[0])
+        p.add(ax.plot([x[j]], [y[j]], "o", ms=12, mfc="none", mec=batch_colour(b), mew=2)[0])
         p.label(x[j], y[j], f"n={pts[j][0]}", point_candidates((-9, 0), "right", "center"),
-                color=CYCLE[i % len(CYCLE)], fontsize=SMALL)
+                color=batch_colour(b), fontsize=SMALL)
     set_log(ax, x=fmt_t, y=lambda v: f"{v:.2g}")
     ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     if xs_all:

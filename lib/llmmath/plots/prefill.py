@@ -33,7 +33,7 @@ from .labels import (
     time_axis,
     with_notes,
 )
-from .style import PALETTE, ROLE, SMALL
+from .style import PALETTE, ROLE, SMALL, TIER_COLOUR
 
 __all__ = ["prefill_time_vs_prompt", "prefill_vs_decode_per_token", "io_cost_ratio_vs_batch",
            "price_step_vs_context", "tier_drain_times", "cache_cost_vs_lifetime"]
@@ -197,7 +197,7 @@ def io_cost_ratio_vs_batch(p, model, chip, prompt=2048, context=4096, batches=No
     p.add(ax.axhspan(lo, hi, color=PALETTE["sky"], alpha=0.25, lw=0, zorder=0))
     p.add(ax.text(0.02, math.sqrt(lo * hi), f"API price sheets: {lo:g}–{hi:g}×",
                      transform=ax.get_yaxis_transform(), ha="left", va="center", fontsize=SMALL))
-    p.hline(1.0, "1x: decode as cheap as prefill", color=ROLE["total"], x=0.02, ha="left", va="top",
+    p.hline(1.0, "1×: decode as cheap as prefill", color=ROLE["total"], x=0.02, ha="left", va="top",
                ls=":")
     if mb is not None and mb < B.max():
         p.nofit(max(mb, B.min()), B.max(), "KV does not fit")
@@ -217,8 +217,8 @@ def io_cost_ratio_vs_batch(p, model, chip, prompt=2048, context=4096, batches=No
             f"for batches of about {inside.min():,.0f} to "
             f"{inside.max():,.0f}" if inside.size else "the ratio never enters "
                                                        f"the {lo:g}-{hi:g}× band")
-    fall = (f"falling toward 1x near the critical batch B* = {bstar:,.0f}" if bstar is not None else
-            f"falling toward {float(ratio[-1]):.1f}× and never to 1x, since at context "
+    fall = (f"falling toward 1× near the critical batch B* = {bstar:,.0f}" if bstar is not None else
+            f"falling toward {float(ratio[-1]):.1f}× and never to 1×, since at context "
             f"{fmt_tokens(context)} KV reads keep decode memory-bound at any batch")
     return (f"Log-log plot of the lower-bound ratio of output-token cost to input-token cost for "
             f"{model.name} on {chips_label(n_chips, chip)} against decode batch: "
@@ -291,7 +291,7 @@ def tier_drain_times(p, tiers=None, lifetimes=(("5-min cache", 300.0), ("1-h cac
     ax = p.ax
     y = np.arange(len(ts))
     d = np.array([t.drain_time for t in ts])
-    cols = [ROLE["compute"], ROLE["weights"], ROLE["kv"], ROLE["capacity"]] * 3
+    cols = TIER_COLOUR * 3
     p.add(ax.barh(y, d, color=cols[:len(ts)], height=0.6))
     ax.set_yticks(y, [f"{t.name}\n({t.device.split('(')[0].strip()})" if len(t.device) < 36
                       else t.name for t in ts], fontsize=SMALL)
@@ -347,7 +347,7 @@ def cache_cost_vs_lifetime(p, kv_bytes_per_token, tiers=None, lifetimes=None,
     ts = list(tiers) if tiers is not None else memory_tiers()
     T = grid(lifetimes, 1e-3, 86400.0 * 7, n=200, integer=False)
     ax = p.ax
-    cols = [ROLE["compute"], ROLE["weights"], ROLE["kv"], ROLE["capacity"]] * 3
+    cols = TIER_COLOUR * 3
     ys = []
     for t, c in zip(ts, cols, strict=False):
         yy = 1e6 * np.asarray(cache_cost(kv_bytes_per_token, T, t))
@@ -367,7 +367,7 @@ def cache_cost_vs_lifetime(p, kv_bytes_per_token, tiers=None, lifetimes=None,
         p.vline(v, name, color=PALETTE["grey"], y=0.97, ls="--")
     if remat_cost_per_million is not None:
         p.hline(remat_cost_per_million, f"recompute (prefill): {fmt_usd(remat_cost_per_million)}/M",
-                   color=ROLE["cost"], x=0.99, ha="right", va="bottom", ls="-")
+                   color=ROLE["prefill"], x=0.99, ha="right", va="bottom", ls="-.")
     ax.set_title(f"Holding a prompt cache at {kv_bytes_per_token:,.0f} bytes of KV per token")
     best = {n: ts[int(np.argmin([1e6 * float(cache_cost(kv_bytes_per_token, v, t))
                                  for t in ts]))].name

@@ -47,7 +47,7 @@ ROLE = {
     "total": PALETTE["black"],
     "bound": PALETTE["black"],  # the step bound: the max of the parts
     "cost": PALETTE["vermillion"],
-    "capacity": PALETTE["purple"],
+    "capacity": PALETTE["grey"],  # a reference level (HBM, a price): never a model's colour
     "reference": PALETTE["grey"],
     "prefill": PALETTE["sky"],  # prefill per prompt token (compute-bound)
     "decode": PALETTE["purple"],  # decode per output token (memory-bound at small batch)
@@ -69,6 +69,8 @@ KIND_COLOUR = {"MHA": PALETTE["vermillion"], "GQA": PALETTE["blue"], "MQA": PALE
 #: Chip vendors (scatter plots of the catalogue); others get ``PALETTE["purple"]``.
 VENDOR_COLOUR = {"NVIDIA": PALETTE["green"], "AMD": PALETTE["vermillion"],
                  "Google": PALETTE["blue"]}
+#: Memory tiers, in the same colours in every figure (HBM, DRAM, flash, disk).
+TIER_COLOUR = [PALETTE["blue"], PALETTE["orange"], PALETTE["green"], PALETTE["purple"]]
 NOFIT = "#d9d9d9"  # grey for "does not fit in memory"
 
 #: One colour per chip in every figure (chips drawn together in the book get different colours).

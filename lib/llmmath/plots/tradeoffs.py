@@ -28,7 +28,7 @@ from .explore import (
 )
 from .figure import as_list, builder, chip_of, model_of
 from .labels import fmt_b, fmt_t, fmt_tokens, loglim, place, set_log, time_axis, with_notes
-from .style import PALETTE, ROLE, SMALL
+from .style import PALETTE, ROLE, SMALL, TIER_COLOUR
 
 __all__ = ["store_vs_recompute", "recompute_intensity_vs_ridge", "checkpoint_memory_vs_depth",
            "hold_time_by_tier"]
@@ -223,7 +223,7 @@ def hold_time_by_tier(p, model, chip, prompt=8192, n_chips=1, tiers=None,
     ax = p.ax
     y = np.arange(len(ts))
     t = np.array([float(max_hold_time(m, c, tier, prompt=prompt, n_chips=n_chips)) for tier in ts])
-    cols = [ROLE["compute"], ROLE["weights"], ROLE["kv"], ROLE["capacity"]] * 3
+    cols = TIER_COLOUR * 3
     p.add(ax.barh(y, np.maximum(t, 1e-3), color=cols[:len(ts)], height=0.6))
     ax.set_yticks(y, [tier.name for tier in ts], fontsize=SMALL)
     lo = max(min(t[t > 0].min() if (t > 0).any() else 1.0, min(v for _, v in lifetimes)) / 5, 1e-3)
