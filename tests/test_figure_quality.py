@@ -293,7 +293,12 @@ ROLE_PATTERNS = [
     ("weights", re.compile(r"^weight(s| reads| read)\b")),
     ("kv", re.compile(r"^KV(-cache)? (reads|writes)\b")),
     ("bound", re.compile(r"^step bound\b")),
+    ("prefill", re.compile(r"^recompute \(prefill\)")),
+    ("overhead", re.compile(r"^per-layer kernel overhead$")),
 ]
+#: A reference capacity written beside its line ("HBM of 8× H100-SXM: 640 GB", "H200 HBM 141 GB").
+CAPACITY = re.compile(r"\bHBM\b.*\d+(\.\d+)? [kMGT]?B\b")
+BATCH = re.compile(r"^(?:batch|B =) ?([\d,]+)$")
 CHIP_NAMES = set(chips.names())
 MODEL_NAMES = set(models.names()) | {"Llama-3.1-70B"}
 
@@ -302,7 +307,9 @@ def role_of(label: str):
     """The role, chip or model a legend label stands for, or None."""
     head = re.sub(r"\s*\(.*\)$", "", label).strip()
     head = re.sub(r":.*$", "", head)
-    head = re.sub(r"^\d+x ", "", head)
+    head = re.sub(r"^\d+× ", "", head)
+    if BATCH.match(head):
+        return f"batch {int(BATCH.match(head).group(1).replace(',', ''))}"
     if head in CHIP_NAMES:
         return f"chip {head}"
     if head in MODEL_NAMES:
@@ -319,8 +326,11 @@ def colours(fig):
     for ax in fig.axes:
         for ln in ax.lines:
             r = role_of(ln.get_label())
+            if r and r.startswith("batch ") and len(ln.get_xdata()) < 2:
+                continue  # one marked point ("B = 1024: 882 FLOP/byte"), not a batch's series
             if r and not ln.get_label().startswith("_"):
-                out.append((r, to_hex(ln.get_color())))
+                drawn = ln.get_linestyle() not in ("None", "", " ", "none")
+                out.append((r, to_hex(ln.get_color() if drawn else ln.get_markerfacecolor())))
         for c in ax.collections:
             r = role_of(c.get_label())
             if r and len(c.get_facecolor()):
@@ -329,6 +339,9 @@ def colours(fig):
             r = role_of(cont.get_label() or "")
             if r and len(cont.patches):
                 out.append((r, to_hex(cont.patches[0].get_facecolor())))
+        for t in ax.texts:
+            if t.get_visible() and CAPACITY.search(t.get_text()):
+                out.append(("role capacity", to_hex(t.get_color())))
     return out
 
 
@@ -349,8 +362,8 @@ def test_one_colour_per_role_chip_and_model(figures):
 @pytest.mark.xdist_group("figure-all")
 def test_role_colours_come_from_the_style_map(figures):
     from llmmath.plots import style
-    want = {"role compute": style.ROLE["compute"], "role weights": style.ROLE["weights"],
-            "role kv": style.ROLE["kv"]}
+    want = {f"role {r}": style.ROLE[r] for r in ("compute", "weights", "kv", "bound", "prefill",
+                                                 "overhead", "capacity")}
     for key in CASES:
         fig = figures[key]
         for role, colour in colours(fig):
@@ -360,6 +373,22 @@ def test_role_colours_come_from_the_style_map(figures):
                 assert colour.lower() == style.chip_colour(role[5:]).lower(), f"{key}: {role}"
             if role.startswith("model ") and hasattr(style, "model_colour"):
                 assert colour.lower() == style.model_colour(role[6:]).lower(), f"{key}: {role}"
+            if role.startswith("batch "):
+                assert colour.lower() == style.batch_colour(int(role[6:])).lower(), \
+                    f"{key}: {role} drawn {colour}"
+
+
+def test_roles_batches_and_capacities_are_read_from_labels():
+    assert role_of("batch 64") == role_of("B = 64") == "batch 64"
+    assert role_of("step bound (chapters 3–5)") == "role bound"
+    assert role_of("recompute (prefill): $0.126/M") == "role prefill"
+    assert role_of("8× H100-SXM") == "chip H100-SXM"
+    fig, ax = plt.subplots()
+    ax.text(0.1, 0.9, "HBM of H200: 141 GB", color="#CC79A7")
+    ax.plot([0, 1], [0, 1], color="#E69F00", label="batch 64")
+    found = colours(fig)
+    plt.close(fig)
+    assert found == [("batch 64", "#e69f00"), ("role capacity", "#cc79a7")]
 
 
 def test_segment_box_crossing_by_hand():
@@ -683,3 +712,34 @@ def test_a_yellow_line_is_found():
     found = low_contrast(fig)
     plt.close(fig)
     assert found == ["line 'overhead' #f0e442: 1.3:1", "bar 'pale' #d9d9d9: 1.4:1"]
+
+
+def duplicates(figs):
+    """Groups of labels whose figures draw the very same pixels ({hash: [labels]} of size > 1)."""
+    import hashlib
+
+    seen: dict = {}
+    for label, fig in figs.items():
+        rgba = plots.render_rgba(fig)
+        digest = hashlib.sha256(rgba.tobytes() + str(rgba.shape).encode()).hexdigest()[:12]
+        seen.setdefault(digest, []).append(label)
+    return {h: labels for h, labels in seen.items() if len(labels) > 1}
+
+
+@pytest.mark.xdist_group("figure-all")
+def test_no_two_book_figures_are_identical(figures):
+    """A figure the book shows twice is a cross-reference, not a second figure (issue 36 N-M4:
+    Fig 4.4 was Fig 1.5 and Fig 5.4 is Fig 2.4)."""
+    dup = duplicates({label: figures[label] for label in BOOK})
+    assert not dup, "identical figures: " + "; ".join(" = ".join(v) for v in dup.values())
+
+
+def test_identical_figures_are_found():
+    figs = {}
+    for name in ("a", "b", "c"):
+        fig = plt.figure(figsize=(2, 2))
+        fig.gca().plot([0, 1], [0, 1 if name != "c" else 2])
+        figs[name] = fig
+    found = list(duplicates(figs).values())
+    plt.close("all")
+    assert found == [["a", "b"]]

@@ -79,10 +79,14 @@ def roofline(p, chip_list=None, dtype: str = "bf16", ops=None):
     first = shown[0]
     for label, intensity in ops or []:
         y = min(first.peak(dtype), intensity * first.hbm_bandwidth)
-        p.point(intensity, y, f"{label} ({intensity:g})", offset=(6, -14))
+        # one rounding for every marked intensity (1, 64, 882), not 0.998 beside 882.2
+        shown_i = f"{intensity:,.0f}" if intensity >= 0.95 else f"{intensity:.2g}"
+        p.point(intensity, y, f"{label}:\n{shown_i} FLOP/byte", offset=(6, -14))
     if ax.get_legend():
         ax.get_legend().remove()
-    p.add(ax.legend(loc="lower right", title="ridge point (FLOP/byte), dot"))
+    # several chips: each entry gives its ridge point; one chip: its ridge is labelled at its dot
+    p.add(ax.legend(loc="lower right",
+                    title="ridge point (FLOP/byte)" if len(shown) > 1 else None))
     ax.set_title(f"Roofline ({dtype})\nmemory-bound left of the ridge, compute-bound right")
     lo, hi = int(np.argmin(ridges)), int(np.argmax(ridges))
     p.numbers = {c.name: r for c, r in zip(shown, ridges, strict=False)}
@@ -149,7 +153,7 @@ def matmul_on_roofline(p, chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16
         p.add(ax.plot([b_i], [b_f], "o", ms=7, mfc=ROLE["cost"], mec="white", mew=1.5, zorder=5)[0])
         # the note sits under the roof, at the bottom, where only the ridge line is ever drawn
         note = (f"batch {batch:,.0f}: {shown_i} FLOP/byte\n{fmt_si(b_f, 'FLOP/s')} = "
-                f"{100 * share:.0f}% of peak\n{bound}")
+                f"{_pct(share)} of peak\n{bound}")
         rx = math.log(ridge / lo) / math.log(hi / lo)
 
         def make(c):
@@ -215,6 +219,11 @@ def flops_vs_bandwidth(chip_list=None, dtype="bf16", ratios=(100, 300, 1000)):
     return fig
 
 
+def _pct(share):
+    """A share of peak: ``0.3%`` under 10 % (a batch-1 matvec is not "0%"), else ``74%``."""
+    return f"{100 * share:.1f}%" if share < 0.1 else f"{100 * share:.0f}%"
+
+
 def _vendor_dots(ax, xs, ys, chips_shown):
     """The chips of a catalogue scatter as dots coloured by vendor, one legend entry each."""
     for vendor, col in VENDOR_COLOUR.items():
@@ -273,7 +282,8 @@ def matmul_throughput_vs_batch(chip, dtypes=None, k=8192, n=8192, batches=None):
         for d, col in zip(dtypes, colors, strict=False):
             b = sizes[d]
             f = attainable_flops(chip, arithmetic_intensity(batches, k, n, b), d)
-            ax.loglog(batches, f, color=col, label=f"{d} ({b:g} byte per value)")
+            unit = "byte" if b == 1 else "bytes"
+            ax.loglog(batches, f, color=col, label=f"{d} ({b:g} {unit} per value)")
             knee = matmul_ridge_batch(chip, k, n, d, b)
             if np.isfinite(knee) and knee <= batches.max():
                 ax.plot([knee], [chip.peak(d)], "o", ms=7, color=col)
@@ -323,7 +333,7 @@ def roofline_measured(chip, measured, dtype="bf16", intensity_range=(1, 1e4)):
                     (intensity_range[0] * 3, 3 * w_meas * 0.8),
                     xytext=(0, -6), textcoords="offset points", fontsize=SMALL, color=ROLE["cost"],
                     va="top")
-        ax.annotate(f"{100 * f_meas / peak:.0f}% of peak", (intensity_range[1] / 1.2, f_meas),
+        ax.annotate(f"{_pct(f_meas / peak)} of peak", (intensity_range[1] / 1.2, f_meas),
                     xytext=(0, -6), textcoords="offset points", fontsize=SMALL, color=ROLE["cost"],
                     ha="right", va="top")
         ax.annotate(f"ridge {r_ds:.0f}", (r_ds, peak), xytext=(4, 6), textcoords="offset points",
@@ -447,5 +457,5 @@ def _matmul_readout(n):
     return [("arithmetic intensity", f"{n['intensity']:,.3g} FLOP/byte"),
             ("ridge point", f"{n['ridge']:,.0f} FLOP/byte"),
             ("attainable", fmt_flops_rate(n["attainable"])),
-            ("share of peak", f"{n['share_of_peak']:.0%}"), ("bound", n["bound"]),
+            ("share of peak", _pct(n['share_of_peak'])), ("bound", n["bound"]),
             ("matmul time (lower bound)", fmt_time(n["time"]))]

@@ -20,7 +20,7 @@ from matplotlib import patheffects
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from ..units import fmt_bytes, fmt_count, fmt_si, fmt_time, fmt_usd
-from .style import PALETTE, SMALL
+from .style import PALETTE, SMALL, is_legend_outside
 
 __all__ = ["label_si"]
 
@@ -577,15 +577,16 @@ def settle_legend(ax):
         return inside and not any(_overlap(b, t, pad=0.0) for t in texts) and not _line_hits(
             b, lines, collections=ax.collections)
 
-    if clear():
-        _restore_height(ax.figure)
-        return
     first = leg._loc
-    for loc in _LEGEND_LOCS:
-        leg.set_loc(loc)
+    if not is_legend_outside():  # a slider's frames keep theirs below the axes in every frame
         if clear():
             _restore_height(ax.figure)
             return
+        for loc in _LEGEND_LOCS:
+            leg.set_loc(loc)
+            if clear():
+                _restore_height(ax.figure)
+                return
     leg.set_loc(first)
     handles, labels = leg.legend_handles, [t.get_text() for t in leg.get_texts()]
     title = leg.get_title().get_text()

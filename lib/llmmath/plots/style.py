@@ -20,7 +20,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 __all__ = ["PALETTE", "CYCLE", "ROLE", "KIND_COLOUR", "NOFIT", "STYLE", "PHONE", "series_colour",
            "chip_colour", "model_colour",
-           "batch_colour", "house_style", "setup_notebook", "offscreen"]
+           "batch_colour", "house_style", "setup_notebook", "offscreen",
+           "legend_outside"]
 
 # Okabe-Ito, colour-blind safe; black last for reference lines.
 PALETTE = {
@@ -201,6 +202,25 @@ def offscreen():
         yield
     finally:
         _OFFSCREEN.reset(token)
+
+
+_LEGEND_OUTSIDE = contextvars.ContextVar("llmmath_plots_legend_outside", default=False)
+
+
+@contextmanager
+def legend_outside():
+    """Inside this block every settled legend goes below the axes, whatever the data: the frames
+    of one slider then keep their legend in one place (:mod:`llmmath.frames`)."""
+    token = _LEGEND_OUTSIDE.set(True)
+    try:
+        yield
+    finally:
+        _LEGEND_OUTSIDE.reset(token)
+
+
+def is_legend_outside() -> bool:
+    """Whether builders are inside :func:`legend_outside`."""
+    return _LEGEND_OUTSIDE.get()
 
 
 def is_offscreen() -> bool:

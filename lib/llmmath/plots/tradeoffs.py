@@ -144,7 +144,8 @@ def recompute_intensity_vs_ridge(p, model_list, chip_list=None, kv_bytes=2):
                                color=col)
         p.add(place(ax, make, [(4, "left", "black"), (-4, "right", "white")]))
     ax.set_xlabel(f"FLOP to rebuild one cached byte ({kv_bytes:g}-byte KV)")
-    ax.set_title("Bars: times the highest ridge point")
+    ax.set_title("FLOP to rebuild a cached byte, against the chips' ridge points\n"
+                 "(beside each bar: times the highest ridge point)")
     p.numbers = {"intensity": {ms[i].name: float(vals[i]) for i in order}, "ridge_low": lo,
                  "ridge_high": hi, "min_over_high_ridge": float(vals.min() / hi)}
     return ("Horizontal bar chart, log scale, of the FLOPs needed to rebuild one byte of KV cache "
