@@ -36,7 +36,7 @@ from matplotlib.colors import to_hex  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
 from llmmath import book, chips, models, plots  # noqa: E402
-from llmmath.plots.labels import noted  # noqa: E402
+from llmmath.plots.labels import _boxes, noted, text_corners  # noqa: E402
 from llmmath.units import GB, TFLOPS  # noqa: E402
 
 #: Width in CSS px of the text column on a 390 px screen (390 less the theme's 16 px margins).
@@ -222,6 +222,10 @@ def _shrink(bb, px=1.5):
     return (bb.x0 + px, bb.y0 + px, bb.x1 - px, bb.y1 - px)
 
 
+def _shrink_box(b, px=1.5):
+    return (b[0] + px, b[1] + px, b[2] - px, b[3] - px)
+
+
 def overlaps(fig):
     """Every (label or legend, line) pair of `fig` that overlaps, as readable strings."""
     renderer = fig.canvas.get_renderer()
@@ -235,7 +239,9 @@ def overlaps(fig):
             boxes.append(("legend", _shrink(leg.get_window_extent(renderer))))
         for t in ax.texts:
             if t.get_visible() and t.get_text().strip():
-                boxes.append((repr(t.get_text()), _shrink(t.get_window_extent(renderer))))
+                # a label turned along a slope covers a chain of small boxes, not its square
+                boxes += [(repr(t.get_text()), _shrink_box(b))
+                          for b in _boxes(t, renderer)]
         # guides (lines of constant ratio behind a scatter, noted as guides by plots.labels) are
         # like grid lines: labels may cross them; every other line and marker is data
         lines = [ln for ln in ax.lines if ln.get_visible() and not noted(ln, "guide", False)]
@@ -457,33 +463,6 @@ def figure_texts(fig):
     return out
 
 
-def _corners(t, renderer):
-    """The four display-pixel corners of a text's own (rotated) box: window extents are
-    axis-aligned boxes around it, too large for a label turned along a slope."""
-    bb = t.get_window_extent(renderer)
-    theta = np.deg2rad(t.get_rotation())
-    c, s = abs(np.cos(theta)), abs(np.sin(theta))
-    if s < 1e-6:
-        return np.array([[bb.x0, bb.y0], [bb.x1, bb.y0], [bb.x1, bb.y1], [bb.x0, bb.y1]])
-    det = c * c - s * s
-    if abs(det) > 0.1:  # the box's own width and height from its axis-aligned extent
-        w = (bb.width * c - bb.height * s) / det
-        h = (bb.height * c - bb.width * s) / det
-    else:  # near 45 degrees: the height of its lines
-        h = t.get_fontsize() * fig_dpi(t) / 72.0 * 1.2 * (t.get_text().count("\n") + 1)
-        w = (bb.width - h * s) / c
-    w, h = max(w, 0.0), max(h, 0.0)
-    u = np.array([np.cos(theta), np.sin(theta)])
-    v = np.array([-u[1], u[0]])
-    mid = np.array([(bb.x0 + bb.x1) / 2, (bb.y0 + bb.y1) / 2])
-    return np.array([mid + a * u * w / 2 + b * v * h / 2
-                     for a, b in ((-1, -1), (1, -1), (1, 1), (-1, 1))])
-
-
-def fig_dpi(artist):
-    return artist.get_figure(root=True).dpi if hasattr(artist, "get_figure") else 100
-
-
 def _polys_overlap(p, q, pad=1.0):
     """Separating-axis test of two convex quadrilaterals, each shrunk by `pad` px."""
     for poly in (p, q):
@@ -504,7 +483,7 @@ def text_overlaps(fig):
     """Every pair of texts of `fig` whose rendered boxes overlap, as readable strings."""
     renderer = fig.canvas.get_renderer()
     texts = figure_texts(fig)
-    polys = [_corners(t, renderer) for t in texts]
+    polys = [text_corners(t, renderer) for t in texts]
     found = []
     for i in range(len(texts)):
         for j in range(i + 1, len(texts)):
@@ -525,8 +504,8 @@ def test_two_texts_on_top_of_each_other_are_found():
     ax.text(0.5, 0.5, "5-min cache", ha="center")
     ax.text(0.52, 0.5, "1-h cache", ha="center")
     ax.text(0.1, 0.9, "alone")
-    ax.text(0.2, 0.2, "turned along a slope", rotation=40)
-    ax.text(0.45, 0.25, "beside the slope")
+    ax.text(0.05, 0.05, "turned along a slope", rotation=40)
+    ax.text(0.2, 0.07, "beside the slope")  # inside the turned label's square, off it
     fig.canvas.draw()
     found = text_overlaps(fig)
     plt.close(fig)

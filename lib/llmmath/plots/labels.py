@@ -436,7 +436,7 @@ def iso_lines(ax, values, fmt, xlim, color=None):
                                rotation_mode="anchor", fontsize=SMALL, color=color,
                                path_effects=HALO)
 
-        place(ax, make, [(back, side) for back in (12, 50, 90, 130, 170, 210, 250, 290)
+        place(ax, make, [(back, side) for back in range(12, 460, 40)
                          for side in (1, -1)], exclude=[guide], slack=2)
 
 
