@@ -216,7 +216,7 @@ def _dp_setup(p):
                    label=r"compute, $6 N_\mathrm{act} T / C$")
     set_log(ax, x=lambda v: fmt_count(v, 2), y=fmt_t)
     ax.set_xlabel("tokens per chip per step T (tokens)")
-    ax.set_ylabel("time per step")
+    ax.set_ylabel("time per step (s)")
 
 
 @builder(setup=_dp_setup)
