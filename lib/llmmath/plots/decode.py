@@ -20,7 +20,7 @@ from ..roofline import (
 )
 from ..roofline import max_context as _maxctx
 from ..units import fmt_count, fmt_time, fmt_usd
-from .common import decode_at, fit_numbers, set_time_lines, time_lines_setup
+from .common import decode_at, fit_numbers, max_batch_at, set_time_lines, time_lines_setup
 from .explore import (
     BATCHES,
     CHIP_COUNTS,
@@ -203,11 +203,18 @@ def regime_map(p, model, chip, n_chips=1, batches=None, contexts=None, weight_by
     cat = np.where(np.asarray(s.compute_time) >= np.asarray(s.memory_time), 1.0, 0.0)
     fits = fits_in_memory(model, chip, B[None, :], S[:, None], n_chips=n_chips,
                           weight_bytes=weight_bytes, kv_bytes=kv_bytes)
-    cat = np.where(fits, cat, 2.0)
     ax = p.ax
     cmap = mpl.colors.ListedColormap(["#f5d08a", "#a6d3f0", NOFIT])
     p.add(ax.pcolormesh(B, S, cat, cmap=cmap, vmin=-0.5, vmax=2.5, shading="nearest",
                            rasterized=True, zorder=0))
+    cat = np.where(fits, cat, 2.0)
+    # what does not fit, drawn over the grid as one smooth region right of the largest batch
+    # that fits at each context (grid cells would give it a staircase edge)
+    s_fine = np.geomspace(S.min(), S.max(), 240)
+    most = np.array([max_batch_at(model, chip, sc, n_chips, weight_bytes, kv_bytes) or 0.0
+                     for sc in s_fine], dtype=float)
+    p.add(ax.fill_betweenx(s_fine, np.clip(most, B.min(), B.max()), B.max(), color=NOFIT,
+                           lw=0, zorder=0.5))
     ax.set_xlim(B.min(), B.max())
     ax.set_ylim(S.min(), S.max())
     sstar = try_value(critical_context, model, chip, kv_bytes=kv_bytes, dtype=dt)
@@ -219,7 +226,8 @@ def regime_map(p, model, chip, n_chips=1, batches=None, contexts=None, weight_by
                  kv_bytes=kv_bytes)
         bcurve.append(b if b is not None else np.nan)
     bx, by = mask(np.asarray(bcurve, float), below)
-    inside = (bx >= B.min()) & (bx <= B.max())
+    room = np.interp(np.log(by), np.log(s_fine), most) if by.size else by
+    inside = (bx >= B.min()) & (bx <= B.max()) & (bx <= room)  # not through "does not fit"
     if inside.any():
         p.add(ax.plot(bx[inside], by[inside], color=ROLE["total"], lw=2, label="B*(S)")[0])
         j = int(np.nonzero(inside)[0][0])

@@ -211,6 +211,11 @@ def _renderer(fig):
 
 def _box(artist, renderer):
     bb = artist.get_window_extent(renderer)
+    patch = getattr(artist, "get_bbox_patch", lambda: None)()
+    if patch is not None and patch.get_visible():  # a label's white box hides what it covers
+        artist.update_bbox_position_size(renderer)
+        pb = patch.get_window_extent(renderer)
+        return (min(bb.x0, pb.x0), min(bb.y0, pb.y0), max(bb.x1, pb.x1), max(bb.y1, pb.y1))
     return (bb.x0, bb.y0, bb.x1, bb.y1)
 
 

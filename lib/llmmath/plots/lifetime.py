@@ -200,7 +200,7 @@ def overtraining_vs_decode_efficiency(p, model, seconds=60 * DAY, rates=(10e6, 5
         p.label(x, y, text, [(10, 6, "left", "bottom"), (14, 12, "left", "bottom"),
                              (-10, -6, "right", "top"), (-14, -12, "right", "top")]
                 + _ABOVE + _BELOW,
-                exclude=[dot])
+                exclude=[dot], box=False)  # between two curves a white box would cut one
     p.add(ax.legend(loc="upper right"))
     with p.marking():
         if mark_decode_efficiency is not None:
