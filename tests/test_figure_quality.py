@@ -36,7 +36,7 @@ from matplotlib.colors import to_hex  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
 from llmmath import book, chips, models, plots  # noqa: E402
-from llmmath.plots.labels import noted  # noqa: E402
+from llmmath.plots.labels import _boxes, noted, text_corners  # noqa: E402
 from llmmath.units import GB, TFLOPS  # noqa: E402
 
 #: Width in CSS px of the text column on a 390 px screen (390 less the theme's 16 px margins).
@@ -222,6 +222,10 @@ def _shrink(bb, px=1.5):
     return (bb.x0 + px, bb.y0 + px, bb.x1 - px, bb.y1 - px)
 
 
+def _shrink_box(b, px=1.5):
+    return (b[0] + px, b[1] + px, b[2] - px, b[3] - px)
+
+
 def overlaps(fig):
     """Every (label or legend, line) pair of `fig` that overlaps, as readable strings."""
     renderer = fig.canvas.get_renderer()
@@ -235,7 +239,9 @@ def overlaps(fig):
             boxes.append(("legend", _shrink(leg.get_window_extent(renderer))))
         for t in ax.texts:
             if t.get_visible() and t.get_text().strip():
-                boxes.append((repr(t.get_text()), _shrink(t.get_window_extent(renderer))))
+                # a label turned along a slope covers a chain of small boxes, not its square
+                boxes += [(repr(t.get_text()), _shrink_box(b))
+                          for b in _boxes(t, renderer)]
         # guides (lines of constant ratio behind a scatter, noted as guides by plots.labels) are
         # like grid lines: labels may cross them; every other line and marker is data
         lines = [ln for ln in ax.lines if ln.get_visible() and not noted(ln, "guide", False)]
@@ -292,8 +298,13 @@ ROLE_PATTERNS = [
     ("compute", re.compile(r"^compute\b(?! per token)|^matmul FLOPs|^compute-bound$")),
     ("weights", re.compile(r"^weight(s| reads| read)\b")),
     ("kv", re.compile(r"^KV(-cache)? (reads|writes)\b")),
-    ("bound", re.compile(r"^step bound$")),
+    ("bound", re.compile(r"^step bound\b")),
+    ("prefill", re.compile(r"^recompute \(prefill\)")),
+    ("overhead", re.compile(r"^per-layer kernel overhead$")),
 ]
+#: A reference capacity written beside its line ("HBM of 8× H100-SXM: 640 GB", "H200 HBM 141 GB").
+CAPACITY = re.compile(r"\bHBM\b.*\d+(\.\d+)? [kMGT]?B\b")
+BATCH = re.compile(r"^(?:batch|B =) ?([\d,]+)$")
 CHIP_NAMES = set(chips.names())
 MODEL_NAMES = set(models.names()) | {"Llama-3.1-70B"}
 
@@ -302,7 +313,9 @@ def role_of(label: str):
     """The role, chip or model a legend label stands for, or None."""
     head = re.sub(r"\s*\(.*\)$", "", label).strip()
     head = re.sub(r":.*$", "", head)
-    head = re.sub(r"^\d+x ", "", head)
+    head = re.sub(r"^\d+× ", "", head)
+    if BATCH.match(head):
+        return f"batch {int(BATCH.match(head).group(1).replace(',', ''))}"
     if head in CHIP_NAMES:
         return f"chip {head}"
     if head in MODEL_NAMES:
@@ -319,8 +332,11 @@ def colours(fig):
     for ax in fig.axes:
         for ln in ax.lines:
             r = role_of(ln.get_label())
+            if r and r.startswith("batch ") and len(ln.get_xdata()) < 2:
+                continue  # one marked point ("B = 1024: 882 FLOP/byte"), not a batch's series
             if r and not ln.get_label().startswith("_"):
-                out.append((r, to_hex(ln.get_color())))
+                drawn = ln.get_linestyle() not in ("None", "", " ", "none")
+                out.append((r, to_hex(ln.get_color() if drawn else ln.get_markerfacecolor())))
         for c in ax.collections:
             r = role_of(c.get_label())
             if r and len(c.get_facecolor()):
@@ -329,6 +345,9 @@ def colours(fig):
             r = role_of(cont.get_label() or "")
             if r and len(cont.patches):
                 out.append((r, to_hex(cont.patches[0].get_facecolor())))
+        for t in ax.texts:
+            if t.get_visible() and CAPACITY.search(t.get_text()):
+                out.append(("role capacity", to_hex(t.get_color())))
     return out
 
 
@@ -349,8 +368,8 @@ def test_one_colour_per_role_chip_and_model(figures):
 @pytest.mark.xdist_group("figure-all")
 def test_role_colours_come_from_the_style_map(figures):
     from llmmath.plots import style
-    want = {"role compute": style.ROLE["compute"], "role weights": style.ROLE["weights"],
-            "role kv": style.ROLE["kv"]}
+    want = {f"role {r}": style.ROLE[r] for r in ("compute", "weights", "kv", "bound", "prefill",
+                                                 "overhead", "capacity")}
     for key in CASES:
         fig = figures[key]
         for role, colour in colours(fig):
@@ -360,6 +379,22 @@ def test_role_colours_come_from_the_style_map(figures):
                 assert colour.lower() == style.chip_colour(role[5:]).lower(), f"{key}: {role}"
             if role.startswith("model ") and hasattr(style, "model_colour"):
                 assert colour.lower() == style.model_colour(role[6:]).lower(), f"{key}: {role}"
+            if role.startswith("batch "):
+                assert colour.lower() == style.batch_colour(int(role[6:])).lower(), \
+                    f"{key}: {role} drawn {colour}"
+
+
+def test_roles_batches_and_capacities_are_read_from_labels():
+    assert role_of("batch 64") == role_of("B = 64") == "batch 64"
+    assert role_of("step bound (chapters 3–5)") == "role bound"
+    assert role_of("recompute (prefill): $0.126/M") == "role prefill"
+    assert role_of("8× H100-SXM") == "chip H100-SXM"
+    fig, ax = plt.subplots()
+    ax.text(0.1, 0.9, "HBM of H200: 141 GB", color="#CC79A7")
+    ax.plot([0, 1], [0, 1], color="#E69F00", label="batch 64")
+    found = colours(fig)
+    plt.close(fig)
+    assert found == [("batch 64", "#e69f00"), ("role capacity", "#cc79a7")]
 
 
 def test_segment_box_crossing_by_hand():
@@ -379,3 +414,311 @@ def test_a_label_on_a_line_is_found():
     found = overlaps(fig)
     plt.close(fig)
     assert found == ["'on the line' covers the line 'data' (#1f77b4)"]
+
+
+# ----- text against text, text spelling, ticks, contrast (issue 36) -----------------------------
+
+def _drawn_tick_labels(ax):
+    """The tick labels matplotlib draws for `ax` (those inside the view limits)."""
+    out = []
+    for axis in (ax.xaxis, ax.yaxis):
+        if not axis.get_visible():
+            continue
+        lo, hi = sorted(axis.get_view_interval())
+        for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+            loc = tick.get_loc()
+            if loc is None or not lo - 1e-9 * abs(lo) <= loc <= hi + 1e-9 * abs(hi):
+                continue
+            out += [t for t in (tick.label1, tick.label2) if t.get_visible()]
+    return out
+
+
+def figure_texts(fig):
+    """Every text a reader sees in `fig`: tick labels (drawn ones), axis labels, titles, texts and
+    annotations, legend entries and titles, figure texts, secondary axes' labels."""
+    found = []
+    axes = list(fig.axes)
+    for ax in fig.axes:
+        axes += [c for c in ax.child_axes if c not in axes]
+    for ax in axes:
+        if not ax.get_visible():
+            continue
+        found += _drawn_tick_labels(ax)
+        found += [ax.xaxis.label, ax.yaxis.label, ax.title, ax._left_title, ax._right_title]
+        found += list(ax.texts)
+        leg = ax.get_legend()
+        if leg is not None and leg.get_visible():
+            found += list(leg.get_texts()) + [leg.get_title()]
+    for leg in fig.legends:
+        found += list(leg.get_texts()) + [leg.get_title()]
+    found += list(fig.texts)
+    if fig._suptitle is not None:
+        found.append(fig._suptitle)
+    seen, out = set(), []
+    for t in found:
+        if (id(t) not in seen and t.get_visible() and t.get_text().strip()
+                and t.get_alpha() != 0):  # a transparent text holds a place in the layout
+            seen.add(id(t))
+            out.append(t)
+    return out
+
+
+def _polys_overlap(p, q, pad=1.0):
+    """Separating-axis test of two convex quadrilaterals, each shrunk by `pad` px."""
+    for poly in (p, q):
+        for i in range(4):
+            edge = poly[(i + 1) % 4] - poly[i]
+            n = np.array([-edge[1], edge[0]])
+            norm = np.hypot(*n)
+            if norm == 0:
+                continue
+            n = n / norm
+            a, b = p @ n, q @ n
+            if a.max() - pad <= b.min() + pad or b.max() - pad <= a.min() + pad:
+                return False
+    return True
+
+
+def text_overlaps(fig):
+    """Every pair of texts of `fig` whose rendered boxes overlap, as readable strings."""
+    renderer = fig.canvas.get_renderer()
+    texts = figure_texts(fig)
+    polys = [text_corners(t, renderer) for t in texts]
+    found = []
+    for i in range(len(texts)):
+        for j in range(i + 1, len(texts)):
+            if _polys_overlap(polys[i], polys[j]):
+                found.append(f"{texts[i].get_text()!r} overlaps {texts[j].get_text()!r}")
+    return found
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_no_two_texts_overlap(figures, key):
+    found = text_overlaps(figures[key])
+    assert not found, f"{key}:\n  " + "\n  ".join(found)
+
+
+def test_two_texts_on_top_of_each_other_are_found():
+    fig, ax = plt.subplots()
+    ax.set_xlim(0, 1)
+    ax.text(0.5, 0.5, "5-min cache", ha="center")
+    ax.text(0.52, 0.5, "1-h cache", ha="center")
+    ax.text(0.1, 0.9, "alone")
+    ax.text(0.05, 0.05, "turned along a slope", rotation=40)
+    ax.text(0.2, 0.07, "beside the slope")  # inside the turned label's square, off it
+    fig.canvas.draw()
+    found = text_overlaps(fig)
+    plt.close(fig)
+    assert found == ["'5-min cache' overlaps '1-h cache'"]
+
+
+def _outside_math(s):
+    """A text without its $...$ mathtext parts."""
+    return re.sub(r"(?<!\\)\$.*?(?<!\\)\$", "", s)
+
+
+#: ASCII stand-ins for typography (figure text uses ×, ≥, ≤ and an en dash for ranges).
+ASCII_STANDINS = [
+    (re.compile(r"(?<=\s)x(?=\s)"), "x for ×"),
+    (re.compile(r"\b\d+(\.\d+)?x\b"), "x for ×"),
+    (re.compile(r">=|<=|!="), ">= or <= for ≥ or ≤"),
+    (re.compile(r"(?<![\w.\-])\d+(\.\d+)?-\d"), "hyphen for an en dash in a range"),
+]
+
+
+def spelling_problems(fig):
+    """Code names (an underscore outside mathtext) and ASCII stand-ins in a figure's text."""
+    found = []
+    for t in figure_texts(fig):
+        s = _outside_math(t.get_text())
+        if "_" in s:
+            found.append(f"{t.get_text()!r}: an underscore outside $...$ (a code name)")
+        for pat, what in ASCII_STANDINS:
+            if pat.search(s):
+                found.append(f"{t.get_text()!r}: {what}")
+    return found
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_figure_text_has_no_code_names_or_ascii_standins(figures, key):
+    found = spelling_problems(figures[key])
+    assert not found, f"{key}:\n  " + "\n  ".join(found)
+
+
+def test_code_names_and_ascii_standins_are_found():
+    fig, ax = plt.subplots()
+    for i, s in enumerate(["N_tot (count)", "$N_\\mathrm{tot}$ (count)", "8,192 x 8,192", "216x",
+                           ">= 82 chips", "3-5x", "Llama-3.1-405B", "Mixtral-8x7B", "8×", "3–5×",
+                           "DDR5-5200"]):
+        ax.text(0.1, i / 12, s)
+    fig.canvas.draw()
+    found = spelling_problems(fig)
+    plt.close(fig)
+    assert found == ["'N_tot (count)': an underscore outside $...$ (a code name)",
+                     "'8,192 x 8,192': x for ×", "'216x': x for ×",
+                     "'>= 82 chips': >= or <= for ≥ or ≤", "'3-5x': x for ×",
+                     "'3-5x': hyphen for an en dash in a range"]
+
+
+_PREFIX = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+_NUMBER = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?([kMGTPE])?(?![\w])")
+_TIME = re.compile(r"^(\d+(?:\.\d+)?) (ms|s|min|h|days?|weeks?)$")
+_MONEY = re.compile(r"^\$(\d[\d,]*)(?:\.(\d+))?$")
+
+
+def _label_text(t):
+    return t.get_text().replace("\u2212", "-").strip()
+
+
+def tick_problems(fig):
+    """Tick labels outside the book's formatter family: e-notation, a prefixed value of 1000 or
+    more, a plain number of 10,000 or more (SI prefix), a power of two rounded as a decimal
+    (4.1k for 4,096), a time that is not a round human unit (1.7 min), money whose decimals do
+    not match (``$0.1`` beside ``$1.00``). Powers of two rounded as decimals are also looked for
+    in every other text (``S=8.19k``)."""
+    from llmmath.plots.labels import _TIME_TICKS
+    round_times = {label for _, label in _TIME_TICKS}
+    found = []
+    for t in figure_texts(fig):
+        s = _outside_math(t.get_text())
+        for m in _NUMBER.finditer(s):
+            v = float(m.group(1).replace(",", "")) * _PREFIX.get(m.group(2) or "", 1.0)
+            if v >= 1024 and "." in m.group(1) or (m.group(2) and len(m.group(1)) >= 2):
+                p2 = 2.0 ** round(np.log2(v)) if v > 0 else 0
+                if p2 >= 1024 and v != p2 and abs(v / p2 - 1) < 0.01:
+                    found.append(f"{t.get_text()!r}: {m.group(0)} is a power of two "
+                                 "rounded as a decimal")
+    axes = list(fig.axes) + [c for ax in fig.axes for c in ax.child_axes]
+    for ax in axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            labels = [_label_text(t) for t in _drawn_tick_labels(ax)
+                      if (t in axis.get_ticklabels(which="both")) and _label_text(t)]
+            money = []
+            for s in labels:
+                if re.search(r"\d[eE][+-]?\d", s):
+                    found.append(f"tick {s!r}: e-notation")
+                m = re.fullmatch(r"-?\$?(\d[\d,]*(?:\.\d+)?)\s?([kMGTPE])", s)
+                if m and float(m.group(1).replace(",", "")) >= 1000:
+                    found.append(f"tick {s!r}: a prefixed value of 1000 or more")
+                m = re.fullmatch(r"-?(\d[\d,]*)", s)
+                if m and int(m.group(1).replace(",", "")) >= 10_000:
+                    found.append(f"tick {s!r}: a plain number of 10,000 or more")
+                m = _TIME.fullmatch(s)
+                if m and "." in m.group(1) and s not in round_times:
+                    found.append(f"tick {s!r}: not a round human time")
+                m = _MONEY.fullmatch(s)
+                if m:
+                    money.append((float(m.group(1).replace(",", "")), len(m.group(2) or "")))
+            if any(v >= 1 and d for v, d in money) and len({d for _, d in money}) > 1:
+                found.append(f"money ticks {labels}: decimals do not match")
+    return found
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_tick_labels_use_one_formatter_family(figures, key):
+    found = tick_problems(figures[key])
+    assert not found, f"{key}:\n  " + "\n  ".join(sorted(set(found)))
+
+
+def test_tick_problems_are_found():
+    fig, ax = plt.subplots()
+    ax.set_xlim(0, 6)
+    ax.set_xticks(range(6), ["1e26", "1000T", "100,000", "1.7 min", "4.1k", "10 min"])
+    ax.set_yticks([0, 0.5, 1], ["$0.1", "$0.5", "$1.00"])
+    ax.set_title("S=8.19k, 4k, 64k, 1M")
+    fig.canvas.draw()
+    found = sorted(set(tick_problems(fig)))
+    plt.close(fig)
+    assert found == sorted([
+        "'S=8.19k, 4k, 64k, 1M': 8.19k is a power of two rounded as a decimal",
+        "'4.1k': 4.1k is a power of two rounded as a decimal",
+        "tick '1e26': e-notation", "tick '1000T': a prefixed value of 1000 or more",
+        "tick '100,000': a plain number of 10,000 or more",
+        "tick '1.7 min': not a round human time",
+        "money ticks ['$0.1', '$0.5', '$1.00']: decimals do not match"])
+
+
+def contrast_on_white(colour):
+    """WCAG contrast ratio of a colour against white."""
+    from matplotlib.colors import to_rgb
+
+    lin = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in to_rgb(colour)]
+    lum = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    return 1.05 / (lum + 0.05)
+
+
+def low_contrast(fig, minimum=3.0):
+    """Lines and bars drawn in a colour under `minimum`:1 against white. Fill bands (spans,
+    fill_between), patches without a label and bars with a dark enough edge are exempt, and so
+    are the palette colours style.LOW_CONTRAST_OK names."""
+    from matplotlib.patches import Rectangle
+
+    from llmmath.plots import style
+    ok = {c.lower() for c in style.LOW_CONTRAST_OK}
+    found = []
+    for ax in fig.axes:
+        for ln in ax.lines:
+            c = to_hex(ln.get_color())
+            if (ln.get_visible() and ln.get_linestyle() not in ("None", "", " ", "none")
+                    and c.lower() not in ok and contrast_on_white(c) < minimum):
+                found.append(f"line {ln.get_label()!r} {c}: {contrast_on_white(c):.1f}:1")
+        for cont in ax.containers:
+            for patch in getattr(cont, "patches", []):
+                if not isinstance(patch, Rectangle) or not patch.get_visible():
+                    continue
+                c, e = to_hex(patch.get_facecolor()), patch.get_edgecolor()
+                edged = patch.get_linewidth() > 0 and e[3] > 0 and contrast_on_white(e) >= minimum
+                if c.lower() not in ok and not edged and contrast_on_white(c) < minimum:
+                    found.append(f"bar {cont.get_label()!r} {c}: {contrast_on_white(c):.1f}:1")
+                    break
+    return found
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_lines_and_bars_contrast_with_white(figures, key):
+    found = low_contrast(figures[key])
+    assert not found, f"{key}:\n  " + "\n  ".join(sorted(set(found)))
+
+
+def test_a_yellow_line_is_found():
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], color="#F0E442", label="overhead")
+    ax.plot([0, 1], [1, 0], color="#0072B2", label="compute")
+    ax.bar([0.5], [0.5], color="#F0E442", edgecolor="black", label="edged")
+    ax.bar([0.2], [0.5], color="#d9d9d9", label="pale")
+    ax.axvspan(0.1, 0.2, color="#d9d9d9")
+    fig.canvas.draw()
+    found = low_contrast(fig)
+    plt.close(fig)
+    assert found == ["line 'overhead' #f0e442: 1.3:1", "bar 'pale' #d9d9d9: 1.4:1"]
+
+
+def duplicates(figs):
+    """Groups of labels whose figures draw the very same pixels ({hash: [labels]} of size > 1)."""
+    import hashlib
+
+    seen: dict = {}
+    for label, fig in figs.items():
+        rgba = plots.render_rgba(fig)
+        digest = hashlib.sha256(rgba.tobytes() + str(rgba.shape).encode()).hexdigest()[:12]
+        seen.setdefault(digest, []).append(label)
+    return {h: labels for h, labels in seen.items() if len(labels) > 1}
+
+
+@pytest.mark.xdist_group("figure-all")
+def test_no_two_book_figures_are_identical(figures):
+    """A figure the book shows twice is a cross-reference, not a second figure (issue 36 N-M4:
+    Fig 4.4 was Fig 1.5 and Fig 5.4 is Fig 2.4)."""
+    dup = duplicates({label: figures[label] for label in BOOK})
+    assert not dup, "identical figures: " + "; ".join(" = ".join(v) for v in dup.values())
+
+
+def test_identical_figures_are_found():
+    figs = {}
+    for name in ("a", "b", "c"):
+        fig = plt.figure(figsize=(2, 2))
+        fig.gca().plot([0, 1], [0, 1 if name != "c" else 2])
+        figs[name] = fig
+    found = list(duplicates(figs).values())
+    plt.close("all")
+    assert found == [["a", "b"]]

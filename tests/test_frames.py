@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 
 from llmmath import chips, frames, models, plots  # noqa: E402
 
-SANITIZE = re.compile(r"data:image/(png|jpeg|webp);base64,[A-Za-z0-9+/=]+")
+SANITIZE = re.compile(r"data:image/(png|jpeg|webp);base64,([A-Za-z0-9+/=]+)")
 LLAMA, H100 = models.get("Llama-3-70B"), chips.get("H100-SXM")
 VALUES = [1, 16, 256, 1024]
 
@@ -30,7 +30,10 @@ def test_html_structure(fs):
     assert len(SANITIZE.findall(html)) == n, "every frame is embedded exactly once"
     assert html.count("<img ") == 1
     assert re.search(rf'<input type="range" min="0" max="{n - 1}" step="1" value="0"', html)
-    assert '<span class="llm-frames-label">batch = 1</span>' in html
+    assert '<div class="llm-frames-label" aria-live="polite">batch = 1</div>' in html
+    # the label on its own line above a full-width range input that is a touch target
+    assert html.index("llm-frames-label") < html.index('type="range"')
+    assert re.search(r'<input type="range"[^>]*style="[^"]*width:100%;min-height:44px', html)
     assert (f"Static page: {n} precomputed frames. Run this "
             "notebook (make lab) for the full explorer.") in html
     assert "<script>" in html and "require" not in html
@@ -137,3 +140,48 @@ def test_moving_the_marked_point_changes_the_frame(name, mark):
     matplotlib.pyplot.close(fig)
     assert (first != second).any(), (f"{name}: moving {mark} from {lo} "
                                      f"to {hi} did not change the figure")
+
+
+def _png_sizes(images):
+    import io
+
+    from PIL import Image
+    return [Image.open(io.BytesIO(b)).size for b in images]
+
+
+def test_frames_of_a_slider_share_one_size_and_legend_place():
+    """Ch3's slider: the legend of decode_time_vs_batch once moved from below the axes into the
+    plot at context 8,192 and the frames were 800, 925 and 973 px tall (the page jumped)."""
+    s = frames.slider(plots.decode_time_vs_batch, "context", [0, 1024, 8192], model=LLAMA,
+                      chip=H100, n_chips=8, max_bytes=2_000_000)
+    sizes = _png_sizes(s.images)
+    assert len(set(sizes)) == 1 and sizes[0] == s.size_px, sizes
+
+
+def _book_sliders():
+    """(notebook, sliders' frame sizes) for every frame slider the executed chapters show."""
+    import base64
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = []
+    for nb in sorted((root / "book").glob("*.ipynb")):
+        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
+            for o in cell.get("outputs", []):
+                html = "".join(o.get("data", {}).get("text/html", ""))
+                if "data-llm-frames" not in html:
+                    continue
+                imgs = [base64.b64decode(m.group(2)) for m in SANITIZE.finditer(html)
+                        if m.group(1) == "png"]
+                out.append((nb.stem, _png_sizes(imgs)))
+    return out
+
+
+def test_every_book_slider_keeps_one_frame_size():
+    """What the site serves: all frames of each slider in the executed chapters have one pixel
+    size (fails until the chapters are executed with this frames module)."""
+    found = _book_sliders()
+    assert len(found) >= 10, found
+    jumps = [f"{nb}: {sorted(set(sizes))}" for nb, sizes in found if len(set(sizes)) > 1]
+    assert not jumps, "frames of different sizes:\n  " + "\n  ".join(jumps)

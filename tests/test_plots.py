@@ -223,6 +223,6 @@ def test_builders_draw_into_a_given_axes():
 
     fig, (a, b) = plt.subplots(1, 2)
     assert plots.decode_time_vs_batch("Llama-3-70B", "H100-SXM", n_chips=8, ax=a) is a
-    assert a.get_title().startswith("Llama-3-70B on 8x H100-SXM")
+    assert a.get_title().startswith("Llama-3-70B on 8× H100-SXM")
     out = plots.kv_vs_context([LLAMA], H100, ax=b)
     assert out is b and b.get_lines()

@@ -7,6 +7,11 @@ explorer is about), with **the same builder** the live widget uses, and returns 
 tiny inline script swaps them on the slider's ``input`` event, nothing is fetched from
 anywhere, no require.js is needed, and a one-line note says how to get the full explorer.
 
+All frames of a slider share one pixel size and keep their legend below the axes
+(:func:`llmmath.plots.legend_outside`): a frame shorter than the tallest is padded with white
+at the bottom, so nothing under the slider moves while it is dragged. The label sits on its own
+line above a full-width range input at least 44 px tall (a touch target).
+
 Frames are rendered at 200 dpi (1280 x 800 px for the house figure size: sharp on a phone's
 3x screen at its 390 px width and on a 2x laptop) and stored as palette PNGs (lossless for
 line art at 128 colours, about a third of a true-colour PNG); if the frames exceed the byte
@@ -117,12 +122,25 @@ class FrameSlider:
             f'<img src="{self.data_uri(k)}" alt="{esc(self.alts[k])}" '
             f'width="{css_w}" height="{css_h}">'
             f'<div class="llm-frames-controls">'
+            f'<div class="llm-frames-label" aria-live="polite">{esc(self.labels[k])}</div>'
             f'<input type="range" min="0" max="{n - 1}" step="1" value="{k}" '
-            f'aria-label="{esc(self.name)}">'
-            f'<span class="llm-frames-label">{esc(self.labels[k])}</span></div>'
+            f'aria-label="{esc(self.name)}" style="display:block;width:100%;'
+            f'min-height:44px;margin:0;box-sizing:border-box"></div>'
             f'<div class="llm-frames-note">{esc(NOTE.format(n=n))}</div>'
             f"<script>{script}</script></div>"
         )
+
+
+def _same_size(frames):
+    """Frames padded with white (right and bottom) to the largest width and height among them."""
+    h = max(f.shape[0] for f in frames)
+    w = max(f.shape[1] for f in frames)
+    out = []
+    for f in frames:
+        pad = np.full((h, w, f.shape[2]), 255, dtype=f.dtype)
+        pad[: f.shape[0], : f.shape[1]] = f
+        out.append(pad)
+    return out
 
 
 def _js(value) -> str:
@@ -163,23 +181,26 @@ def slider(builder, param: str, values, label=None, *, name: str | None = None, 
     shown = name or (param[5:] if param.startswith("mark_") else param)
     labels = [f"{shown} = {fmt_value(v)}" for v in values]
     bname = getattr(builder, "__name__", str(builder))
-    with plots.offscreen():
+    with plots.offscreen(), plots.legend_outside():
         fig = builder(**{**builder_kwargs, param: values[0]})
         updatable = isinstance(fig, plots.BookFigure) and fig.drawing is not None
         for dpi in _DPIS:
             fig.set_dpi(dpi)
-            images, alts, size = [], [], None
+            frames, alts = [], []
             for v in values:
                 if updatable:
                     fig.update(**{param: v})
                 else:
                     fig = builder(**{**builder_kwargs, param: v})
                     fig.set_dpi(dpi)
-                rgba = plots.render_rgba(fig)
-                size = (rgba.shape[1], rgba.shape[0])
+                frames.append(plots.render_rgba(fig).copy())
+                alts.append(getattr(fig, "alt_text", "") or f"{bname} at {shown} = {fmt_value(v)}")
+            frames = _same_size(frames)
+            size = (frames[0].shape[1], frames[0].shape[0])
+            images = []
+            for rgba in frames:
                 fmt, data = _encode(rgba)
                 images.append(data)
-                alts.append(getattr(fig, "alt_text", "") or f"{bname} at {shown} = {fmt_value(v)}")
             fs = FrameSlider(bname, param, shown, values, labels, alts, images, fmt, size, dpi,
                              start)
             if fs.nbytes <= max_bytes:

@@ -31,7 +31,7 @@ from .labels import (
     chips_label,
     fmt_batch,
     fmt_n,
-    fmt_usd_tick,
+    fmt_usd_round,
     loglim,
     set_log,
     with_notes,
@@ -48,7 +48,7 @@ def _cost_vs_batch_setup(p):
     p.l_kv, = ax.plot([], [], color=ROLE["kv"], lw=1.5, ls="--", label="KV reads")
     p.l_tot, = ax.plot([], [], color=ROLE["cost"], lw=2.8, label="cost (lower bound)", zorder=3)
     ax.legend(loc="upper right")
-    set_log(ax, x=fmt_batch, y=fmt_usd_tick)
+    set_log(ax, x=fmt_batch, y=fmt_usd_round)
     ax.set_xlabel("batch B (sequences)")
     ax.set_ylabel("cost per million output tokens (USD)")
 
@@ -90,7 +90,7 @@ def cost_vs_batch(p, model, chip, price_per_chip_hour=None, batches=None, contex
     best = None
     limit = None
     if not fits:
-        p.note(f"does not fit: needs at least {need} x {chip.name}\n(curve shown faded)")
+        p.note(f"does not fit: needs at least {need} × {chip.name}\n(curve shown faded)")
     else:
         i = int(np.nonzero(ok)[0][-1])
         best = float(parts["t"][i])
@@ -142,7 +142,7 @@ def _latency_cost_frontier_setup(p):
     p.p_nofit, = ax.plot([], [], "o", mfc="white", mec=PALETTE["grey"], ms=6,
                             label="does not fit", zorder=3)
     ax.legend(loc="upper left")  # slow and dear at once never happens: that corner stays empty
-    set_log(ax, x=lambda v: f"{v:g}", y=fmt_usd_tick)
+    set_log(ax, x=lambda v: f"{v:g}", y=fmt_usd_round)
     ax.set_xlabel("decode speed per user (tokens/s)")
     ax.set_ylabel("cost per million output tokens (USD)")
 

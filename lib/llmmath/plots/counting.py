@@ -25,7 +25,7 @@ __all__ = ["param_parts", "param_breakdown", "kv_per_token", "attention_flops_sh
 _PARTS = [("embeddings + head", PALETTE["grey"]), ("attention", ROLE["kv"]),
           ("dense MLP", ROLE["compute"]), ("routed experts, active", ROLE["cost"]),
           ("routed experts, idle", "#f2b38f"), ("shared experts", PALETTE["purple"]),
-          ("router + norms", PALETTE["yellow"])]
+          ("router + norms", ROLE["router"])]
 
 
 def param_parts(model) -> dict:
@@ -62,7 +62,10 @@ def param_breakdown(model_list=None):
         for name, col in _PARTS:
             share = np.array([t[name] / m.total_params for t, m in zip(table, ms, strict=False)])
             if share.any():
-                ax.barh(y, share * 100, left=left, color=col, label=name, height=0.7)
+                # the pale idle share is outlined in the experts' colour (3:1 on white)
+                edge = ROLE["cost"] if name == "routed experts, idle" else "none"
+                ax.barh(y, share * 100, left=left, color=col, label=name, height=0.7,
+                        edgecolor=edge, linewidth=0.8 if edge != "none" else 0)
             left += share * 100
         for yi, m in zip(y, ms, strict=False):
             txt = fmt_params(m.total_params, 3)
@@ -205,14 +208,14 @@ def attention_crossover(model_list=None):
         ax.set_title("Context where attention FLOPs equal matmul FLOPs")
         ax.legend(handles=[Patch(color=ROLE["compute"], label="dense"),
                            Patch(color=ROLE["weights"], label="MoE"),
-                           Patch(color=PALETTE["grey"], alpha=0.2, label="6-7 D")],
+                           Patch(color=PALETTE["grey"], alpha=0.2, label="6–7 D")],
                   loc="upper center", bbox_to_anchor=(0.5, -0.09 - 0.6 / len(model_list)), ncol=3,
                   fontsize=SMALL, frameon=False)
     fin = [(m.name, v) for m, v in zip(model_list, vals, strict=True) if np.isfinite(v)]
     lo, hi = min(fin, key=lambda t: t[1]), max(fin, key=lambda t: t[1])
     fig.alt_text = ("Bar chart of the context, in multiples of the model width D, at which "
                     f"attention FLOPs equal the matmul FLOPs for {len(model_list)} models; dense "
-                    f"MHA/GQA models sit at 6-7 D, the range runs from {lo[1]:.1f} D ({lo[0]}) to "
+                    f"MHA/GQA models sit at 6–7 D, the range runs from {lo[1]:.1f} D ({lo[0]}) to "
                     f"{hi[1]:.1f} D ({hi[0]}).")
     settle_legend(ax)
     return fig

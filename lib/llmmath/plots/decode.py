@@ -20,7 +20,7 @@ from ..roofline import (
 )
 from ..roofline import max_context as _maxctx
 from ..units import fmt_count, fmt_time, fmt_usd
-from .common import decode_at, fit_numbers, set_time_lines, time_lines_setup
+from .common import decode_at, fit_numbers, max_batch_at, set_time_lines, time_lines_setup
 from .explore import (
     BATCHES,
     CHIP_COUNTS,
@@ -41,6 +41,7 @@ from .labels import (
     fmt_batch,
     fmt_n,
     fmt_t,
+    fmt_tokens,
     loglim,
     set_log,
     settle_legend,
@@ -83,7 +84,7 @@ def decode_time_vs_batch(p, model, chip, batches=None, context=4096, n_chips=1, 
                va="top")
     mb, need = sweep.max_batch, sweep.min_chips
     if mb is None or mb < 1:
-        p.note(f"does not fit: weights + 1 sequence need {need} x {chip.name}", loc=(0.98, 0.03),
+        p.note(f"does not fit: weights + 1 sequence need {need} × {chip.name}", loc=(0.98, 0.03),
                   ha="right")
     elif mb < B.max():
         p.nofit(max(mb, B.min()), B.max(), f"KV does not fit (B > {mb:,})")
@@ -159,7 +160,7 @@ def decode_time_vs_context(p, model, chip, batch=64, contexts=None, n_chips=1, w
         if mark_context is not None:
             m = decode_at(model, chip, float(batch), float(mark_context), n_chips, weight_bytes,
                         kv_bytes, dt, overlap)
-            p.point(float(mark_context), m.time, f"S={fmt_count(float(mark_context))}: "
+            p.point(float(mark_context), m.time, f"S={fmt_tokens(float(mark_context))}: "
                                                  f"{fmt_t(m.time)}")
             p.numbers = {"step_time": m.time, "bound": m.bound}
     ax.set_title(with_notes(f"{model.name} on {chips_label(n_chips, chip)}, "
@@ -169,7 +170,8 @@ def decode_time_vs_context(p, model, chip, batch=64, contexts=None, n_chips=1, w
           if cross else "KV reads stay below weight reads over this range")
     return (f"Log-log plot of the decode step time lower bound of {model.name} on "
             f"{chips_label(n_chips, chip)} at batch {float(batch):g} against context "
-            f"{fmt_count(S[0])} to {fmt_count(S[-1])} tokens: {xs}; at {fmt_count(S[-1])} tokens "
+            f"{fmt_tokens(S[0])} to {fmt_tokens(S[-1])} tokens: {xs}; "
+            f"at {fmt_tokens(S[-1])} tokens "
             f"the step takes {fmt_t(s.time[-1])}.")
 
 
@@ -201,11 +203,18 @@ def regime_map(p, model, chip, n_chips=1, batches=None, contexts=None, weight_by
     cat = np.where(np.asarray(s.compute_time) >= np.asarray(s.memory_time), 1.0, 0.0)
     fits = fits_in_memory(model, chip, B[None, :], S[:, None], n_chips=n_chips,
                           weight_bytes=weight_bytes, kv_bytes=kv_bytes)
-    cat = np.where(fits, cat, 2.0)
     ax = p.ax
     cmap = mpl.colors.ListedColormap(["#f5d08a", "#a6d3f0", NOFIT])
     p.add(ax.pcolormesh(B, S, cat, cmap=cmap, vmin=-0.5, vmax=2.5, shading="nearest",
                            rasterized=True, zorder=0))
+    cat = np.where(fits, cat, 2.0)
+    # what does not fit, drawn over the grid as one smooth region right of the largest batch
+    # that fits at each context (grid cells would give it a staircase edge)
+    s_fine = np.geomspace(S.min(), S.max(), 240)
+    most = np.array([max_batch_at(model, chip, sc, n_chips, weight_bytes, kv_bytes) or 0.0
+                     for sc in s_fine], dtype=float)
+    p.add(ax.fill_betweenx(s_fine, np.clip(most, B.min(), B.max()), B.max(), color=NOFIT,
+                           lw=0, zorder=0.5))
     ax.set_xlim(B.min(), B.max())
     ax.set_ylim(S.min(), S.max())
     sstar = try_value(critical_context, model, chip, kv_bytes=kv_bytes, dtype=dt)
@@ -217,7 +226,8 @@ def regime_map(p, model, chip, n_chips=1, batches=None, contexts=None, weight_by
                  kv_bytes=kv_bytes)
         bcurve.append(b if b is not None else np.nan)
     bx, by = mask(np.asarray(bcurve, float), below)
-    inside = (bx >= B.min()) & (bx <= B.max())
+    room = np.interp(np.log(by), np.log(s_fine), most) if by.size else by
+    inside = (bx >= B.min()) & (bx <= B.max()) & (bx <= room)  # not through "does not fit"
     if inside.any():
         p.add(ax.plot(bx[inside], by[inside], color=ROLE["total"], lw=2, label="B*(S)")[0])
         j = int(np.nonzero(inside)[0][0])
@@ -277,7 +287,7 @@ def speculative_gain_vs_batch(model, chip, draft_tokens=(1, 3, 7), acceptance=0.
         top = max(float(np.max(g)) for g in gains.values())
         ax.set_ylim(0, top * 1.25)
         ax.set_xlabel("batch B (sequences)")
-        ax.set_ylabel("speed per user vs plain decoding (x)")
+        ax.set_ylabel("speed per user vs plain decoding (×)")
         ax.set_title(with_notes(f"Speculative decoding: {model.name} on "
                                 f"{chips_label(n_chips, chip)}, acceptance {acceptance:g}"))
         ax.legend(loc="upper right")
@@ -285,7 +295,7 @@ def speculative_gain_vs_batch(model, chip, draft_tokens=(1, 3, 7), acceptance=0.
     fig.alt_text = ("Speed-up per user of speculative decoding over plain decoding for "
                     f"{model.name} on {chips_label(n_chips, chip)} against batch {B[0]:g} to "
                     f"{B[-1]:g}, acceptance {acceptance:g}: with γ = {k0} drafts the gain is "
-                    f"{gains[k0][0]:.2f}x at batch 1 and {gains[k0][-1]:.2f}x at batch {B[-1]:g}; "
+                    f"{gains[k0][0]:.2f}× at batch 1 and {gains[k0][-1]:.2f}× at batch {B[-1]:g}; "
                     "every curve falls once the verify step turns compute-bound.")
     settle_legend(ax)
     return fig

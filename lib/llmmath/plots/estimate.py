@@ -33,7 +33,7 @@ from .explore import (
 )
 from .explore import precision as _precision
 from .figure import builder, chip_of, grid, mask, model_of
-from .labels import chips_label, fmt_batch, fmt_t, loglim, note, set_log, with_notes
+from .labels import chips_label, fmt_batch, fmt_t, fmt_tokens, loglim, note, set_log, with_notes
 from .style import PALETTE, ROLE, SMALL
 
 __all__ = ["estimate_waterfall", "calibration_scatter", "estimate_vs_batch"]
@@ -45,7 +45,7 @@ TERM_COLOUR = {
     "grouped experts": PALETTE["green"],
     "tensor-parallel all-reduce": PALETTE["purple"],
     "expert-parallel all-to-all": PALETTE["vermillion"],
-    "per-layer kernel overhead": PALETTE["yellow"],
+    "per-layer kernel overhead": ROLE["overhead"],
     "per-step overhead": PALETTE["grey"],
 }
 #: Short names for a bar's row (a phone is narrow).
@@ -84,7 +84,7 @@ def _row_title(row):
             "generate": (f"{row['input_tokens']:,} in, {row['output_tokens']:,} out, "
                          "whole batch")}[row["phase"]]
     engine = row["engine"].split(" (")[0]
-    return (f"{row['model']} on {row['n_chips']}x {row['chip']}, {engine}\n"
+    return (f"{row['model']} on {row['n_chips']}× {row['chip']}, {engine}\n"
             f"batch {row['batch']:,}, {what}")
 
 
@@ -125,9 +125,9 @@ def estimate_waterfall(p, row, overheads=None):
     ax.xaxis.set_major_formatter(lambda v, _: fmt_t(v) if v > 0 else "0")
     for yi, lf, w, lab in zip(y, lefts, widths, labels, strict=True):
         if lab == "measured":
-            text = f"{fmt_time(w, 3)}: {measured / est:.2f}x est."
+            text = f"{fmt_time(w, 3)}: {measured / est:.2f}× est."
         elif lab == "= estimate":
-            text = f"{fmt_time(w, 3)} ({est / bound:.2f}x bound)"
+            text = f"{fmt_time(w, 3)} ({est / bound:.2f}× bound)"
         elif lab == "bound":
             text = fmt_time(w, 3)
         else:
@@ -151,7 +151,7 @@ def estimate_waterfall(p, row, overheads=None):
 
 def _scatter_setup(p):
     ax = p.ax
-    set_log(ax, x=lambda v: f"{v:g}x", y=lambda v: f"{v:g}x")
+    set_log(ax, x=lambda v: f"{v:g}×", y=lambda v: f"{v:g}×")
     ax.set_xlabel("measured / bound")
     ax.set_ylabel("measured / estimate")
 
@@ -277,7 +277,7 @@ def estimate_vs_batch(p, model, chip, context=4096, n_chips=1, phase="decode", w
             r = float(em.time / em.bound.time)
             p.point(float(mark_batch), float(em.time),
                     f"B = {fmt_count(float(mark_batch), 3)}: {fmt_time(float(em.time), 2)},\n"
-                    f"{r:.2f}x the bound", color=ESTIMATE_COLOUR)
+                    f"{r:.2f}× the bound", color=ESTIMATE_COLOUR)
             p.numbers = {"estimate": float(em.time), "bound": float(em.bound.time), "ratio": r,
                          **{k: float(v) for k, v in em.terms.items()},
                          "terms": {k: float(v) for k, v in em.terms.items()},
@@ -285,7 +285,7 @@ def estimate_vs_batch(p, model, chip, context=4096, n_chips=1, phase="decode", w
                          "expert_parallel": expert_parallel, "is_moe": m.is_moe}
     what = "decode step" if phase == "decode" else f"prefill of {fmt_count(ctx, 3)}-token prompts"
     ax.set_title(with_notes(f"{m.name} on {chips_label(n_chips, c)}, {what}"
-                            + (f", context {fmt_count(ctx, 3)}" if phase == "decode" else ""),
+                            + (f", context {fmt_tokens(ctx, 3)}" if phase == "decode" else ""),
                             dnote, cnote))
     p.numbers.update(ratio_min=float(ratio.min()), ratio_max=float(ratio.max()))
     return (f"Log-log plot of the estimated {what} time against batch for {m.name} on "
@@ -334,7 +334,7 @@ def _estimate_readout(n):
     rows = [("per-operation bound", fmt_time(n["bound"]))]
     rows += [(f"+ {name}", fmt_time(t)) for name, t in n["terms"].items() if name != "bound"]
     return rows + [("estimate", fmt_time(n["estimate"])),
-                   ("estimate / bound", f"{n['ratio']:.2f}x"),
+                   ("estimate / bound", f"{n['ratio']:.2f}×"),
                    ("tokens/s per chip (estimate)", fmt_count(n["tokens_per_second_per_chip"])),
                    ("expert-parallel degree",
                     f"{n['expert_parallel']}" + ("" if n["is_moe"] else " (dense model)"))]

@@ -258,7 +258,8 @@ class Drawing:
     def point(self, x, y, text, color=PALETTE["black"], offset=(-8, 10), ha="right"):
         """A dot at (x, y) with a label placed clear of the rest."""
         ax = self.ax
-        dot = self.add(ax.plot([x], [y], "o", ms=7, mfc=color, mec="white", mew=1.5, zorder=5)[0])
+        dot = self.add(ax.plot([x], [y], "o", ms=7, color=color, mfc=color, mec="white", mew=1.5,
+                               zorder=5)[0])
         if self._marking:
             self._mark_text = text
         if text:

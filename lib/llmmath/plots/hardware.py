@@ -14,6 +14,7 @@ from ..units import fmt_flops_rate, fmt_si, fmt_time
 from .explore import chip_picker, dropdown, explorer, steps
 from .figure import BookFigure, as_list, builder, chip_of
 from .labels import (
+    fmt_count_tick,
     iso_lines,
     loglim,
     place,
@@ -38,7 +39,7 @@ __all__ = ["roofline", "matmul_on_roofline", "flops_vs_bandwidth", "capacity_vs_
 
 def _roofline_setup(p):
     ax = p.ax
-    set_log(ax, x=lambda v: f"{v:g}", y=lambda v: fmt_si(v, "FLOP/s", 2))
+    set_log(ax, x=fmt_count_tick, y=lambda v: fmt_si(v, "FLOP/s", 2))
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable compute (FLOP/s)")
 
@@ -78,10 +79,14 @@ def roofline(p, chip_list=None, dtype: str = "bf16", ops=None):
     first = shown[0]
     for label, intensity in ops or []:
         y = min(first.peak(dtype), intensity * first.hbm_bandwidth)
-        p.point(intensity, y, f"{label} ({intensity:g})", offset=(6, -14))
+        # one rounding for every marked intensity (1, 64, 882), not 0.998 beside 882.2
+        shown_i = f"{intensity:,.0f}" if intensity >= 0.95 else f"{intensity:.2g}"
+        p.point(intensity, y, f"{label}:\n{shown_i} FLOP/byte", offset=(6, -14))
     if ax.get_legend():
         ax.get_legend().remove()
-    p.add(ax.legend(loc="lower right", title="ridge point (FLOP/byte), dot"))
+    # several chips: each entry gives its ridge point; one chip: its ridge is labelled at its dot
+    p.add(ax.legend(loc="lower right",
+                    title="ridge point (FLOP/byte)" if len(shown) > 1 else None))
     ax.set_title(f"Roofline ({dtype})\nmemory-bound left of the ridge, compute-bound right")
     lo, hi = int(np.argmin(ridges)), int(np.argmax(ridges))
     p.numbers = {c.name: r for c, r in zip(shown, ridges, strict=False)}
@@ -95,7 +100,7 @@ def roofline(p, chip_list=None, dtype: str = "bf16", ops=None):
 
 def _matmul_on_roofline_setup(p):
     ax = p.ax
-    set_log(ax, x=lambda v: f"{v:g}", y=lambda v: fmt_si(v, "FLOP/s", 2))
+    set_log(ax, x=fmt_count_tick, y=lambda v: fmt_si(v, "FLOP/s", 2))
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable FLOP/s")
 
@@ -133,7 +138,7 @@ def matmul_on_roofline(p, chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16
     p.add(ax.legend(loc="upper left"))
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo * bw * 0.8, peak * 3)
-    title = f"({batch:,.0f} x {k:,.0f}) @ ({k:,.0f} x {n:,.0f}) matmul on {chip.name}"
+    title = f"({batch:,.0f} × {k:,.0f}) @ ({k:,.0f} × {n:,.0f}) matmul on {chip.name}"
     # The title keeps its place in the layout but is drawn by a copy that belongs to the marked
     # artists, with the dot and its note: a change of `batch` alone then redraws only those.
     ax.set_title(title)
@@ -148,7 +153,7 @@ def matmul_on_roofline(p, chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16
         p.add(ax.plot([b_i], [b_f], "o", ms=7, mfc=ROLE["cost"], mec="white", mew=1.5, zorder=5)[0])
         # the note sits under the roof, at the bottom, where only the ridge line is ever drawn
         note = (f"batch {batch:,.0f}: {shown_i} FLOP/byte\n{fmt_si(b_f, 'FLOP/s')} = "
-                f"{100 * share:.0f}% of peak\n{bound}")
+                f"{_pct(share)} of peak\n{bound}")
         rx = math.log(ridge / lo) / math.log(hi / lo)
 
         def make(c):
@@ -163,7 +168,7 @@ def matmul_on_roofline(p, chip="H100-SXM", batch=64, k=8192, n=8192, dtype="bf16
                  "bound": "compute" if b_i >= ridge else "memory",
                  "time": matmul_flops(batch, k, n) / b_f}
     return (f"Log-log {dtype} roofline of the {chip.name} (peak {fmt_si(peak, 'FLOP/s')}, ridge "
-            f"{ridge:.0f} FLOP/byte) with a {k:,.0f} x {n:,.0f} weight matmul at batch "
+            f"{ridge:.0f} FLOP/byte) with a {k:,.0f} × {n:,.0f} weight matmul at batch "
             f"{batch:,.0f}: {b_i:.3g} FLOP/byte, {fmt_si(b_f, 'FLOP/s')}, {100 * share:.0f}% of "
             f"peak, {bound}.")
 
@@ -194,22 +199,16 @@ def flops_vs_bandwidth(chip_list=None, dtype="bf16", ratios=(100, 300, 1000)):
     ys = np.array([c.peak(dtype) for c in shown])
     with house_style():
         fig, ax, xlim = _chip_scatter_axes(xs, ys, "FLOP/s")
-        for vendor, col in VENDOR_COLOUR.items():
-            sel = [i for i, c in enumerate(shown) if c.vendor == vendor]
-            if sel:
-                ax.plot(xs[sel], ys[sel], "o", ms=7, color=col, label=vendor, zorder=4)
-        other = [i for i, c in enumerate(shown) if c.vendor not in VENDOR_COLOUR]
-        if other:
-            ax.plot(xs[other], ys[other], "o", ms=7, color=PALETTE["purple"], label="other",
-                    zorder=4)
+        _vendor_dots(ax, xs, ys, shown)
         ax.set_xlabel("HBM bandwidth (bytes/s)")
         ax.set_ylabel(f"peak {dtype} FLOP/s (dense)")
         ax.set_title(f"Compute against bandwidth ({dtype})")
         ax.legend(loc="upper left")
         fig.canvas.draw()  # let the constrained layout settle, then freeze it for label placement
         fig.set_layout_engine("none")
-        iso_lines(ax, ratios, lambda v: f"{v:g} FLOP/byte", xlim)
         place_labels(ax, xs, ys, [c.name for c in shown])
+        # chips first, then the guides' labels around them
+        iso_lines(ax, ratios, lambda v: f"{v:g} FLOP/byte", xlim)
     r = ys / xs
     lo, hi = int(np.argmin(r)), int(np.argmax(r))
     fig.alt_text = (f"Log-log scatter of dense {dtype} peak FLOP/s against HBM bandwidth for "
@@ -220,6 +219,23 @@ def flops_vs_bandwidth(chip_list=None, dtype="bf16", ratios=(100, 300, 1000)):
     return fig
 
 
+def _pct(share):
+    """A share of peak: ``0.3%`` under 10 % (a batch-1 matvec is not "0%"), else ``74%``."""
+    return f"{100 * share:.1f}%" if share < 0.1 else f"{100 * share:.0f}%"
+
+
+def _vendor_dots(ax, xs, ys, chips_shown):
+    """The chips of a catalogue scatter as dots coloured by vendor, one legend entry each."""
+    for vendor, col in VENDOR_COLOUR.items():
+        sel = [i for i, c in enumerate(chips_shown) if c.vendor == vendor]
+        if sel:
+            ax.plot(xs[sel], ys[sel], "o", ms=7, color=col, label=vendor, zorder=4)
+    other = [i for i, c in enumerate(chips_shown) if c.vendor not in VENDOR_COLOUR]
+    if other:
+        ax.plot(xs[other], ys[other], "o", ms=7, color=PALETTE["purple"], label="other",
+                zorder=4)
+
+
 def capacity_vs_bandwidth(chip_list=None, drains=(0.01, 0.02, 0.04)):
     """Each chip's HBM capacity against its bandwidth, with lines of constant drain time M / W."""
     chip_list = list(chip_list) if chip_list is not None else _chips.all_chips()
@@ -227,14 +243,16 @@ def capacity_vs_bandwidth(chip_list=None, drains=(0.01, 0.02, 0.04)):
     ys = np.array([c.hbm_capacity for c in chip_list])
     with house_style():
         fig, ax, xlim = _chip_scatter_axes(xs, ys, "B")
-        ax.plot(xs, ys, "o", ms=7, color=ROLE["capacity"], zorder=4)
+        _vendor_dots(ax, xs, ys, chip_list)
         ax.set_xlabel("HBM bandwidth (bytes/s)")
         ax.set_ylabel("HBM capacity (bytes)")
         ax.set_title("Capacity against bandwidth: the HBM drain time")
+        ax.legend(loc="lower right")
         fig.canvas.draw()  # let the constrained layout settle, then freeze it for label placement
         fig.set_layout_engine("none")
-        iso_lines(ax, drains, lambda v: f"drain {v * 1e3:g} ms", xlim)
         place_labels(ax, xs, ys, [c.name for c in chip_list])
+        # chips first, then the guides' labels around them
+        iso_lines(ax, drains, lambda v: f"drain {v * 1e3:g} ms", xlim)
     d = ys / xs
     lo, hi = int(np.argmin(d)), int(np.argmax(d))
     fig.alt_text = (f"Log-log scatter of HBM capacity against HBM bandwidth for {len(chip_list)} "
@@ -264,18 +282,19 @@ def matmul_throughput_vs_batch(chip, dtypes=None, k=8192, n=8192, batches=None):
         for d, col in zip(dtypes, colors, strict=False):
             b = sizes[d]
             f = attainable_flops(chip, arithmetic_intensity(batches, k, n, b), d)
-            ax.loglog(batches, f, color=col, label=f"{d} ({b:g} byte per value)")
+            unit = "byte" if b == 1 else "bytes"
+            ax.loglog(batches, f, color=col, label=f"{d} ({b:g} {unit} per value)")
             knee = matmul_ridge_batch(chip, k, n, d, b)
             if np.isfinite(knee) and knee <= batches.max():
                 ax.plot([knee], [chip.peak(d)], "o", ms=7, color=col)
                 ax.annotate(f"B = {knee:.0f}", (knee, chip.peak(d)), xytext=(6, 5),
                             textcoords="offset points", fontsize=SMALL, color=col)
-        set_log(ax, x=lambda v: f"{v:g}", y=lambda v: fmt_si(v, "FLOP/s", 2))  # one tick style
+        set_log(ax, x=fmt_count_tick, y=lambda v: fmt_si(v, "FLOP/s", 2))  # one tick style
         ax.set_xlabel("batch B (tokens sharing the weights)")
         ax.set_ylabel("attainable FLOP/s")
-        ax.set_title(f"({k:,.0f} x {n:,.0f}) weight matmul on {chip.name}")
+        ax.set_title(f"({k:,.0f} × {n:,.0f}) weight matmul on {chip.name}")
         ax.legend(loc="lower right")
-    fig.alt_text = (f"Attainable FLOP/s of a {k:,.0f} x {n:,.0f} weight matmul on the {chip.name} "
+    fig.alt_text = (f"Attainable FLOP/s of a {k:,.0f} × {n:,.0f} weight matmul on the {chip.name} "
                     f"against batch for {', '.join(dtypes)}: parallel lines that reach their "
                     "roofs at batch "
                     + ", ".join(f"{matmul_ridge_batch(chip, k, n, d, sizes[d]):.0f}"
@@ -304,7 +323,7 @@ def roofline_measured(chip, measured, dtype="bf16", intensity_range=(1, 1e4)):
                   label=f"datasheet: {fmt_si(peak, 'FLOP/s')}, {fmt_si(bw, 'B/s')}")
         ax.loglog(i, real, color=ROLE["cost"], lw=2.0, ls="--",
                   label=f"measured: {fmt_si(f_meas, 'FLOP/s')}, {fmt_si(w_meas, 'B/s')}")
-        set_log(ax, x=lambda v: f"{v:g}", y=lambda v: fmt_si(v, "FLOP/s", 2))  # one tick style
+        set_log(ax, x=fmt_count_tick, y=lambda v: fmt_si(v, "FLOP/s", 2))  # one tick style
         ax.fill_between(i, real, roof, color=ROLE["cost"], alpha=0.35, lw=0,
                         label="gap the datasheet bound does not see")
         r_ds, r_me = peak / bw, f_meas / w_meas
@@ -314,7 +333,7 @@ def roofline_measured(chip, measured, dtype="bf16", intensity_range=(1, 1e4)):
                     (intensity_range[0] * 3, 3 * w_meas * 0.8),
                     xytext=(0, -6), textcoords="offset points", fontsize=SMALL, color=ROLE["cost"],
                     va="top")
-        ax.annotate(f"{100 * f_meas / peak:.0f}% of peak", (intensity_range[1] / 1.2, f_meas),
+        ax.annotate(f"{_pct(f_meas / peak)} of peak", (intensity_range[1] / 1.2, f_meas),
                     xytext=(0, -6), textcoords="offset points", fontsize=SMALL, color=ROLE["cost"],
                     ha="right", va="top")
         ax.annotate(f"ridge {r_ds:.0f}", (r_ds, peak), xytext=(4, 6), textcoords="offset points",
@@ -386,7 +405,7 @@ def roofline_of_this_machine(measured, reference=None, reference_label="referenc
                 ax.plot([p[0] for p in rpts], [p[1] for p in rpts], "o", color=colour, ms=5,
                         mec="white", ls="none", zorder=z + 0.5)
             ax.plot([rf / rw], [rf], "D", color=colour, ms=7, mec="white", zorder=z + 0.5)
-        set_log(ax, x=lambda v: f"{v:g}", y=lambda v: fmt_si(v, "FLOP/s", 2))
+        set_log(ax, x=fmt_count_tick, y=lambda v: fmt_si(v, "FLOP/s", 2))
         lo = min([r[1] * i[0] * 0.5 for r in roofs] + [p[1] / 2 for r in roofs for p in r[2]])
         hi = max(r[0] for r in roofs) * 3
         ax.set_xlim(i[0], i[-1])
@@ -438,5 +457,5 @@ def _matmul_readout(n):
     return [("arithmetic intensity", f"{n['intensity']:,.3g} FLOP/byte"),
             ("ridge point", f"{n['ridge']:,.0f} FLOP/byte"),
             ("attainable", fmt_flops_rate(n["attainable"])),
-            ("share of peak", f"{n['share_of_peak']:.0%}"), ("bound", n["bound"]),
+            ("share of peak", _pct(n['share_of_peak'])), ("bound", n["bound"]),
             ("matmul time (lower bound)", fmt_time(n["time"]))]

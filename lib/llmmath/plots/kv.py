@@ -22,6 +22,7 @@ from .figure import as_list, builder, chip_of, grid, mask, model_of, try_value
 from .labels import (
     chips_label,
     fmt_b,
+    fmt_tokens,
     loglim,
     set_log,
     with_notes,
@@ -95,7 +96,7 @@ def kv_vs_context(p, model_list, chip, batch=1, contexts=None, n_chips=1, kv_byt
             sc = float(mark_context)
             if m0.max_context is None or sc <= m0.max_context:
                 v = float(batch) * m0.kv_cache_bytes(sc, kv_bytes)
-                p.point(sc, v, f"S={fmt_count(sc)}: {fmt_b(v)}")
+                p.point(sc, v, f"S={fmt_tokens(sc)}: {fmt_b(v)}")
                 p.numbers = {"kv_bytes": v}
             p.numbers.update(batch=batch, context=mark_context,
                              max_batch=try_value(max_batch, m0, chip, sc, n_chips=n_chips,
@@ -214,7 +215,7 @@ def kv_explorer(model="Llama-3-70B", chip="H100-SXM", context=8192, batch=16, n_
 def _kv_readout(n):
     return [("attention", n["attention_kind"]),
             ("KV per token", fmt_bytes(n["kv_bytes_per_token"])),
-            (f"KV at {n['context']:,} tokens x {n['batch']:,}", fmt_bytes(n["kv_bytes"])),
+            (f"KV at {n['context']:,} tokens × {n['batch']:,}", fmt_bytes(n["kv_bytes"])),
             ("weights", fmt_bytes(n["weights"])), ("HBM", fmt_bytes(n["hbm"])),
             ("max batch at this context", or_dash(n["max_batch"], lambda x: f"{x:,}")),
             ("max context at this batch", or_dash(n["max_context"], lambda x: f"{x:,}"))]

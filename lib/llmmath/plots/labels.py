@@ -20,7 +20,7 @@ from matplotlib import patheffects
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from ..units import fmt_bytes, fmt_count, fmt_si, fmt_time, fmt_usd
-from .style import PALETTE, SMALL
+from .style import PALETTE, SMALL, is_legend_outside
 
 __all__ = ["label_si"]
 
@@ -76,8 +76,30 @@ def fmt_params(v, digits=3):
 
 
 def fmt_days(v, _=None):
-    """Days: whole days from 10 on, two significant digits below."""
-    return f"{v:,.0f}" if v >= 10 else f"{v:.2g}"
+    """Days: whole days from 10 on, two significant digits below, ``10k`` from 10,000."""
+    return fmt_count_tick(v) if v >= 10_000 else f"{v:,.0f}" if v >= 10 else f"{v:.2g}"
+
+
+def fmt_count_tick(v, _=None):
+    """A count on a log axis: ``1``, ``100``, ``1k``, ``10M``, ``100T``, then ``1P`` (never
+    ``1000T`` or ``10000``)."""
+    v = float(v)
+    if v >= 1e15:
+        return f"{v / 1e15:.2g}P"
+    return fmt_count(v, 2)
+
+
+def fmt_sci(v, _=None):
+    """A large number as a power of ten in mathtext (``10^26``), ``3 × 10^26`` off the decades;
+    never ``1e26``."""
+    v = float(v)
+    if v <= 0 or not np.isfinite(v):
+        return f"{v:g}"
+    exp = int(np.floor(np.log10(v) + 1e-9))
+    mant = v / 10.0**exp
+    if abs(mant - round(mant)) < 1e-6 and round(mant) == 1:
+        return f"$10^{{{exp}}}$"
+    return f"${mant:.2g} \\times 10^{{{exp}}}$"
 
 
 def fmt_n(v):
@@ -117,6 +139,15 @@ def fmt_tokens_binary(v, _pos=None):
     return f"{v:g}"
 
 
+def fmt_tokens(v, digits=3, _pos=None):
+    """A token count: a power of two from 1,024 up as ``4k``, ``64k``, ``1M`` (binary, as context
+    windows are named), any other count with a decimal suffix (``fmt_count``)."""
+    v = float(v)
+    if v >= 1024 and v.is_integer() and int(v) & (int(v) - 1) == 0:
+        return fmt_tokens_binary(v)
+    return fmt_count(v, digits)
+
+
 def with_notes(main, *notes):
     """A title with its notes (number format fallback, capped context ...) in brackets below."""
     notes = [n for n in notes if n]
@@ -126,7 +157,7 @@ def with_notes(main, *notes):
 def chips_label(n_chips, chip):
     """``8x H100-SXM``, or the chip's name for one chip."""
     n = float(n_chips)
-    return f"{n:g}x {chip.name}" if n != 1 else chip.name
+    return f"{n:g}× {chip.name}" if n != 1 else chip.name
 
 
 # ----- axes ------------------------------------------------------------------------------------
@@ -161,12 +192,13 @@ _TIME_TICKS = [(1e-3, "1 ms"), (1e-2, "10 ms"), (0.1, "0.1 s"), (1.0, "1 s"), (1
                (7 * 86400.0, "1 week")]
 
 
-def time_axis(ax, lo, hi, keep=("1 ms", "10 ms", "1 s", "1 min", "1 h", "1 day")):
-    """Log time axis with round human ticks (ms, s, min, h, day) between lo and hi."""
-    ax.set_xscale("log")
+def time_axis(ax, lo, hi, keep=("1 ms", "10 ms", "1 s", "1 min", "1 h", "1 day"), axis="x"):
+    """Log time axis (``axis`` "x" or "y") with round human ticks (ms, s, min, h, day) between
+    lo and hi."""
+    getattr(ax, f"set_{axis}scale")("log")
     ticks = [(v, t) for v, t in _TIME_TICKS if lo <= v <= hi and t in keep]
-    ax.set_xticks([v for v, _ in ticks], [t for _, t in ticks])
-    ax.xaxis.set_minor_formatter(NullFormatter())
+    getattr(ax, f"set_{axis}ticks")([v for v, _ in ticks], [t for _, t in ticks])
+    getattr(ax, f"{axis}axis").set_minor_formatter(NullFormatter())
 
 
 # ----- label placement -------------------------------------------------------------------------
@@ -179,7 +211,48 @@ def _renderer(fig):
 
 def _box(artist, renderer):
     bb = artist.get_window_extent(renderer)
+    patch = getattr(artist, "get_bbox_patch", lambda: None)()
+    if patch is not None and patch.get_visible():  # a label's white box hides what it covers
+        artist.update_bbox_position_size(renderer)
+        pb = patch.get_window_extent(renderer)
+        return (min(bb.x0, pb.x0), min(bb.y0, pb.y0), max(bb.x1, pb.x1), max(bb.y1, pb.y1))
     return (bb.x0, bb.y0, bb.x1, bb.y1)
+
+
+def text_corners(t, renderer):
+    """The four display-pixel corners of a text's own box, turned with it: its window extent is
+    the axis-aligned box around that, far too large for a label turned along a slope."""
+    bb = t.get_window_extent(renderer)
+    theta = math.radians(t.get_rotation())
+    c, s = abs(math.cos(theta)), abs(math.sin(theta))
+    if s < 1e-6:
+        return np.array([[bb.x0, bb.y0], [bb.x1, bb.y0], [bb.x1, bb.y1], [bb.x0, bb.y1]])
+    if abs(c * c - s * s) > 0.1:  # its own width and height, from the axis-aligned extent
+        w = (bb.width * c - bb.height * s) / (c * c - s * s)
+        h = (bb.height * c - bb.width * s) / (c * c - s * s)
+    else:  # near 45 degrees: the height of its lines
+        h = t.get_fontsize() * t.figure.dpi / 72.0 * 1.2 * (t.get_text().count("\n") + 1)
+        w = (bb.width - h * s) / c
+    w, h = max(w, 0.0), max(h, 0.0)
+    u = np.array([math.cos(theta), math.sin(theta)])
+    v = np.array([-u[1], u[0]])
+    mid = np.array([(bb.x0 + bb.x1) / 2, (bb.y0 + bb.y1) / 2])
+    return np.array([mid + a * u * w / 2 + b * v * h / 2
+                     for a, b in ((-1, -1), (1, -1), (1, 1), (-1, 1))])
+
+
+def _boxes(t, renderer):
+    """Axis-aligned pixel boxes covering a text: its extent, or for a turned text a chain of
+    small boxes along it (so a label along a slope does not claim the whole square around it)."""
+    if abs(math.sin(math.radians(t.get_rotation()))) < 1e-6:
+        return [_box(t, renderer)]
+    p = text_corners(t, renderer)
+    start, end = (p[0] + p[3]) / 2, (p[1] + p[2]) / 2  # mid-left, mid-right
+    h = float(np.hypot(*(p[3] - p[0])))
+    n = max(1, math.ceil(float(np.hypot(*(end - start))) / max(h, 1.0)))
+    half = h / 2 * 0.85
+    return [(c[0] - half, c[1] - half, c[0] + half, c[1] + half)
+            for c in (start + (end - start) * (i + 0.5) / n for i in range(n))]
 
 
 def _overlap(a, b, pad=1.0):
@@ -300,8 +373,9 @@ def place(ax, make, candidates, avoid_lines=True, exclude=(), avoid=(), pad=1.0,
         box = _box(t, renderer)
         inside = (box[0] >= axbox[0] - slack and box[2] <= axbox[2] + slack
                   and box[1] >= axbox[1] - slack and box[3] <= axbox[3] + slack)
-        clash = any(_overlap(box, o, pad) for o in taken)
-        hits = _line_hits(box, lines, collections=colls)
+        parts = _boxes(t, renderer)
+        clash = any(_overlap(b, o, pad) for b in parts for o in taken)
+        hits = any(_line_hits(b, lines, collections=colls) for b in parts)
         score = (not inside, clash, hits)
         clean = score == (False, False, False)
         note(t, clean=clean)
@@ -340,25 +414,35 @@ def iso_lines(ax, values, fmt, xlim, color=None):
     color = color or PALETTE["grey"]
     xs = np.array(xlim)
     ylo, yhi = ax.get_ylim()
+    guides = []
     for v in values:
         guide = ax.plot(xs, v * xs, color=color, lw=1.0, ls="--", zorder=0.8)[0]
         # a guide, like a grid line: labels may cross it (a white halo breaks it under them)
         note(guide, guide=True)
-    for v in values:
+        guides.append(guide)
+    for v, guide in zip(values, guides, strict=True):
         x_lo, x_hi = max(xlim[0], ylo / v), min(xlim[1], yhi / v)
         if x_hi <= x_lo:
             continue
 
-        def make(c, v=v, x_lo=x_lo, x_hi=x_hi):
-            f, dx, dy, ha, va = c
-            x_at = x_lo * (x_hi / x_lo) ** f  # a fraction of the visible stretch, in log terms
-            return ax.annotate(fmt(v), (x_at, v * x_at), xytext=(dx, dy),
-                               textcoords="offset points",
-                               ha=ha, va=va, fontsize=SMALL, color=color, path_effects=HALO)
+        (x0, y0), (x1, y1) = ax.transData.transform([(x_lo, v * x_lo), (x_hi, v * x_hi)])
+        angle = math.atan2(y1 - y0, x1 - x0)
+        length = math.hypot(x1 - x0, y1 - y0)
 
-        cands = [(f, dx, dy, ha, va) for f in (0.93, 0.8, 0.65, 0.5, 0.35)
-                 for dx, dy, ha, va in ((-4, 4, "right", "bottom"), (4, -4, "left", "top"))]
-        place(ax, make, cands)
+        def make(c, v=v, x_lo=x_lo, x_hi=x_hi, angle=angle, length=length):
+            # along the line, turned to its slope on screen, just above (side 1) or below it,
+            # ending `back` pixels before the line leaves the axes (its upper end)
+            back, side = c
+            x_at = x_hi * (x_lo / x_hi) ** min(back / length, 1.0)
+            up = (-2 * side * math.sin(angle), 2 * side * math.cos(angle))
+            return ax.annotate(fmt(v), (x_at, v * x_at), xytext=up, textcoords="offset points",
+                               ha="right", va="bottom" if side > 0 else "top",
+                               rotation=math.degrees(angle),
+                               rotation_mode="anchor", fontsize=SMALL, color=color,
+                               path_effects=HALO)
+
+        place(ax, make, [(back, side) for back in range(12, 460, 40)
+                         for side in (1, -1)], exclude=[guide], slack=2)
 
 
 def place_labels(ax, xs, ys, names, fontsize=SMALL):
@@ -487,6 +571,8 @@ def settle_legend(ax):
     if box[3] <= axbox[1] + 1 or box[1] >= axbox[3] - 1 or box[0] >= axbox[2] - 1:
         return  # the builder put it outside the axes already
     texts = [_box(t, renderer) for t in ax.texts if t.get_visible() and t.get_text().strip()]
+    # shaded bands ("does not fit") are data too: a legend on one hides what the band says
+    texts += [_box(b, renderer) for b in bands if b.get_visible()]
     lines = [ln for ln in ax.lines if ln.get_visible()]
 
     def clear():
@@ -496,15 +582,16 @@ def settle_legend(ax):
         return inside and not any(_overlap(b, t, pad=0.0) for t in texts) and not _line_hits(
             b, lines, collections=ax.collections)
 
-    if clear():
-        _restore_height(ax.figure)
-        return
     first = leg._loc
-    for loc in _LEGEND_LOCS:
-        leg.set_loc(loc)
+    if not is_legend_outside():  # a slider's frames keep theirs below the axes in every frame
         if clear():
             _restore_height(ax.figure)
             return
+        for loc in _LEGEND_LOCS:
+            leg.set_loc(loc)
+            if clear():
+                _restore_height(ax.figure)
+                return
     leg.set_loc(first)
     handles, labels = leg.legend_handles, [t.get_text() for t in leg.get_texts()]
     title = leg.get_title().get_text()

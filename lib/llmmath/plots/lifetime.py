@@ -26,18 +26,20 @@ from ..training import compute_chip_hours, overtraining_factor
 from ..units import fmt_count, fmt_percent, fmt_si, fmt_usd
 from .explore import chip_picker, dropdown, explorer, model_picker, slider, steps
 from .figure import builder, chip_of, model_of
-from .labels import fmt_params, loglim, place_labels, set_log
+from .labels import fmt_params, fmt_sci, loglim, place_labels, set_log
 from .style import CYCLE, PALETTE, ROLE
 
 __all__ = ["lifetime_cost_vs_params", "overtraining_vs_decode_efficiency", "overtraining_map",
            "loss_gap_vs_overtraining"]
 
 DAY = 86400.0
+#: How a figure names each loss fit of ``SCALING_FITS`` (its authors, not its code key).
+FIT_NAMES = {"hoffmann": "Hoffmann et al.", "besiroglu": "Besiroglu et al."}
 
 
 def _sci(v):
-    """Compute for an axis: ``1e26``-style, two significant digits."""
-    return f"{v:.0e}".replace("e+", "e")
+    """Compute for an axis: a power of ten in mathtext (``10^26``)."""
+    return fmt_sci(v)
 
 
 def _per_param(model):
@@ -57,9 +59,10 @@ _BELOW = [(8, -8, "left", "top"), (-8, -8, "right", "top"), (0, -12, "center", "
 
 def _cost_setup(p):
     ax = p.ax
-    p.pre, = ax.plot([], [], color=ROLE["compute"], lw=2.2, label="pre-training, 6 N D_pre")
+    p.pre, = ax.plot([], [], color=ROLE["compute"], lw=2.2,
+                     label=r"pre-training, $6 N D_\mathrm{pre}$")
     p.inf, = ax.plot([], [], color=ROLE["decode"], lw=2.2, ls="--",
-                     label="inference, 2 N D_inf / u")
+                     label=r"inference, $2 N D_\mathrm{inf} / u$")
     p.tot, = ax.plot([], [], color=ROLE["total"], lw=2.6, label="lifetime total")
     set_log(ax, x=lambda v: fmt_params(v, 3), y=_sci)
     ax.set_xlabel("active parameters N (count)")
@@ -139,7 +142,8 @@ def lifetime_cost_vs_params(p, loss, inference_tokens, decode_efficiency=DECODE_
                      chinchilla_params=o.chinchilla_params, equal_excess=o.equal_excess,
                      inference_over_pretrain=o.optimum_inference_over_pretrain)
     return (f"Log-log plot of compute against active parameters for models that all reach loss "
-            f"{loss:.3f} under the {fit} fit, serving {fmt_count(inference_tokens)} tokens at "
+            f"{loss:.3f} under the {FIT_NAMES.get(fit, fit)} fit, serving "
+            f"{fmt_count(inference_tokens)} tokens at "
             f"decode utilisation {decode_efficiency:.2g}: pre-training cost falls as the model "
             f"grows up to "
             f"{fmt_params(o.chinchilla_params, 3)} parameters, inference cost rises in proportion; "
@@ -154,10 +158,10 @@ def _u_setup(p):
     ax = p.ax
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(
-        FuncFormatter(lambda v, _: f"{v:,.0f}x" if v >= 1 else f"{v:.2g}x"))
+        FuncFormatter(lambda v, _: f"{v:,.0f}×" if v >= 1 else f"{v:.2g}×"))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
     ax.set_xlabel("decode utilisation relative to training, u (%)")
-    ax.set_ylabel("over-training D_pre / (20 N) (x)")
+    ax.set_ylabel(r"over-training $D_\mathrm{pre} / (20 N)$ (×)")
 
 
 @builder(setup=_u_setup)
@@ -189,24 +193,24 @@ def overtraining_vs_decode_efficiency(p, model, seconds=60 * DAY, rates=(10e6, 5
         got[float(m)] = f
         xs.append(float(m))
         yv.append(f)
-        names.append(f"u = 1/{1 / m:.0f}: {f:,.0f}x")
+        names.append(f"u = 1/{1 / m:.0f}: {f:,.0f}×")
     for x, y, text in zip(xs, yv, names, strict=True):
         dot = p.add(ax.plot([x], [y], "o", ms=7, mfc=CYCLE[len(rates) // 2 % len(CYCLE)],
                             mec="white", mew=1.5, zorder=5)[0])
         p.label(x, y, text, [(10, 6, "left", "bottom"), (14, 12, "left", "bottom"),
                              (-10, -6, "right", "top"), (-14, -12, "right", "top")]
                 + _ABOVE + _BELOW,
-                exclude=[dot])
+                exclude=[dot], box=False)  # between two curves a white box would cut one
     p.add(ax.legend(loc="upper right"))
     with p.marking():
         if mark_decode_efficiency is not None:
             mu = float(mark_decode_efficiency)
             f = float(equal_spend_overtraining(n, d_mid, mu))
-            p.point(mu, f, f"u = {mu:.0%}: {f:,.0f}x")
+            p.point(mu, f, f"u = {mu:.0%}: {f:,.0f}×")
             p.numbers = {"marked": f}
     ax.set_title(f"{name}: equal spend on pre-training and inference")
     p.numbers.update(marks=got)
-    body = "; ".join(f"{v:,.0f}x at u = {k:.2g}" for k, v in got.items())
+    body = "; ".join(f"{v:,.0f}× at u = {k:.2g}" for k, v in got.items())
     return (f"Plot of the over-training factor (log scale) against decode's relative utilisation u "
             f"for {name}, one falling curve per serving rate "
             f"({', '.join(fmt_count(r) for r in rates)} "
@@ -234,7 +238,7 @@ def _runs():
 @builder(setup=_map_setup)
 def overtraining_map(p, mark_params=None, mark_tokens=None):
     """Published pre-training runs (``llmmath.lifetime.PUBLISHED_RUNS``): tokens per active
-    parameter against active parameters, over guides at 1x, 10x and 100x compute-optimal (20,
+    parameter against active parameters, over guides at 1×, 10× and 100× compute-optimal (20,
     200 and 2,000 tokens per parameter). The marked point is an estimate to set beside them."""
     runs = _runs()
     ax = p.ax
@@ -246,20 +250,20 @@ def overtraining_map(p, mark_params=None, mark_tokens=None):
     ax.set_ylim(min(pts) / 2.5, max(pts) * 3)
     p.add(ax.scatter(xs, ys, s=42, color=PALETTE["blue"], edgecolor="white", zorder=4,
                      label="published runs"))
-    for v, lab in ((20, "1x: 20 per parameter"), (200, "10x"), (2000, "100x")):
+    for v, lab in ((20, "1×: 20 per parameter"), (200, "10×"), (2000, "100×")):
         p.hline(v, lab, color=PALETTE["grey"], x=0.99, ha="right", va="bottom", ls=":")
     place_labels(ax, list(xs), list(ys), [r[0] for r in runs])
     with p.marking():
         if mark_params is not None and mark_tokens is not None:
             mn, mt = float(mark_params), float(mark_tokens)
-            p.point(mn, mt / mn, f"estimate: {mt / (20 * mn):,.0f}x", color=PALETTE["vermillion"])
+            p.point(mn, mt / mn, f"estimate: {mt / (20 * mn):,.0f}×", color=PALETTE["vermillion"])
             p.numbers = {"marked_factor": mt / (20 * mn)}
     ax.set_title("How far past 20 tokens per parameter")
     factors = {r[0]: r[2] / (20 * r[1]) for r in runs}
     p.numbers.update(factors=factors)
-    body = "; ".join(f"{k} {v:.2g}x" for k, v in factors.items())
+    body = "; ".join(f"{k} {v:.2g}×" for k, v in factors.items())
     return ("Log-log scatter of pre-training tokens per active parameter against active parameters "
-            f"for published runs, over horizontal guides at 1x, 10x and 100x the compute-optimal "
+            f"for published runs, over horizontal guides at 1×, 10× and 100× the compute-optimal "
             f"20 tokens per parameter: {body}.")
 
 
@@ -269,7 +273,7 @@ def _gap_setup(p):
     ax = p.ax
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-    ax.set_xlabel("tokens per parameter D_pre / N (tokens)")
+    ax.set_xlabel(r"tokens per parameter $D_\mathrm{pre} / N$")
     ax.set_ylabel("loss above the fit's optimum (nats/token)")
 
 
@@ -287,7 +291,8 @@ def loss_gap_vs_overtraining(p, compute, tokens_per_param=None, mark_tokens_per_
         tops.append(g.max())
         best[fit] = float(compute_optimal_ratio(compute, fit))
         p.add(ax.plot(k, g, color=CYCLE[i], lw=2.2,
-                      label=f"{fit} fit: optimum at {best[fit]:,.0f} tokens/param")[0])
+                      label=f"{FIT_NAMES.get(fit, fit)}: optimum at {best[fit]:,.0f} "
+                            "tokens/param")[0])
     ax.set_xlim(k.min(), k.max())
     ax.set_ylim(0, max(tops) * 1.35)
     p.vline(20, "20 tokens/param", color=PALETTE["grey"], y=0.97)
@@ -304,7 +309,7 @@ def loss_gap_vs_overtraining(p, compute, tokens_per_param=None, mark_tokens_per_
     p.numbers.update(optimum_ratio=best)
     return (f"Plot of the loss above the compute-optimal loss against tokens per parameter "
             f"(log scale) at {fmt_si(compute, 'FLOP')} of pre-training, for the "
-            + " and ".join(f"{f} fit (optimum at {v:,.0f} tokens per parameter)"
+            + " and ".join(f"{FIT_NAMES.get(f, f)} fit (optimum at {v:,.0f} tokens per parameter)"
                            for f, v in best.items())
             + ": each curve is zero at its optimum and rises slowly on either side.")
 
@@ -350,7 +355,7 @@ def _lifetime_readout(n):
     return [("inference tokens D_inf", fmt_count(n["inference_tokens"])),
             ("pre-training tokens (equal spend)", fmt_count(n["pretrain_tokens"])),
             ("RL tokens (equal spend)", fmt_count(n["rl_tokens"])),
-            ("past compute-optimal", f"{n['overtraining']:,.0f}x"),
+            ("past compute-optimal", f"{n['overtraining']:,.0f}×"),
             ("tokens per parameter", f"{n['tokens_per_param']:,.0f}"),
             ("each of the three costs", fmt_si(n["third"], "FLOP")),
             (f"chip-hours per third ({n['chip']}, MFU {n['mfu']:.0%})",

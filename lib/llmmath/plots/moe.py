@@ -14,7 +14,7 @@ from ..roofline import decode_step
 from ..units import fmt_bytes, fmt_count, fmt_time
 from .explore import BATCHES, chip_picker, dropdown, explorer, model_picker, snap, steps
 from .figure import as_list, builder, chip_of, model_of
-from .labels import fmt_b, fmt_n, fmt_t, loglim, set_log
+from .labels import fmt_b, fmt_count_tick, fmt_n, fmt_t, loglim, set_log
 from .style import CYCLE, PALETTE, ROLE, VENDOR_COLOUR, chip_colour
 
 __all__ = ["domain_capacity", "all_to_all_vs_chips", "imbalance_vs_chips", "ep_memory_per_chip"]
@@ -54,16 +54,16 @@ def domain_capacity(p, domains=None, weight_bytes=1, kv_fraction=0.5, mark_param
                      for d in ds])
     y = np.arange(len(ds))
     p.add(ax.barh(y, vals, color=[_vendor_colour(d) for d in ds], height=0.65))
-    ax.set_yticks(y, [d.name for d in ds])
+    ax.set_yticks(y, [d.name.replace(" x ", " × ") for d in ds])  # catalogue names in ASCII
     ax.set_ylim(len(ds) - 0.5, -0.5)
-    set_log(ax, x=lambda v: fmt_count(v, 2))
+    set_log(ax, x=fmt_count_tick)
     ax.set_xlim(*loglim(np.concatenate([vals, [mark_params or vals.min()]]), pad=2.0))
-    ax.set_xlabel("largest total parameters N_tot (count)")
+    ax.set_xlabel(r"largest total parameters $N_\mathrm{tot}$")
     ax.grid(axis="y", visible=False)
     if mark_params is not None:
         p.vline(float(mark_params), f"{fmt_count(float(mark_params), 3)}", color=ROLE["reference"],
                 y=0.995)
-    ax.set_title(f"Largest model per scale-up domain\n({weight_bytes:g} B/weight, "
+    ax.set_title(f"Largest model per scale-up domain\n({weight_bytes:g} byte/weight, "
                  f"{kv_fraction:.0%} of HBM kept for KV)")
     big, small = int(np.argmax(vals)), int(np.argmin(vals))
     p.numbers = {d.name: float(v) for d, v in zip(ds, vals, strict=True)}
@@ -203,7 +203,7 @@ def imbalance_vs_chips(p, tokens_per_chip=(16, 128, 1024), experts_per_token=8, 
         if mark_chips is not None:
             m = float(mark_chips)
             f = float(_moe.imbalance_factor(float(mark_tokens), m, experts_per_token))
-            p.point(m, f, f"{m:g} chips, {fmt_n(mark_tokens)} tokens: {f:.2f}x", offset=(8, 10),
+            p.point(m, f, f"{m:g} chips, {fmt_n(mark_tokens)} tokens: {f:.2f}×", offset=(8, 10),
                     ha="left")
             p.numbers = {"factor": f}
     ax.set_title(f"Random routing, top-{experts_per_token}: the slowest chip sets the step")
@@ -211,7 +211,7 @@ def imbalance_vs_chips(p, tokens_per_chip=(16, 128, 1024), experts_per_token=8, 
                       for t, v in zip(ts, allv, strict=True)})
     return ("Plot of the expected load of the busiest chip over the mean load against the number "
             f"of chips, for uniform top-{experts_per_token} routing: at {fmt_n(n.max())} chips "
-            + ", ".join(f"{v[-1]:.2f}x with {fmt_n(t)} tokens per chip"
+            + ", ".join(f"{v[-1]:.2f}× with {fmt_n(t)} tokens per chip"
                         for t, v in zip(ts, allv, strict=True))
             + "; the factor grows with chips and shrinks with tokens per chip.")
 
@@ -264,7 +264,7 @@ def ep_memory_per_chip(p, model, chip, chip_counts=None, redundant_experts=0, we
             p.numbers = {"weights": q.weight_bytes_per_chip, "experts_per_chip": q.experts_per_chip,
                          "kv_room": chip.hbm_capacity - q.weight_bytes_per_chip}
     ax.set_title(f"{model.name}: {model.n_experts} + {redundant_experts:g} expert slots, "
-                 f"{weight_bytes:g} B/weight" if model.is_moe else
+                 f"{weight_bytes:g} byte/weight" if model.is_moe else
                  f"{model.name}: dense, every chip holds every weight")
     p.numbers.update(replicated=float(rep[0]))
     if not model.is_moe:
@@ -321,4 +321,4 @@ def _moe_readout(n):
             ("all-to-all per MoE layer", f"{fmt_time(n['time'])} ({fmt_time(n['scale_up_time'])} "
                                          f"up, {fmt_time(n['scale_out_time'])} out)"),
             ("all-to-all per step", fmt_time(n["time_per_step"])),
-            ("busiest chip / mean (random routing)", f"{n['imbalance']:.2f}x"), *step]
+            ("busiest chip / mean (random routing)", f"{n['imbalance']:.2f}×"), *step]

@@ -22,8 +22,17 @@ from .explore import (
     steps,
 )
 from .figure import builder, chip_of, grid, mask, model_of
-from .labels import fmt_b, fmt_n, fmt_t, loglim, point_candidates, set_log, with_notes
-from .style import CYCLE, PALETTE, ROLE, SMALL
+from .labels import (
+    fmt_b,
+    fmt_count_tick,
+    fmt_n,
+    fmt_t,
+    loglim,
+    point_candidates,
+    set_log,
+    with_notes,
+)
+from .style import PALETTE, ROLE, SMALL, batch_colour
 
 __all__ = ["collective_time_vs_bytes", "tp_step_vs_chips", "ffn_layouts_vs_tokens",
            "latency_cost_vs_chips"]
@@ -69,7 +78,7 @@ def collective_time_vs_bytes(p, chip="H100-SXM", n_chips=8, kind="all-reduce",
     for topo in topologies:
         y = np.asarray(collective_time(kind, D, n, bw, hop_latency, topo))
         ys.append(y)
-        dims = "x".join(str(d) for d in torus_dims(n)) if topo == "torus" else ""
+        dims = "×".join(str(d) for d in torus_dims(n)) if topo == "torus" else ""
         p.add(ax.plot(*mask(D, y), color=_TOPO_COLOUR[topo], lw=2.2,
                       label=f"{topo} {dims}".strip())[0])
     bw_only = np.asarray(collective_time(kind, D, n, bw))
@@ -89,7 +98,7 @@ def collective_time_vs_bytes(p, chip="H100-SXM", n_chips=8, kind="all-reduce",
             t = float(collective_time(kind, d, n, bw, hop_latency, "ring"))
             p.point(d, t, f"{fmt_b(d)}: {fmt_t(t)}")
             p.numbers = {"ring_time": t}
-    ax.set_title(f"{kind} over {n} x {chip.name}, {fmt_t(hop_latency)} a step")
+    ax.set_title(f"{kind} over {n} × {chip.name}, {fmt_t(hop_latency)} a step")
     p.numbers.update(ring_knee=knee)
     return (f"Log-log plot of the time of one {kind} over {n} {chip.name} chips against bytes per "
             f"chip, for {', '.join(topologies)} topologies with {fmt_t(hop_latency)} per step: "
@@ -99,8 +108,8 @@ def collective_time_vs_bytes(p, chip="H100-SXM", n_chips=8, kind="all-reduce",
 
 def _tp_setup(p):
     ax = p.ax
-    p.l_step, = ax.plot([], [], "o-", color=ROLE["weights"], lw=2,
-                        label="step bound (chapters 3-5)")
+    p.l_step, = ax.plot([], [], "o-", color=ROLE["bound"], lw=3.2, alpha=0.55,
+                        label="step bound (chapters 3–5)")
     p.l_comm, = ax.plot([], [], "o-", color=PALETTE["purple"], lw=2, label="communication")
     p.l_tot, = ax.plot([], [], "o-", color=ROLE["total"], lw=2.8, label="bound + communication")
     set_log(ax, y=fmt_t)
@@ -207,7 +216,7 @@ def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, token
     comp = 2.0 * T * mats * E * F / (n * chip.peak(dt))
     p.add(ax.plot(*mask(T, comp), color=ROLE["compute"], ls="--", lw=1.8,
                   label="matmul time at peak")[0])
-    set_log(ax, x=fmt_n, y=fmt_t)
+    set_log(ax, x=fmt_count_tick, y=fmt_t)
     ax.set_xlim(T.min(), T.max())
     ax.set_ylim(*loglim(np.concatenate(list(ys.values()) + [comp]), pad=1.5))
     ax.set_xlabel("tokens per batch (count)")
@@ -233,7 +242,7 @@ def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, token
             v = float(ffn_comm_time("2d-ws", t, E, F, n, bw, weight_bytes=weight_bytes))
             p.point(t, v, f"{fmt_n(t)} tokens")
             p.numbers = {"2d_ws": v}
-    ax.set_title(with_notes(f"{model.name} feed-forward layer on {n} x "
+    ax.set_title(with_notes(f"{model.name} feed-forward layer on {n} × "
                             f"{chip.name} ({'x'.join(map(str, axes))})",
                             dnote))
     p.numbers.update(crossover_tokens=cross)
@@ -261,7 +270,7 @@ def latency_cost_vs_chips(p, model="Llama-3-70B", chip="GB200", batches=(1, 8, 6
                            else [2 ** i for i in range(11) if 2 ** i <= min(top, 256)])]
     ax = p.ax
     xs_all, ys_all, best = [], [], {}
-    for i, b in enumerate(batches):
+    for b in batches:
         runs = [sharded_decode(model, chip, b, context, n, hop_latency, topology, **kw) for n in ns]
         pts = [(n, r.time, r.chip_seconds_per_token)
                for n, r in zip(ns, runs, strict=True) if bool(r.fits)]
@@ -271,13 +280,13 @@ def latency_cost_vs_chips(p, model="Llama-3-70B", chip="GB200", batches=(1, 8, 6
         y = np.array([q[2] for q in pts])
         xs_all.append(x)
         ys_all.append(y)
-        p.add(ax.plot(x, y, "o-", color=CYCLE[i % len(CYCLE)], lw=2, ms=5,
+        p.add(ax.plot(x, y, "o-", color=batch_colour(b), lw=2, ms=5,
                       label=f"batch {fmt_n(b)}")[0])
         j = int(np.argmin(x))
         best[float(b)] = pts[j][0]
-        p.add(ax.plot([x[j]], [y[j]], "o", ms=12, mfc="none", mec=CYCLE[i % len(CYCLE)], mew=2)[0])
+        p.add(ax.plot([x[j]], [y[j]], "o", ms=12, mfc="none", mec=batch_colour(b), mew=2)[0])
         p.label(x[j], y[j], f"n={pts[j][0]}", point_candidates((-9, 0), "right", "center"),
-                color=CYCLE[i % len(CYCLE)], fontsize=SMALL)
+                color=batch_colour(b), fontsize=SMALL)
     set_log(ax, x=fmt_t, y=lambda v: f"{v:.2g}")
     ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     if xs_all:

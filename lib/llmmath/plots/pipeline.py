@@ -257,7 +257,7 @@ def decode_latency_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64, 
                                        kv_bytes=kv_bytes, dtype=dt).time) * np.ones_like(P)
     ys.append(wide)
     p.add(ax.plot(*mask(P, wide), "--", color=ROLE["reference"],
-                  label=f"one group of {E:g} x P chips")[0])
+                  label=f"one group of {E:g} × P chips")[0])
     ax.set_xlim(P.min() / 1.3, P.max() * 1.3)
     ax.set_ylim(*loglim(np.concatenate(ys), pad=2.0))
     p.add(ax.legend(loc="lower left"))
@@ -270,7 +270,7 @@ def decode_latency_vs_stages(p, model, chip, chips_per_stage=8, micro_batch=64, 
                                 weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dt)
             p.point(mp, float(d.token_latency), f"{mp:g} stages: {fmt_t(float(d.token_latency))}")
             p.numbers = {"token_latency": float(d.token_latency)}
-    ax.set_title(with_notes(f"{model.name}, {E:g} x {chip.name}/stage, micro-batch {b:g}",
+    ax.set_title(with_notes(f"{model.name}, {E:g} × {chip.name}/stage, micro-batch {b:g}",
                             cnote, dnote))
     p.numbers.update(step=base, wide_last=float(wide[-1]))
     return ("Log-log plot of the time between a sequence's tokens against pipeline stages for "
@@ -312,7 +312,7 @@ def boundary_ratio_vs_layers(p, model_list, chip, n_layers=None):
                      label="above 1: boundary not the bottleneck"))
     p.add(ax.legend(loc="upper left"))
     ratio = chip.scale_up_bandwidth / chip.scale_out_bandwidth
-    ax.set_title(f"Stage boundary on {chip.name}: scale-up {ratio:.0f}x scale-out")
+    ax.set_title(f"Stage boundary on {chip.name}: scale-up {ratio:.0f}× scale-out")
     need = {m.name: min_layers_per_stage(m, chip) for m in model_list}
     p.numbers = {"min_layers": need, "up_over_out": ratio}
     most = max(need.values())

@@ -25,6 +25,7 @@ from .labels import (
     fmt_batch,
     fmt_params,
     fmt_t,
+    fmt_tokens,
     fmt_usd_round,
     loglim,
     place,
@@ -32,7 +33,7 @@ from .labels import (
     time_axis,
     with_notes,
 )
-from .style import PALETTE, ROLE, SMALL
+from .style import PALETTE, ROLE, SMALL, TIER_COLOUR
 
 __all__ = ["prefill_time_vs_prompt", "prefill_vs_decode_per_token", "io_cost_ratio_vs_batch",
            "price_step_vs_context", "tier_drain_times", "cache_cost_vs_lifetime"]
@@ -76,7 +77,7 @@ def prefill_time_vs_prompt(p, model, chip, batch=1, prompts=None, n_chips=1, wei
         if mark_prompt is not None:
             m = prefill_step(model, chip, float(batch), float(mark_prompt), n_chips=n_chips,
                              weight_bytes=weight_bytes, kv_bytes=kv_bytes, dtype=dt)
-            p.point(float(mark_prompt), m.time, f"P={fmt_count(float(mark_prompt))}: "
+            p.point(float(mark_prompt), m.time, f"P={fmt_tokens(float(mark_prompt))}: "
                                                 f"{fmt_t(m.time)}")
             price, _ = chip_hour_price(chip)
             p.numbers = {"step_time": m.time, "bound": m.bound,
@@ -90,7 +91,7 @@ def prefill_time_vs_prompt(p, model, chip, batch=1, prompts=None, n_chips=1, wei
           else "the bound does not change regime over this range")
     return (f"Log-log plot of the prefill time lower bound of {model.name} on "
             f"{chips_label(n_chips, chip)} for batch {float(batch):g} against prompt length "
-            f"{fmt_count(P[0])} to {fmt_count(P[-1])} tokens: "
+            f"{fmt_tokens(P[0])} to {fmt_tokens(P[-1])} tokens: "
             f"short prompts are bound by weight reads, {fs}.")
 
 
@@ -158,7 +159,7 @@ def prefill_vs_decode_per_token(p, model, chip, prompts=None, decode_batch=64, n
                             "prefill vs decode", dnote))
     return (f"Log-log plot of chip time per token against prompt length for {model.name} on "
             f"{chips_label(n_chips, chip)}: prefill costs {fmt_t(per_in)} per prompt token at "
-            f"{fmt_count(mp)} tokens, decode at batch {float(decode_batch):g} costs "
+            f"{fmt_tokens(mp)} tokens, decode at batch {float(decode_batch):g} costs "
             f"{fmt_t(per_out)} per output token, {ratio:.1f} times more; decode at batch 1 is far "
             "above both.")
 
@@ -166,7 +167,7 @@ def prefill_vs_decode_per_token(p, model, chip, prompts=None, decode_batch=64, n
 def _io_cost_ratio_vs_batch_setup(p):
     ax = p.ax
     p.l, = ax.plot([], [], color=ROLE["cost"], lw=2.6, label="output / input cost (bound)")
-    set_log(ax, x=fmt_batch, y=lambda v: f"{v:g}x")
+    set_log(ax, x=fmt_batch, y=lambda v: f"{v:g}×")
     ax.set_xlabel("decode batch B (sequences)")
     ax.set_ylabel("output / input cost per token")
 
@@ -194,9 +195,9 @@ def io_cost_ratio_vs_batch(p, model, chip, prompt=2048, context=4096, batches=No
     ax.set_ylim(*loglim(np.concatenate([ratio, [0.8, band[1] * 1.2]]), pad=1.3))
     lo, hi = band
     p.add(ax.axhspan(lo, hi, color=PALETTE["sky"], alpha=0.25, lw=0, zorder=0))
-    p.add(ax.text(0.02, math.sqrt(lo * hi), f"API price sheets: {lo:g}-{hi:g}x",
+    p.add(ax.text(0.02, math.sqrt(lo * hi), f"API price sheets: {lo:g}–{hi:g}×",
                      transform=ax.get_yaxis_transform(), ha="left", va="center", fontsize=SMALL))
-    p.hline(1.0, "1x: decode as cheap as prefill", color=ROLE["total"], x=0.02, ha="left", va="top",
+    p.hline(1.0, "1×: decode as cheap as prefill", color=ROLE["total"], x=0.02, ha="left", va="top",
                ls=":")
     if mb is not None and mb < B.max():
         p.nofit(max(mb, B.min()), B.max(), "KV does not fit")
@@ -211,17 +212,17 @@ def io_cost_ratio_vs_batch(p, model, chip, prompt=2048, context=4096, batches=No
                                      else None),
                     "ratio_at_1": float(ratio[0])}
     ax.set_title(with_notes(f"{model.name} on {chips_label(n_chips, chip)}: prompt "
-                            f"{fmt_count(prompt)}, context {fmt_count(context)}", dnote))
-    span = (f"the ratio sits in the {lo:g}-{hi:g}x band "
+                            f"{fmt_tokens(prompt)}, context {fmt_tokens(context)}", dnote))
+    span = (f"the ratio sits in the {lo:g}-{hi:g}× band "
             f"for batches of about {inside.min():,.0f} to "
             f"{inside.max():,.0f}" if inside.size else "the ratio never enters "
-                                                       f"the {lo:g}-{hi:g}x band")
-    fall = (f"falling toward 1x near the critical batch B* = {bstar:,.0f}" if bstar is not None else
-            f"falling toward {float(ratio[-1]):.1f}x and never to 1x, since at context "
-            f"{fmt_count(context)} KV reads keep decode memory-bound at any batch")
+                                                       f"the {lo:g}-{hi:g}× band")
+    fall = (f"falling toward 1× near the critical batch B* = {bstar:,.0f}" if bstar is not None else
+            f"falling toward {float(ratio[-1]):.1f}× and never to 1×, since at context "
+            f"{fmt_tokens(context)} KV reads keep decode memory-bound at any batch")
     return (f"Log-log plot of the lower-bound ratio of output-token cost to input-token cost for "
             f"{model.name} on {chips_label(n_chips, chip)} against decode batch: "
-            f"{float(ratio[0]):,.0f}x at batch 1, {fall}; {span}.")
+            f"{float(ratio[0]):,.0f}× at batch 1, {fall}; {span}.")
 
 
 def _price_step_vs_context_setup(p):
@@ -259,7 +260,7 @@ def price_step_vs_context(p, active_params=100e9, kv_bytes_per_token=1667, ops_p
         line.set_data(S, yy)
     ax = p.ax
     ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlim(S.min(), S.max())
     ax.set_ylim(0.05, max(4.0, float(tot.max()) * 1.2))
@@ -275,7 +276,7 @@ def price_step_vs_context(p, active_params=100e9, kv_bytes_per_token=1667, ops_p
             "compute per token is flat, KV reads per token rise linearly and overtake compute at "
             f"{fmt_count(cross, 2)} tokens for {fmt_count(active_params)} active parameters, "
             f"{kv_bytes_per_token:,.0f} bytes of KV per token and {ops_per_byte:,.0f} FLOP per "
-            f"byte; a price sheet that steps up by {price_ratio:g}x at {fmt_count(price_step)} "
+            f"byte; a price sheet that steps up by {price_ratio:g}× at {fmt_count(price_step)} "
             "tokens is drawn for comparison.")
 
 
@@ -290,7 +291,7 @@ def tier_drain_times(p, tiers=None, lifetimes=(("5-min cache", 300.0), ("1-h cac
     ax = p.ax
     y = np.arange(len(ts))
     d = np.array([t.drain_time for t in ts])
-    cols = [ROLE["compute"], ROLE["weights"], ROLE["kv"], ROLE["capacity"]] * 3
+    cols = TIER_COLOUR * 3
     p.add(ax.barh(y, d, color=cols[:len(ts)], height=0.6))
     ax.set_yticks(y, [f"{t.name}\n({t.device.split('(')[0].strip()})" if len(t.device) < 36
                       else t.name for t in ts], fontsize=SMALL)
@@ -299,18 +300,22 @@ def tier_drain_times(p, tiers=None, lifetimes=(("5-min cache", 300.0), ("1-h cac
     ax.set_xlim(lo, hi)
     time_axis(ax, lo, hi, keep=("10 ms", "1 s", "1 min", "1 h", "1 day"))
     ax.set_ylim(len(ts) - 0.4, -0.6)
-    top = p.add(ax.secondary_xaxis("top"))  # lifetimes marked on the top axis, off the bars
-    top.set_xticks([v for _, v in lifetimes], [n for n, _ in lifetimes], color=ROLE["cost"],
-                   fontsize=SMALL)
-    top.xaxis.set_minor_formatter(NullFormatter())
-    top.tick_params(axis="x", which="minor", length=0)
-    top.tick_params(axis="x", which="major", length=8, width=1.5, color=ROLE["cost"])
+    # lifetimes as dashed lines, labelled above the axes: the first label ends at its line and
+    # the others start at theirs, so neighbours a decade apart never print over each other
+    for i, (name, v) in enumerate(sorted(lifetimes, key=lambda nv: nv[1])):
+        p.add(ax.axvline(v, color=ROLE["cost"], ls="--", lw=1.5, zorder=1))
+        p.add(ax.annotate(name, (v, 1.0), xycoords=ax.get_xaxis_transform(), xytext=(0, 3),
+                          textcoords="offset points", ha="right" if i == 0 else "left",
+                          va="bottom", fontsize=SMALL, color=ROLE["cost"]))
     for yi, di in zip(y, d, strict=False):
         def make(c, yi=yi, di=di):
-            dx, ha, col = c
-            return ax.annotate(fmt_t(di), (di, yi), xytext=(dx, 0), textcoords="offset points",
+            dx, ha, col, x = c
+            return ax.annotate(fmt_t(di), (x or di, yi), xytext=(dx, 0), textcoords="offset points",
                                ha=ha, va="center", fontsize=SMALL, color=col)
-        p.add(place(ax, make, [(4, "left", "black"), (-4, "right", "white")]))
+        # past the bar's end, else inside it at its end, else inside at its start (off the
+        # lifetime lines)
+        p.add(place(ax, make, [(4, "left", "black", None), (-4, "right", "white", None),
+                               (4, "left", "white", lo)]))
     ax.grid(axis="y", visible=False)
     ax.set_xlabel("drain time: capacity / bandwidth")
     ax.set_title("How long each tier takes to read itself once", pad=24)
@@ -318,7 +323,7 @@ def tier_drain_times(p, tiers=None, lifetimes=(("5-min cache", 300.0), ("1-h cac
     return ("Horizontal bar chart, log scale, of drain time "
             "(capacity over bandwidth) per memory tier: "
             + ", ".join(f"{t.name} {fmt_t(t.drain_time)}" for t in ts)
-            + "; the top axis marks the cache lifetimes "
+            + "; dashed lines mark the cache lifetimes "
             + ", ".join(n for n, _ in lifetimes) + ".")
 
 
@@ -342,7 +347,7 @@ def cache_cost_vs_lifetime(p, kv_bytes_per_token, tiers=None, lifetimes=None,
     ts = list(tiers) if tiers is not None else memory_tiers()
     T = grid(lifetimes, 1e-3, 86400.0 * 7, n=200, integer=False)
     ax = p.ax
-    cols = [ROLE["compute"], ROLE["weights"], ROLE["kv"], ROLE["capacity"]] * 3
+    cols = TIER_COLOUR * 3
     ys = []
     for t, c in zip(ts, cols, strict=False):
         yy = 1e6 * np.asarray(cache_cost(kv_bytes_per_token, T, t))
@@ -362,7 +367,7 @@ def cache_cost_vs_lifetime(p, kv_bytes_per_token, tiers=None, lifetimes=None,
         p.vline(v, name, color=PALETTE["grey"], y=0.97, ls="--")
     if remat_cost_per_million is not None:
         p.hline(remat_cost_per_million, f"recompute (prefill): {fmt_usd(remat_cost_per_million)}/M",
-                   color=ROLE["cost"], x=0.99, ha="right", va="bottom", ls="-")
+                   color=ROLE["prefill"], x=0.99, ha="right", va="bottom", ls="-.")
     ax.set_title(f"Holding a prompt cache at {kv_bytes_per_token:,.0f} bytes of KV per token")
     best = {n: ts[int(np.argmin([1e6 * float(cache_cost(kv_bytes_per_token, v, t))
                                  for t in ts]))].name

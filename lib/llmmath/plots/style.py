@@ -19,7 +19,9 @@ import matplotlib.pyplot as plt
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 __all__ = ["PALETTE", "CYCLE", "ROLE", "KIND_COLOUR", "NOFIT", "STYLE", "PHONE", "series_colour",
-           "chip_colour", "model_colour", "house_style", "setup_notebook", "offscreen"]
+           "chip_colour", "model_colour",
+           "batch_colour", "house_style", "setup_notebook", "offscreen",
+           "legend_outside"]
 
 # Okabe-Ito, colour-blind safe; black last for reference lines.
 PALETTE = {
@@ -30,11 +32,12 @@ PALETTE = {
     "sky": "#56B4E9",
     "purple": "#CC79A7",
     "yellow": "#F0E442",
+    "ochre": "#A08600",  # Okabe-Ito yellow darkened to 3.6:1 on white, for lines and bars
     "black": "#000000",
     "grey": "#7F7F7F",
 }
 #: Colours of the chips or models of one figure, in list order.
-CYCLE = [PALETTE[k] for k in ("blue", "orange", "green", "vermillion", "purple", "sky", "yellow",
+CYCLE = [PALETTE[k] for k in ("blue", "orange", "green", "vermillion", "purple", "sky", "ochre",
                               "black")]
 #: Roles, so every figure colours the same quantity the same way.
 ROLE = {
@@ -45,19 +48,30 @@ ROLE = {
     "total": PALETTE["black"],
     "bound": PALETTE["black"],  # the step bound: the max of the parts
     "cost": PALETTE["vermillion"],
-    "capacity": PALETTE["purple"],
+    "capacity": PALETTE["grey"],  # a reference level (HBM, a price): never a model's colour
     "reference": PALETTE["grey"],
     "prefill": PALETTE["sky"],  # prefill per prompt token (compute-bound)
     "decode": PALETTE["purple"],  # decode per output token (memory-bound at small batch)
     "idle": "#f2b38f",  # routed experts a token does not use (a light vermillion)
-    "router": PALETTE["yellow"],
+    "router": PALETTE["ochre"],
+    "overhead": PALETTE["ochre"],  # engine overheads of the estimate (chapter 10)
 }
+#: Colours a line or bar may have below 3:1 contrast on white: Okabe-Ito orange (2.2:1) and sky
+#: blue (2.3:1) carry roles and models in every chapter and are drawn at least 2 pt wide or
+#: as filled bars; yellow (1.3:1) is not drawn at all (``ochre`` replaces it).
+LOW_CONTRAST_OK = (PALETTE["orange"], PALETTE["sky"])
+#: One colour per batch size in every figure that draws series per batch.
+BATCH_COLOUR = {1: PALETTE["blue"], 8: PALETTE["sky"], 16: PALETTE["green"],
+                64: PALETTE["orange"], 256: PALETTE["vermillion"], 512: PALETTE["purple"],
+                1024: PALETTE["black"]}
 #: Attention kinds (KV-cache figures).
 KIND_COLOUR = {"MHA": PALETTE["vermillion"], "GQA": PALETTE["blue"], "MQA": PALETTE["green"],
                "MLA": PALETTE["purple"]}
 #: Chip vendors (scatter plots of the catalogue); others get ``PALETTE["purple"]``.
 VENDOR_COLOUR = {"NVIDIA": PALETTE["green"], "AMD": PALETTE["vermillion"],
                  "Google": PALETTE["blue"]}
+#: Memory tiers, in the same colours in every figure (HBM, DRAM, flash, disk).
+TIER_COLOUR = [PALETTE["blue"], PALETTE["orange"], PALETTE["green"], PALETTE["purple"]]
 NOFIT = "#d9d9d9"  # grey for "does not fit in memory"
 
 #: One colour per chip in every figure (chips drawn together in the book get different colours).
@@ -65,7 +79,7 @@ CHIP_COLOUR = {
     "A100-SXM-80GB": PALETTE["sky"], "H100-SXM": PALETTE["blue"], "H200": PALETTE["purple"],
     "B200": PALETTE["green"], "GB200": PALETTE["green"], "B300": PALETTE["black"],
     "Rubin": PALETTE["grey"], "MI300X": PALETTE["vermillion"], "MI355X": PALETTE["vermillion"],
-    "TPU v4": PALETTE["yellow"], "TPU v5e": PALETTE["orange"], "TPU v5p": PALETTE["black"],
+    "TPU v4": PALETTE["ochre"], "TPU v5e": PALETTE["orange"], "TPU v5p": PALETTE["black"],
     "TPU v6e": PALETTE["purple"], "TPU v7": PALETTE["grey"],
 }
 #: One colour per model in every figure (models drawn together in the book get different colours;
@@ -96,6 +110,11 @@ def _by_name(table, name, kind):
         return table[name]
     # a chip or model outside the map (a reader's own): a stable colour from its name
     return CYCLE[sum(map(ord, name)) % len(CYCLE)]
+
+
+def batch_colour(batch) -> str:
+    """The colour of a batch size in every figure (others: a stable colour from the number)."""
+    return BATCH_COLOUR.get(int(batch), CYCLE[int(batch) % len(CYCLE)])
 
 
 def chip_colour(chip) -> str:
@@ -183,6 +202,25 @@ def offscreen():
         yield
     finally:
         _OFFSCREEN.reset(token)
+
+
+_LEGEND_OUTSIDE = contextvars.ContextVar("llmmath_plots_legend_outside", default=False)
+
+
+@contextmanager
+def legend_outside():
+    """Inside this block every settled legend goes below the axes, whatever the data: the frames
+    of one slider then keep their legend in one place (:mod:`llmmath.frames`)."""
+    token = _LEGEND_OUTSIDE.set(True)
+    try:
+        yield
+    finally:
+        _LEGEND_OUTSIDE.reset(token)
+
+
+def is_legend_outside() -> bool:
+    """Whether builders are inside :func:`legend_outside`."""
+    return _LEGEND_OUTSIDE.get()
 
 
 def is_offscreen() -> bool:

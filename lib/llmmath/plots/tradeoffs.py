@@ -27,8 +27,8 @@ from .explore import (
     steps,
 )
 from .figure import as_list, builder, chip_of, model_of
-from .labels import fmt_b, fmt_t, loglim, place, set_log, time_axis, with_notes
-from .style import PALETTE, ROLE, SMALL
+from .labels import fmt_b, fmt_t, fmt_tokens, loglim, place, set_log, time_axis, with_notes
+from .style import PALETTE, ROLE, SMALL, TIER_COLOUR
 
 __all__ = ["store_vs_recompute", "recompute_intensity_vs_ridge", "checkpoint_memory_vs_depth",
            "hold_time_by_tier"]
@@ -84,7 +84,7 @@ def store_vs_recompute(p, model, chip, batch=1, n_chips=1, contexts=None, weight
             rm = store_or_recompute(m, c, batch, sm, n_chips=n_chips, weight_bytes=weight_bytes,
                                     kv_bytes=kv_bytes, dtype=dt)
             p.point(sm, float(rm.recompute.time),
-                    f"S = {fmt_count(sm, 3)}: recompute {float(rm.time_ratio):,.3g}x",
+                    f"S = {fmt_tokens(sm, 3)}: recompute {float(rm.time_ratio):,.3g}×",
                     color=ROLE["compute"])
             p.numbers = {"store": float(rm.store.time), "recompute": float(rm.recompute.time),
                          "ratio": float(rm.time_ratio), "context": sm,
@@ -96,7 +96,7 @@ def store_vs_recompute(p, model, chip, batch=1, n_chips=1, contexts=None, weight
             f"{n_chips:g} {c.name} at batch {batch:g}: reading the KV cache stays near "
             f"{fmt_time(ts[0], 2)} and grows slowly; recomputing the context every step costs "
             f"nothing extra up to about {sx:,.0f} tokens, then grows in proportion to the context, "
-            f"to {ratio_end:,.0f} times the cached step at {fmt_count(S[-1], 3)} tokens.")
+            f"to {ratio_end:,.0f} times the cached step at {fmt_tokens(S[-1], 3)} tokens.")
 
 
 # ----- FLOPs to rebuild a byte against the chips' ridge points -----------------------------------
@@ -139,12 +139,13 @@ def recompute_intensity_vs_ridge(p, model_list, chip_list=None, kv_bytes=2):
     for yi, i in zip(y, order, strict=True):
         def make(cand, yi=yi, v=vals[i]):
             dx, ha, col = cand
-            return ax.annotate(f"{v / hi:,.0f}x", (v, yi), xytext=(dx, 0),
+            return ax.annotate(f"{v / hi:,.0f}×", (v, yi), xytext=(dx, 0),
                                textcoords="offset points", ha=ha, va="center", fontsize=SMALL,
                                color=col)
         p.add(place(ax, make, [(4, "left", "black"), (-4, "right", "white")]))
     ax.set_xlabel(f"FLOP to rebuild one cached byte ({kv_bytes:g}-byte KV)")
-    ax.set_title("Bars: times the highest ridge point")
+    ax.set_title("FLOP to rebuild a cached byte, against the chips' ridge points\n"
+                 "(beside each bar: times the highest ridge point)")
     p.numbers = {"intensity": {ms[i].name: float(vals[i]) for i in order}, "ridge_low": lo,
                  "ridge_high": hi, "min_over_high_ridge": float(vals.min() / hi)}
     return ("Horizontal bar chart, log scale, of the FLOPs needed to rebuild one byte of KV cache "
@@ -196,11 +197,11 @@ def checkpoint_memory_vs_depth(p, model, tokens, sequence_length, chip=None):
     p.add(ax.legend(loc="upper left", ncol=2))
     here = {s: float(checkpoint_price(m, tokens, sequence_length, s).activation_bytes)
             for s in CHECKPOINT_SCHEMES}
-    ax.set_title(f"{m.name}'s width, {tokens / sequence_length:g} x "
+    ax.set_title(f"{m.name}'s width, {tokens / sequence_length:g} × "
                  f"{sequence_length:,.0f}-token sequences")
     p.numbers.update(at_model=here, overhead=over)
     return (f"Log-log plot of activation memory against depth for a model as wide as {m.name}, "
-            f"{fmt_count(tokens, 3)} tokens in flight: keeping everything, selective and full "
+            f"{fmt_tokens(tokens, 3)} tokens in flight: keeping everything, selective and full "
             f"recomputation grow in proportion to the layers (at the model's own {m.n_layers} "
             f"layers {fmt_bytes(here['none'])}, {fmt_bytes(here['selective'])} and "
             f"{fmt_bytes(here['full'])}); reversible layers stay flat at "
@@ -223,7 +224,7 @@ def hold_time_by_tier(p, model, chip, prompt=8192, n_chips=1, tiers=None,
     ax = p.ax
     y = np.arange(len(ts))
     t = np.array([float(max_hold_time(m, c, tier, prompt=prompt, n_chips=n_chips)) for tier in ts])
-    cols = [ROLE["compute"], ROLE["weights"], ROLE["kv"], ROLE["capacity"]] * 3
+    cols = TIER_COLOUR * 3
     p.add(ax.barh(y, np.maximum(t, 1e-3), color=cols[:len(ts)], height=0.6))
     ax.set_yticks(y, [tier.name for tier in ts], fontsize=SMALL)
     lo = max(min(t[t > 0].min() if (t > 0).any() else 1.0, min(v for _, v in lifetimes)) / 5, 1e-3)
@@ -246,7 +247,7 @@ def hold_time_by_tier(p, model, chip, prompt=8192, n_chips=1, tiers=None,
         p.add(place(ax, make, [(4, "left", "black"), (-4, "right", "white")]))
     ax.grid(axis="y", visible=False)
     ax.set_xlabel("longest hold before recomputing is cheaper")
-    ax.set_title(f"{m.name}, {fmt_count(prompt, 3)}-token prefix, prefill on {n_chips:g} "
+    ax.set_title(f"{m.name}, {fmt_tokens(prompt, 3)}-token prefix, prefill on {n_chips:g} "
                  f"{c.name}", pad=24)
     p.numbers = {tier.name: float(ti) for tier, ti in zip(ts, t, strict=True)}
     return (f"Horizontal bar chart, log scale, of how long a {m.name} prompt cache can be held in "
@@ -284,7 +285,7 @@ def _tradeoff_readout(n):
     return [("context used", f"{n['context']:,.0f} tokens"),
             ("step, reading the cache", fmt_time(n["store"])),
             ("step, recomputing it", fmt_time(n["recompute"])),
-            ("recompute / read", f"{n['ratio']:,.3g}x"),
+            ("recompute / read", f"{n['ratio']:,.3g}×"),
             ("extra FLOPs per step", fmt_si(n["extra_flops"], "FLOP")),
             ("KV bytes not read", fmt_bytes(n["saved_bytes"])),
             ("free recompute up to", or_dash(n["crossover"], lambda x: f"{x:,.0f} tokens")),

@@ -25,10 +25,13 @@ from .explore import chip_picker, explorer, model_picker, slider, steps
 from .figure import as_list, builder, chip_of, grid, mask, model_of
 from .labels import (
     fmt_b,
+    fmt_count_tick,
     fmt_days,
     fmt_t,
+    fmt_tokens,
     loglim,
     set_log,
+    time_axis,
     with_notes,
 )
 from .style import CYCLE, PALETTE, ROLE, SMALL, model_colour
@@ -41,7 +44,7 @@ def _training_time_vs_chips_setup(p):
     ax = p.ax
     p.l, = ax.plot([], [], color=ROLE["compute"], lw=2.5, label="training time (ideal scaling)")
     ax.legend(loc="upper right")
-    set_log(ax, x=lambda v: fmt_count(v, 2), y=fmt_days)
+    set_log(ax, x=fmt_count_tick, y=fmt_days)
     ax.set_xlabel("chips n (count)")
     ax.set_ylabel("training time (days)")
 
@@ -80,11 +83,14 @@ def training_time_vs_chips(p, model, tokens, chip, chip_counts=None, mfu=0.4, dt
     need = math.ceil(state / chip.hbm_capacity)
     if need > n.min():  # one line along the bottom, placed before the reference lines' labels
         p.nofit(n.min(), min(need, n.max()), "")
-        p.add(ax.text(0.02, 0.02, f"training state (16 B/param) needs >= {need:,} chips",
+        p.add(ax.text(0.02, 0.02, f"training state (16 B/param) needs ≥ {need:,} chips",
                       transform=ax.transAxes, fontsize=SMALL, color="#444444", va="bottom"))
     for d, lab in ((7, "1 week"), (30, "1 month"), (90, "3 months")):
-        if ax.get_ylim()[0] < d < ax.get_ylim()[1]:
-            p.hline(d, lab, color=PALETTE["grey"], x=0.99, ha="right", ls=":")
+        if ax.get_ylim()[0] < d < ax.get_ylim()[1]:  # labelled at its right end, off the axes
+            p.add(ax.axhline(d, color=PALETTE["grey"], ls=":", lw=1.2, zorder=1))
+            p.add(ax.annotate(lab, (1.0, d), xycoords=ax.get_yaxis_transform(), xytext=(4, 0),
+                              textcoords="offset points", ha="left", va="center",
+                              fontsize=SMALL, color=PALETTE["grey"]))
     flops = training_flops(model, tokens)
     with p.marking():
         if mark_chips is not None:
@@ -108,7 +114,7 @@ def training_time_vs_chips(p, model, tokens, chip, chip_counts=None, mfu=0.4, dt
 def _share_setup(p):
     ax = p.ax
     ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_count(v, 2)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_tokens(v, 2)))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
     ax.set_xlabel("training sequence length S (tokens)")
     ax.set_ylabel("attention's share of training FLOPs (%)")
@@ -146,11 +152,12 @@ def attention_share_vs_seq(p, model_list, sequence_lengths=None, mark_sequence_l
         if mark_sequence_length is not None and ms:
             sm = float(mark_sequence_length)
             f = float(attention_training_share(ms[0], sm))
-            p.point(sm, f, f"{ms[0].name}, S = {fmt_count(sm, 3)}: {fmt_percent(f, 2)}")
+            p.point(sm, f, f"{ms[0].name}, S = {fmt_tokens(sm, 3)}: {fmt_percent(f, 2)}")
             p.numbers = {"share": f}
-    ax.set_title("Attention's share of training FLOPs (6 N_act D leaves it out)")
+    ax.set_title(r"Attention's share of training FLOPs "
+                 r"($6 N_\mathrm{act} D_\mathrm{pre}$ leaves it out)")
     p.numbers.update(last=last)
-    body = "; ".join(f"{n} {fmt_percent(y, 2)} at {fmt_count(s, 3)} tokens"
+    body = "; ".join(f"{n} {fmt_percent(y, 2)} at {fmt_tokens(s, 3)} tokens"
                      for n, (s, y) in last.items())
     return ("Plot of attention's share of training FLOPs per token against training sequence "
             f"length (log scale) for {', '.join(names)}: every line rises with the length; at each "
@@ -205,7 +212,8 @@ def zero_memory_vs_chips(p, model, chip, chip_counts=None, mark_chips=None):
 
 def _dp_setup(p):
     ax = p.ax
-    p.l, = ax.plot([], [], color=ROLE["compute"], lw=2.5, label="compute, 6 N_act T / C")
+    p.l, = ax.plot([], [], color=ROLE["compute"], lw=2.5,
+                   label=r"compute, $6 N_\mathrm{act} T / C$")
     set_log(ax, x=lambda v: fmt_count(v, 2), y=fmt_t)
     ax.set_xlabel("tokens per chip per step T (tokens)")
     ax.set_ylabel("time per step (s)")
@@ -242,6 +250,8 @@ def dp_sync_vs_tokens(p, model, chip, n_chips=1024, tokens=None, grad_bytes=2, m
                           zorder=5)[0])
     ax.set_xlim(T.min(), T.max())
     ax.set_ylim(*loglim(np.concatenate([comp, list(sync.values())]), pad=2.0))
+    time_axis(ax, *ax.get_ylim(), keep=("1 ms", "10 ms", "0.1 s", "1 s", "10 s", "1 min",
+                                        "10 min", "1 h", "1 day"), axis="y")
     p.add(ax.legend(loc="upper left"))
     with p.marking():
         if mark_tokens is not None:
