@@ -97,7 +97,10 @@ class ExplorersAsFigures(SphinxTransform):
         uri = "/" + os.path.relpath(path, self.app.srcdir)
         labels = _LABELS.search(html)
         names = re.findall(r'"([^"]*)"', labels.group(1)) if labels else []
-        result = [nodes.image(uri=uri, alt=found.group(2), candidates={"*": uri.lstrip("/")})]
+        # at most two thirds of the line: a frame is as tall as the slider's tallest (frames pads
+        # them to one size), and a page-high frame with its note would not fit below text
+        result = [nodes.image(uri=uri, alt=found.group(2), width="65%",
+                              candidates={"*": uri.lstrip("/")})]
         if names:
             para = nodes.paragraph()
             para += nodes.emphasis(text=(
