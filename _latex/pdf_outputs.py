@@ -388,7 +388,8 @@ def _cell_chars(entry):
     text = entry.astext()
     maths = sum(len(m.astext()) for m in entry.findall(nodes.math))
     chars = len(text) - maths // 2
-    words = [len(w) for w in re.split(r"\s+", text) if w]
+    # a no-break space joins its neighbours into one word ("Ch. 13" must not break)
+    words = [len(w) for w in re.split(r"[ \t\n\r\f\v]+", text) if w]
     return chars, min(max(words, default=1), 24)
 
 

@@ -275,3 +275,20 @@ def test_figures_are_embedded(pdf_text):
     expected = _expected_images()
     assert expected >= 30, f"only {expected} figure outputs found in the notebooks"
     assert len(listing) >= expected, f"{len(listing)} images embedded, {expected} expected"
+
+
+def test_a_no_break_space_keeps_a_table_word_whole():
+    # the one-table's chapter cells read "Ch.\u00a013": sized as one 6-character word, not as
+    # "Ch." and "13" (a 3-character column clipped "Ch. 13" to "Ch. 1" in the PDF)
+    import sys
+
+    from docutils import nodes
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "_latex"))
+    from pdf_outputs import _cell_chars, column_widths
+
+    entry = nodes.entry("", nodes.paragraph(text="Ch.\u00a013"))
+    assert _cell_chars(entry) == (6, 6)
+    wide = nodes.entry("", nodes.paragraph(text="a calibrated estimate (not a bound) " * 3))
+    widths = column_widths([[_cell_chars(entry), _cell_chars(wide)]] * 13, 80)
+    assert widths[0] >= 6 * 1.15 + 3 - 1, widths
