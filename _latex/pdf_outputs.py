@@ -358,7 +358,8 @@ class LongTables(SphinxPostTransform):
     """A table taller than about half a page prints as a longtable, which breaks across pages
     (a tabulary cannot: it ran over the footer and lost rows), with column widths from its
     content: each column at least as wide as its longest word, the rest shared by how much
-    text each column holds. Smaller tables keep tabulary's natural widths."""
+    text each column holds. So does a table too wide for the line, a size smaller. Other tables
+    keep tabulary's natural widths."""
 
     default_priority = 800
     builders = ("latex",)
@@ -372,15 +373,26 @@ class LongTables(SphinxPostTransform):
             ncols = max((len(r) for r in rows), default=0)
             if ncols == 0 or any(len(r) != ncols for r in rows):
                 continue  # spanning cells: leave it to Sphinx
-            widths = column_widths(rows, LINE_CHARS)
+            # a table whose longest words alone overfill the line (the 9-column chip catalogue)
+            # prints a size smaller, with a quarter more characters to the line, so no header
+            # word is clipped
+            small = sum(round(max(r[i][1] for r in rows) * 1.15) + 3
+                        for i in range(ncols)) > LINE_CHARS
+            total = round(LINE_CHARS * 1.25) if small else LINE_CHARS
+            widths = column_widths(rows, total)
             lines = sum(max(-(-max(t, 1) // max(w, 1)) for (t, _), w in zip(r, widths, strict=True))
                         for r in rows)
-            if lines < TALL_LINES:
+            if lines < TALL_LINES and not small:
                 continue
             table["classes"].append("longtable")
-            spec = "".join(f">{{\\raggedright\\arraybackslash}}\\X{{{w}}}{{{LINE_CHARS}}}"
+            spec = "".join(f">{{\\raggedright\\arraybackslash}}\\X{{{w}}}{{{total}}}"
                            for w in widths)
-            table.parent.insert(table.parent.index(table), addnodes.tabular_col_spec(spec=spec))
+            at = table.parent.index(table)
+            table.parent.insert(at, addnodes.tabular_col_spec(spec=spec))
+            if small:
+                table.parent.insert(at, nodes.raw("", "\\begingroup\\footnotesize", format="latex"))
+                table.parent.insert(table.parent.index(table) + 1,
+                                    nodes.raw("", "\\endgroup", format="latex"))
 
 
 def _cell_chars(entry):

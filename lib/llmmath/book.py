@@ -68,14 +68,14 @@ def chip_table(dtype: str = "bf16") -> Table:
         peak = fmt_flops_rate(c.peak(dtype)) if dtype in c.flops else "-"
         ratio = f"{c.ops_per_byte(dtype):.0f}" if dtype in c.flops else "-"
         cap = fmt_bytes(c.hbm_capacity, binary=c.capacity_unit == "GiB")
-        up = (f"{fmt_bandwidth(c.scale_up_bandwidth)} x {c.scale_up_domain}"
+        up = (f"{fmt_bandwidth(c.scale_up_bandwidth)} × {c.scale_up_domain}"
               if c.scale_up_bandwidth and c.scale_up_domain else "-")
         price = f"{fmt_usd(c.price_per_hour)} ({c.price_date})" if c.price_per_hour else "-"
         cite = f"{{cite:p}}`{c.source}`" if c.source else ""
         rows.append([c.name, peak, fmt_bandwidth(c.hbm_bandwidth), cap, ratio,
                      fmt_time(c.drain_time), up, price, cite])
     headers = ["chip", f"dense {dtype}", "HBM bandwidth", "HBM capacity", "FLOP/byte", "drain time",
-               "scale-up (one way) x domain", "price per chip-hour", "source"]
+               "scale-up (one way) × domain", "price per chip-hour", "source"]
     return Table(headers, rows)
 
 
@@ -91,7 +91,7 @@ def model_table() -> Table:
                      f"{m.kv_lora_rank} + RoPE {m.qk_rope_head_dim}")
         else:
             shape = (f"L={m.n_layers}, D={m.d_model}, {m.attention_kind} "
-                     f"{m.n_heads}/{m.n_kv_heads}x{m.head_dim}")
+                     f"{m.n_heads}/{m.n_kv_heads}×{m.head_dim}")
         if m.is_moe:
             shape += f", E={m.n_experts}, k={m.experts_per_token}"
         # four digits: LLaMA-2's paper prints 68.98B for its "70B" (three would say 69B)
@@ -99,7 +99,8 @@ def model_table() -> Table:
         cite = f"{{cite:p}}`{m.source}`" if m.source else ""
         rows.append([m.name, shape, fmt_count(m.total_params), pub, fmt_count(m.active_params),
                      fmt_bytes(m.kv_bytes_per_token(2)), cite])
-    headers = ["model", "shape", "N_tot (counted)", "published", "N_act (counted)",
+    headers = ["model", "shape", r"$N_\text{tot}$ (counted)", "published",
+               r"$N_\text{act}$ (counted)",
                "KV bytes/token (bf16)", "source"]
     return Table(headers, rows)
 
