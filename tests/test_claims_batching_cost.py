@@ -426,23 +426,3 @@ def test_fleet_sits_below_the_balance_point_of_its_own_layout():
     assert _glued("ds_bstar_ep") == f"{ep:,.0f}"
     assert _glued("ds_over_ep") == f"{12_686 / ep:.2f}"
 
-
-def test_no_figure_is_another_chapters_figure_again():
-    # Issue 36 (review N-M4): Fig 4.4 was Fig 1.5 byte for byte. The chapter now points back to
-    # Fig 1.5 ({numref}`fig-hardware-drain`); no figure it draws may equal one drawn elsewhere.
-    import hashlib
-    import json
-
-    from claims import BOOK
-
-    def figures(path):
-        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        return {hashlib.sha256(o["data"]["image/png"].encode()).hexdigest()
-                for c in cells if c.get("metadata", {}).get("mystnb", {}).get("figure")
-                for o in c.get("outputs", []) if "image/png" in o.get("data", {})}
-
-    here = figures(BOOK / "batching_cost.ipynb")
-    assert len(here) >= 4  # the chapter standard's four figures
-    for other in sorted(BOOK.glob("*.ipynb")):
-        if other.stem != "batching_cost":
-            assert not here & figures(other), f"a figure of {other.stem} is drawn again"

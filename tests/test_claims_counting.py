@@ -307,22 +307,3 @@ def test_hand_decode_example_by_the_printed_formula():
     assert step.fits  # 70.6 GB of fp8 weights and 1.3 GB of cache on 8 x 80 GB
     assert step.time < hand and step.time == pytest.approx(hand, rel=0.03)
 
-
-def test_no_exercise_answer_is_printed_on_the_page():
-    # Issue 36 (review N-M9): a hidden-input cell printed the design exercise's answer table
-    # between the takeaways and the exercises. A cell tagged "answer" may glue (its numbers go
-    # into the solution dropdowns) but shows nothing on the page.
-    import json
-
-    from claims import BOOK
-
-    hidden = {"remove-cell", "remove-output"}
-    cells = json.loads((BOOK / "counting.ipynb").read_text(encoding="utf-8"))["cells"]
-    answers = [c for c in cells if "answer" in c.get("metadata", {}).get("tags", [])]
-    assert answers
-    for c in answers:
-        if hidden & set(c["metadata"]["tags"]):
-            continue
-        shown = [o for o in c.get("outputs", []) if o["output_type"] == "stream"
-                 or set(o.get("data", {})) - {"application/papermill.record/text/plain"}]
-        assert not shown, "".join(c["source"])[:80]

@@ -232,22 +232,3 @@ def test_from_scratch_cell_agrees_with_the_library():
                     assert got == pytest.approx(lib, rel=1e-9), (chip.name, dtype, batch)
             assert peak / chip.hbm_bandwidth == pytest.approx(chip.ops_per_byte(dtype), rel=1e-12)
 
-
-def test_frame_slider_label_does_not_repeat_its_name():
-    # Issue 36: the slider read "batch = batch 1" (frames.slider prefixes "<name> = " to the
-    # label the chapter passes). Read the label the saved page shows for every frame.
-    import json
-    import re
-
-    from claims import BOOK
-
-    cells = json.loads((BOOK / "hardware.ipynb").read_text(encoding="utf-8"))["cells"]
-    pages = ["".join(o["data"]["text/html"]) for c in cells for o in c.get("outputs", [])
-             if "llm-frames" in "".join(o.get("data", {}).get("text/html", ""))]
-    assert pages, "the chapter has a frame slider"
-    for html in pages:
-        # the script's label list, L=[...]: each frame's "<name> = <label>"
-        labels = json.loads(re.search(r",L=(\[[^\]]*\]),A=", html).group(1))
-        for label in labels:
-            name, value = label.split(" = ", 1)
-            assert not value.startswith(name), label

@@ -80,6 +80,10 @@ def test_label_and_arguments():
     assert s.labels == ["mfu = 30%", "mfu = 50%"]
     with pytest.raises(ValueError):
         frames.slider(plots.cost_vs_batch, "mark_batch", [1], model=LLAMA, chip=H100)
+    # issue 36: ch1's label read "batch = batch 1"; the slider prints the name itself
+    with pytest.raises(ValueError, match="label: got 'batch 1'"):
+        frames.slider(plots.cost_vs_batch, "mark_batch", [1, 8], label=lambda b: f"batch {b}",
+                      model=LLAMA, chip=H100)
 
 
 def test_script_cannot_be_closed_by_text():

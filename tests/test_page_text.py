@@ -9,7 +9,9 @@ Over every notebook of the book (chapters, cheat sheet, appendix, exam bank, lab
 - no result the page shows is a bare Python repr: a tuple, dict, list or set (it starts with
   ``(``, ``{`` or ``[``), or a number with more than ``MAX_DIGITS`` significant digits
   (``215.99999999999997``, ``259200000000000.0``). A cell ends with a formatted ``print`` or a
-  table, or is tagged ``remove-output`` when the prose already glues its numbers.
+  table, or is tagged ``remove-output`` when the prose already glues its numbers;
+- a cell tagged ``answer`` (it glues an exercise's numbers into the hidden solution) shows
+  nothing on the page.
 
 Outputs the page does not show (cells tagged ``remove-output`` or ``remove-cell``) and rich
 outputs (HTML tables, figures, widgets) are not read. Each rule is also checked on a planted
@@ -29,6 +31,7 @@ NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
 MAX_LINE = 88
 MAX_DIGITS = 6
 HIDDEN = {"remove-output", "remove-cell"}
+GLUE_RECORD = "application/papermill.record/text/plain"  # what myst-nb glue saves
 
 # A run of digits with an optional fraction: the significant digits of each number printed.
 _NUMBER = re.compile(r"(?<![\w.])(\d+)(?:\.(\d+))?(?:[eE][-+]?\d+)?(?![\w.])")
@@ -70,6 +73,14 @@ def cell_problems(cell) -> list[str]:
     if cell["cell_type"] != "code":
         return []
     problems = []
+    tags = set(cell.get("metadata", {}).get("tags", []))
+    if "answer" in tags and not tags & HIDDEN:
+        # an exercise's answer cell glues its numbers into the hidden solution; the page shows
+        # none of it (chapter 2 printed Exercise 2.7's table before the exercises)
+        shown = [o for o in cell.get("outputs", []) if o["output_type"] == "stream"
+                 or set(o.get("data", {})) - {GLUE_RECORD}]
+        if shown:
+            problems.append("an answer cell shows its output on the page")
     for n, line in enumerate("".join(cell["source"]).splitlines(), 1):
         if len(line) > MAX_LINE:
             problems.append(f"code line {n} has {len(line)} characters: {line[:60]!r}...")
@@ -119,6 +130,8 @@ def _result(text):
     (_code("y = " + "a + " * 30 + "b"), "code line"),
     (_code("print(s)", [{"output_type": "stream", "name": "stdout", "text": "x" * 89}]),
      "printed line"),
+    (_code("print(t)", [{"output_type": "stream", "name": "stdout", "text": "MLA fits"}],
+           tags=["answer", "hide-input"]), "answer cell"),
 ])
 def test_a_planted_instance_of_each_rule_is_found(cell, found):
     assert any(found in p for p in cell_problems(cell)), cell_problems(cell)
@@ -131,6 +144,10 @@ def test_a_planted_instance_of_each_rule_is_found(cell, found):
     _code("x = 1", [{"output_type": "execute_result",
                      "data": {"text/plain": "(1, 2)", "text/html": "<table/>"}}]),
     _code("y = " + "a + " * 20 + "b"),
+    _code("glue('x', 1)", [{"output_type": "display_data",
+                            "data": {GLUE_RECORD: "1"}}], tags=["answer"]),
+    _code("print(t)", [{"output_type": "stream", "name": "stdout", "text": "MLA fits"}],
+          tags=["answer", "remove-cell"]),
 ])
 def test_what_reads_as_a_book_passes(cell):
     assert cell_problems(cell) == []

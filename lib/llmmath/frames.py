@@ -163,7 +163,8 @@ def slider(builder, param: str, values, label=None, *, name: str | None = None, 
     FrameSlider.
 
     - ``label``: formats a value for the label beside the slider (default: ``1,024``, ``0.4``,
-      or an object's ``name``); the label reads ``"<name> = <label(v)>"``.
+      or an object's ``name``); the label reads ``"<name> = <label(v)>"``, so ``label`` gives
+      the value alone (ValueError if it starts with the name again: "batch = batch 1").
     - ``name``: what the parameter is called in the label (default ``param`` without ``mark_``).
     - ``start``: index of the frame shown first.
     - ``max_bytes``: budget for the whole HTML; the resolution steps down from 200 dpi until it
@@ -180,6 +181,10 @@ def slider(builder, param: str, values, label=None, *, name: str | None = None, 
     fmt_value = label or _default_label
     shown = name or (param[5:] if param.startswith("mark_") else param)
     labels = [f"{shown} = {fmt_value(v)}" for v in values]
+    for v in values:  # "batch = batch 1": the label already says what the slider moves
+        if fmt_value(v).startswith(shown):
+            raise ValueError(f"label: got {fmt_value(v)!r} for {v!r}; the slider prints "
+                             f"'{shown} = ' before it, so give the value alone (e.g. '1,024')")
     bname = getattr(builder, "__name__", str(builder))
     with plots.offscreen(), plots.legend_outside():
         fig = builder(**{**builder_kwargs, param: values[0]})
