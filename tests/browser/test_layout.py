@@ -316,9 +316,8 @@ def _shot_name(rel: str, label: str) -> str:
 @pytest.mark.parametrize("label", list(WIDTHS))
 @pytest.mark.parametrize("rel", PAGES)
 def test_layout(browser, site_url, rel, label):
-    visit = PageVisit(browser, f"{site_url}/{rel}", viewport=WIDTHS[label])
-    page = visit.page
-    try:
+    with PageVisit(browser, f"{site_url}/{rel}", viewport=WIDTHS[label]) as visit:
+        page = visit.page
         if os.environ.get("LLMMATH_SCREENSHOTS", "1") != "0":
             SHOTS.mkdir(parents=True, exist_ok=True)
             shot = SHOTS / _shot_name(rel, label)
@@ -348,8 +347,6 @@ def test_layout(browser, site_url, rel, label):
         if label == "desktop":  # last: it switches the page to the dark theme
             problems += axe_problems(page, rel)
         assert not problems, f"{rel} at {WIDTHS[label]['width']} px:\n  " + "\n  ".join(problems)
-    finally:
-        visit.close()
 
 
 # Planted problems, one of each kind FIT and slider_problems look for, on a real chapter page.
@@ -390,8 +387,7 @@ def test_fit_checks_catch_planted_problems(browser, site_url, label):
     literal forced to wrap in a narrow table, an h3 heavier and larger than h2, the top bar back;
     and on a phone, the same formula and code with the scroll cue switched off. And an
     88-character line in an open and in a folded code cell passes at 1280 px."""
-    visit = PageVisit(browser, f"{site_url}/book/counting.html", viewport=WIDTHS[label])
-    try:
+    with PageVisit(browser, f"{site_url}/book/counting.html", viewport=WIDTHS[label]) as visit:
         page, wide = visit.page, label == "desktop"
         page.evaluate(PLANT)
         found = "\n".join(fit_problems(page, wide))
@@ -411,14 +407,11 @@ def test_fit_checks_catch_planted_problems(browser, site_url, label):
             found = "\n".join(fit_problems(page, wide))  # ... and without it the check says so
             assert "display math #equation-planted overflows with no scroll cue" in found, found
             assert 'code "long_name = 1;' in found and "scrolls with no scroll cue" in found, found
-    finally:
-        visit.close()
 
 
 def test_slider_check_catches_a_frame_that_moves_the_slider(browser, site_url):
     """slider_problems bites: a last frame drawn taller pushes the input down the page."""
-    visit = PageVisit(browser, f"{site_url}/book/decode_roofline.html", viewport=DESKTOP)
-    try:
+    with PageVisit(browser, f"{site_url}/book/decode_roofline.html", viewport=DESKTOP) as visit:
         page = visit.page
         assert page.locator(".llm-frames").count() >= 1
         page.evaluate("""() => document.querySelectorAll('.llm-frames').forEach(b => {
@@ -427,19 +420,14 @@ def test_slider_check_catches_a_frame_that_moves_the_slider(browser, site_url):
               r.value === r.max ? '700px' : '', 'important')); })""")
         found = "\n".join(slider_problems(page))
         assert "frame slider 0" in found and "height" in found and "top" in found, found
-    finally:
-        visit.close()
 
 
 def test_phone_menu_button_opens_the_navigation(browser, site_url):
     """With the desktop top bar gone, the phone's menu button still opens the chapter list."""
-    visit = PageVisit(browser, f"{site_url}/book/hardware.html", viewport=PHONE)
-    try:
+    with PageVisit(browser, f"{site_url}/book/hardware.html", viewport=PHONE) as visit:
         page = visit.page
         button = page.locator("button.primary-toggle:visible").first
         button.click()
         page.wait_for_timeout(500)
         link = page.get_by_role("link", name="2. Counting a transformer")
         assert link.first.is_visible(), "the menu did not open the navigation"
-    finally:
-        visit.close()

@@ -94,6 +94,12 @@ class PageVisit:
     def close(self):
         self.context.close()
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
     @property
     def console_errors(self):
         return [e for e in self.errors if not any(h in e for h in HARMLESS_CONSOLE)]
