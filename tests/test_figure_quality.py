@@ -14,7 +14,10 @@ figure:
   column's width (``PHONE_COLUMN_PX``), which is how a 390 px screen shows it;
 - every log axis labels at least two ticks;
 - across all figures, each role (compute, weight reads, KV reads, the bound ...) and each chip and
-  model is drawn in one colour, the one :mod:`llmmath.plots.style` gives it.
+  model is drawn in one colour, the one :mod:`llmmath.plots.style` gives it;
+- the checks of ``CHECKS`` (issue 36): no text on text, every text inside the figure, no code
+  name, e-notation, ASCII stand-in or B for bytes in figure text, one tick formatter family,
+  lines and bars at 3:1 on white; and no two figures of the book draw the same pixels.
 """
 
 from __future__ import annotations
@@ -500,6 +503,31 @@ def test_two_texts_on_top_of_each_other_are_found():
     assert found == ["'5-min cache' overlaps '1-h cache'"]
 
 
+def texts_outside(fig, tol=1.0):
+    """Texts that stick out of the figure's canvas (cut off in a frame or a PNG saved without a
+    tight box: a centred title over an axes pushed right, "3 months" at the right edge)."""
+    renderer = fig.canvas.get_renderer()
+    w, h = fig.bbox.width, fig.bbox.height
+    found = []
+    for t in figure_texts(fig):
+        b = t.get_window_extent(renderer)
+        if b.x0 < -tol or b.y0 < -tol or b.x1 > w + tol or b.y1 > h + tol:
+            found.append(f"{t.get_text()!r} at x {b.x0:.0f}..{b.x1:.0f}, y {b.y0:.0f}..{b.y1:.0f} "
+                         f"in a {w:.0f} x {h:.0f} figure")
+    return found
+
+
+def test_a_text_past_the_edge_is_found():
+    fig, ax = plt.subplots(figsize=(4, 3), layout="none")  # no layout to make room
+    ax.set_title("a title far wider than this small figure can hold")
+    ax.text(1.02, 0.5, "3 months", transform=ax.transAxes)
+    ax.text(0.5, 0.5, "inside")
+    fig.canvas.draw()
+    found = [f.split(" at ")[0] for f in texts_outside(fig)]
+    plt.close(fig)
+    assert found == ["'a title far wider than this small figure can hold'", "'3 months'"]
+
+
 def _outside_math(s):
     """A text without its $...$ mathtext parts."""
     return re.sub(r"(?<!\\)\$.*?(?<!\\)\$", "", s)
@@ -511,16 +539,42 @@ ASCII_STANDINS = [
     (re.compile(r"\b\d+(\.\d+)?x\b"), "x for ×"),
     (re.compile(r">=|<=|!="), ">= or <= for ≥ or ≤"),
     (re.compile(r"(?<![\w.\-])\d+(\.\d+)?-\d"), "hyphen for an en dash in a range"),
+    # a product of numbers (a 4x4x4 torus); a model's name (Mixtral-8x7B) follows a hyphen
+    (re.compile(r"(?<![\w.\-])\d+x\d"), "x for ×"),
+    (re.compile(r"\d[eE][+-]?\d"), "e-notation for a power of ten"),
+    # B is batch and billion in the book (notation page): bytes are spelled out
+    (re.compile(r"\d ?B(/| per\b)|FLOP/B\b"), "B for bytes"),
 ]
 
 
+def _surnames():
+    """The authors' family names of references.bib, lowercased ("hoffmann", "besiroglu")."""
+    text = (ROOT / "references.bib").read_text(encoding="utf-8")
+    out = set()
+    for field in re.findall(r"\bauthor\s*=\s*\{(.*)\},?\s*$", text, flags=re.M):
+        for person in field.split(" and "):
+            family = person.split(",")[0].strip(" {}") if "," in person else person.split()[-1]
+            if len(family) > 2 and family.strip("{}").isalpha():
+                out.add(family.strip("{}").lower())
+    return out
+
+
+SURNAMES = _surnames()
+#: A fit named after its authors in lowercase, as a code key reads ("hoffmann fit").
+AUTHOR_FIT = re.compile(r"\b([a-z][a-z\-]+) fit\b")
+
+
 def spelling_problems(fig):
-    """Code names (an underscore outside mathtext) and ASCII stand-ins in a figure's text."""
+    """Code names (an underscore outside mathtext, a fit named by its lowercase code key) and
+    ASCII stand-ins in a figure's text."""
     found = []
     for t in figure_texts(fig):
         s = _outside_math(t.get_text())
         if "_" in s:
             found.append(f"{t.get_text()!r}: an underscore outside $...$ (a code name)")
+        for m in AUTHOR_FIT.finditer(s):
+            if m.group(1) in SURNAMES:
+                found.append(f"{t.get_text()!r}: a fit named by its code key, not its authors")
         for pat, what in ASCII_STANDINS:
             if pat.search(s):
                 found.append(f"{t.get_text()!r}: {what}")
@@ -531,15 +585,22 @@ def test_code_names_and_ascii_standins_are_found():
     fig, ax = plt.subplots()
     for i, s in enumerate(["N_tot (count)", "$N_\\mathrm{tot}$ (count)", "8,192 x 8,192", "216x",
                            ">= 82 chips", "3-5x", "Llama-3.1-405B", "Mixtral-8x7B", "8×", "3–5×",
-                           "DDR5-5200"]):
-        ax.text(0.1, i / 12, s)
+                           "DDR5-5200", "hoffmann fit", "Hoffmann et al.", "does not fit",
+                           "64 × TPU v4 (4x4x4)", "(1.6e+26 FLOP)", "$1.6 \\times 10^{26}$ FLOP",
+                           "16 B/param", "16 bytes/param", "B = 64"]):
+        ax.text(0.1, i / 21, s)
     fig.canvas.draw()
     found = spelling_problems(fig)
     plt.close(fig)
+    assert "hoffmann" in SURNAMES and "besiroglu" in SURNAMES
     assert found == ["'N_tot (count)': an underscore outside $...$ (a code name)",
                      "'8,192 x 8,192': x for ×", "'216x': x for ×",
                      "'>= 82 chips': >= or <= for ≥ or ≤", "'3-5x': x for ×",
-                     "'3-5x': hyphen for an en dash in a range"]
+                     "'3-5x': hyphen for an en dash in a range",
+                     "'hoffmann fit': a fit named by its code key, not its authors",
+                     "'64 × TPU v4 (4x4x4)': x for ×",
+                     "'(1.6e+26 FLOP)': e-notation for a power of ten",
+                     "'16 B/param': B for bytes"]
 
 
 _PREFIX = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
@@ -658,6 +719,7 @@ CHECKS = {
     "no code names or ASCII stand-ins": spelling_problems,
     "one tick formatter family": tick_problems,
     "lines and bars contrast with white": low_contrast,
+    "every text inside the figure": texts_outside,
 }
 
 

@@ -345,7 +345,11 @@ def point_candidates(offset, ha, va="baseline"):
     side = [(10, 0, "left", "center"), (-10, 0, "right", "center"), (0, 10, "center", "bottom"),
             (0, -10, "center", "top")]
     far = [(2 * a, 2 * b + (4 if b > 0 else -4), h, v) for a, b, h, v in near]
-    return near + side + far
+    # the four diagonal corners, the label's near corner at the point: a rising or falling line
+    # through the point always leaves two of them clear (a multi-line label on a roofline)
+    corner = [(6, -6, "left", "top"), (-6, 6, "right", "bottom"), (6, 6, "left", "bottom"),
+              (-6, -6, "right", "top")]
+    return near + side + far + corner
 
 
 def place(ax, make, candidates, avoid_lines=True, exclude=(), avoid=(), pad=1.0, slack=1.0):
@@ -500,16 +504,41 @@ def two_log_ticks(ax):
                 break
 
 
+def _inside_figure(text, renderer):
+    """Slide a centred title or x-label that sticks out of the figure (an axes pushed right by
+    long tick labels) to end at the axes' right edge, or start at its left edge; a bar chart's
+    title would otherwise be cut at the figure's edge."""
+    width, bb = text.get_figure(root=True).bbox.width, text.get_window_extent(renderer)
+    if bb.width > 0.98 * width or (bb.x0 >= 0 and bb.x1 <= width):
+        return
+    if bb.x1 > width:
+        text.set_horizontalalignment("right")
+        text.set_x(1.0)
+    else:
+        text.set_horizontalalignment("left")
+        text.set_x(0.0)
+
+
 def wrap_title(ax):
-    """Break a title wider than the figure at the comma or colon nearest its middle."""
+    """Break a title wider than the figure at the comma or colon nearest its middle; slide one
+    that fits but sticks out of it (and the x-label) back inside."""
     renderer = _renderer(ax.figure)
     title = ax.title
-    if renderer is None or not title.get_text():
+    if renderer is None:
+        return
+    engine = ax.figure.get_layout_engine()
+    if engine is not None:
+        engine.execute(ax.figure)  # measure where the axes will be drawn
+    _inside_figure(ax.xaxis.label, renderer)
+    if not title.get_text():
         return
     width = ax.figure.bbox.width
     for _ in range(2):
         bb = title.get_window_extent(renderer)
         if bb.x0 >= 0 and bb.x1 <= width and bb.width <= 0.96 * width:
+            return
+        if bb.width <= 0.96 * width:
+            _inside_figure(title, renderer)
             return
         lines = title.get_text().split("\n")
         i = max(range(len(lines)), key=lambda k: len(lines[k]))
@@ -533,6 +562,12 @@ def settle_legend(ax):
     marker and label, else the first clear one of the standard corners and sides, else outside
     the axes below the plot (a figure legend in the constrained layout's space). Also wraps a
     title wider than the figure."""
+    old = noted(ax, "outside_legend")
+    if old is not None:  # the last pass's legend below the axes: measure without it
+        if old in ax.figure.legends:
+            old.remove()
+        note(ax, outside_legend=None)
+        _restore_height(ax.figure)
     wrap_title(ax)
     two_log_ticks(ax)
     leg = ax.get_legend()
@@ -541,11 +576,6 @@ def settle_legend(ax):
         note(ax, base_legend=(list(leg.legend_handles), [t.get_text() for t in leg.get_texts()],
                               leg._loc, leg.get_title().get_text()))
     base = noted(ax, "base_legend")
-    old = noted(ax, "outside_legend")
-    if old is not None:
-        if old in ax.figure.legends:
-            old.remove()
-        note(ax, outside_legend=None)
     bands = [a for a in list(ax.patches) + list(ax.lines) if noted(a, "legend", False)]
     if base is None and not bands:
         return

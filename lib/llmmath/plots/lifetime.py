@@ -304,8 +304,7 @@ def loss_gap_vs_overtraining(p, compute, tokens_per_param=None, mark_tokens_per_
             top = max(g.values())
             p.point(mk, top, f"{mk:,.0f}/param: +{top:.3f}")
             p.numbers = {"marked": g}
-    ax.set_title(f"Same pre-training compute ({compute:.2g} FLOP), smaller model, more tokens"
-                 .replace("e+", "e"))
+    ax.set_title(f"Same pre-training compute ({fmt_sci(compute)} FLOP), smaller model, more tokens")
     p.numbers.update(optimum_ratio=best)
     return (f"Plot of the loss above the compute-optimal loss against tokens per parameter "
             f"(log scale) at {fmt_si(compute, 'FLOP')} of pre-training, for the "

@@ -19,6 +19,13 @@ from .style import CYCLE, PALETTE, ROLE, VENDOR_COLOUR, chip_colour
 
 __all__ = ["domain_capacity", "all_to_all_vs_chips", "imbalance_vs_chips", "ep_memory_per_chip"]
 
+
+def _domain_name(name):
+    """A catalogue domain name in ASCII ("4096 x TPU v4") as the book writes it: 4,096× TPU v4."""
+    n, sep, chip = name.partition(" x ")
+    return f"{int(n):,}× {chip}" if sep and n.isdigit() else name.replace(" x ", " × ")
+
+
 _EP = np.array([8, 16, 24, 32, 48, 64, 72, 96, 128, 144, 192, 256, 288], dtype=float)
 
 
@@ -54,7 +61,7 @@ def domain_capacity(p, domains=None, weight_bytes=1, kv_fraction=0.5, mark_param
                      for d in ds])
     y = np.arange(len(ds))
     p.add(ax.barh(y, vals, color=[_vendor_colour(d) for d in ds], height=0.65))
-    ax.set_yticks(y, [d.name.replace(" x ", " × ") for d in ds])  # catalogue names in ASCII
+    ax.set_yticks(y, [_domain_name(d.name) for d in ds])
     ax.set_ylim(len(ds) - 0.5, -0.5)
     set_log(ax, x=fmt_count_tick)
     ax.set_xlim(*loglim(np.concatenate([vals, [mark_params or vals.min()]]), pad=2.0))

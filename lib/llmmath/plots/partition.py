@@ -243,7 +243,7 @@ def ffn_layouts_vs_tokens(p, model="PaLM-540B", chip="TPU v4", n_chips=64, token
             p.point(t, v, f"{fmt_n(t)} tokens")
             p.numbers = {"2d_ws": v}
     ax.set_title(with_notes(f"{model.name} feed-forward layer on {n} × "
-                            f"{chip.name} ({'x'.join(map(str, axes))})",
+                            f"{chip.name} ({'×'.join(map(str, axes))})",
                             dnote))
     p.numbers.update(crossover_tokens=cross)
     return (f"Log-log plot of one feed-forward layer's communication time for {model.name} on {n} "

@@ -27,7 +27,17 @@ from .explore import (
     steps,
 )
 from .figure import as_list, builder, chip_of, model_of
-from .labels import fmt_b, fmt_t, fmt_tokens, loglim, place, set_log, time_axis, with_notes
+from .labels import (
+    chips_label,
+    fmt_b,
+    fmt_t,
+    fmt_tokens,
+    loglim,
+    place,
+    set_log,
+    time_axis,
+    with_notes,
+)
 from .style import PALETTE, ROLE, SMALL, TIER_COLOUR
 
 __all__ = ["store_vs_recompute", "recompute_intensity_vs_ridge", "checkpoint_memory_vs_depth",
@@ -89,7 +99,7 @@ def store_vs_recompute(p, model, chip, batch=1, n_chips=1, contexts=None, weight
             p.numbers = {"store": float(rm.store.time), "recompute": float(rm.recompute.time),
                          "ratio": float(rm.time_ratio), "context": sm,
                          "extra_flops": rm.extra_flops, "saved_bytes": rm.saved_bytes}
-    ax.set_title(with_notes(f"{m.name} on {n_chips:g} {c.name}, batch {batch:g}", dnote))
+    ax.set_title(with_notes(f"{m.name} on {chips_label(n_chips, c)}, batch {batch:g}", dnote))
     p.numbers.update(crossover=sx, ratio_at_end=ratio_end,
                      recompute_intensity=recompute_intensity(m), ridge=c.ops_per_byte(dt))
     return (f"Log-log plot of the decode step's lower bound against context for {m.name} on "
@@ -197,8 +207,9 @@ def checkpoint_memory_vs_depth(p, model, tokens, sequence_length, chip=None):
     p.add(ax.legend(loc="upper left", ncol=2))
     here = {s: float(checkpoint_price(m, tokens, sequence_length, s).activation_bytes)
             for s in CHECKPOINT_SCHEMES}
-    ax.set_title(f"{m.name}'s width, {tokens / sequence_length:g} × "
-                 f"{sequence_length:,.0f}-token sequences")
+    n_seq = tokens / sequence_length
+    ax.set_title(f"{m.name}'s width, " + (f"one {sequence_length:,.0f}-token sequence" if n_seq == 1
+                 else f"{fmt_count(n_seq)} × {sequence_length:,.0f}-token sequences"))
     p.numbers.update(at_model=here, overhead=over)
     return (f"Log-log plot of activation memory against depth for a model as wide as {m.name}, "
             f"{fmt_tokens(tokens, 3)} tokens in flight: keeping everything, selective and full "
@@ -247,8 +258,8 @@ def hold_time_by_tier(p, model, chip, prompt=8192, n_chips=1, tiers=None,
         p.add(place(ax, make, [(4, "left", "black"), (-4, "right", "white")]))
     ax.grid(axis="y", visible=False)
     ax.set_xlabel("longest hold before recomputing is cheaper")
-    ax.set_title(f"{m.name}, {fmt_tokens(prompt, 3)}-token prefix, prefill on {n_chips:g} "
-                 f"{c.name}", pad=24)
+    ax.set_title(f"{m.name}, {fmt_tokens(prompt, 3)}-token prefix, prefill on "
+                 f"{chips_label(n_chips, c)}", pad=24)
     p.numbers = {tier.name: float(ti) for tier, ti in zip(ts, t, strict=True)}
     return (f"Horizontal bar chart, log scale, of how long a {m.name} prompt cache can be held in "
             "each memory tier before holding it costs more than recomputing it on "

@@ -83,7 +83,7 @@ def training_time_vs_chips(p, model, tokens, chip, chip_counts=None, mfu=0.4, dt
     need = math.ceil(state / chip.hbm_capacity)
     if need > n.min():  # one line along the bottom, placed before the reference lines' labels
         p.nofit(n.min(), min(need, n.max()), "")
-        p.add(ax.text(0.02, 0.02, f"training state (16 B/param) needs ≥ {need:,} chips",
+        p.add(ax.text(0.02, 0.02, f"training state (16 bytes/param) needs ≥ {need:,} chips",
                       transform=ax.transAxes, fontsize=SMALL, color="#444444", va="bottom"))
     for d, lab in ((7, "1 week"), (30, "1 month"), (90, "3 months")):
         if ax.get_ylim()[0] < d < ax.get_ylim()[1]:  # labelled at its right end, off the axes
@@ -294,7 +294,7 @@ def _training_readout(n):
     rows = [("training FLOPs (6ND)", fmt_si(n["flops"], "FLOP")),
             ("wall-clock time", fmt_time(n["time"])), ("chip-hours", fmt_count(n["chip_hours"])),
             (f"cost at {fmt_usd(n['price_per_chip_hour'])}/chip-h", fmt_usd(n["cost"])),
-            ("training state (16 B/param)", fmt_bytes(n["state"])),
+            ("training state (16 bytes/param)", fmt_bytes(n["state"])),
             ("state per chip (ZeRO-3)", fmt_bytes(n["state_per_chip_zero3"])),
             ("fewest chips for the state", f"{n['min_training_chips']:,}")]
     rows += [(f"DP sync hides above ({word})", f"{fmt_count(t)} tokens/chip")
