@@ -17,6 +17,7 @@ from llmmath import _calibration, chips, models
 from llmmath.chips import Chip
 from llmmath.estimate import (
     DEEPGEMM_SMALL_M_TFLOPS,
+    DEFAULT_OVERHEADS,
     GEMM_MEMORY_EFFICIENCY,
     GRAPH_NODE_OVERHEAD,
     GROUPED_GEMM_MEMORY_EFFICIENCY,
@@ -522,21 +523,52 @@ def test_engine_specific_coefficients_are_the_cited_ones():
     sg = [r for r in ROWS if r["engine"].startswith("SGLang")]
     assert sg and all(_calibration.overheads_for(r).step_overhead == SGLANG_STEP_OVERHEAD
                       for r in sg)
-    trt = [r for r in ROWS if r["engine"].startswith("TensorRT")]
+    trt = [r for r in ROWS if r["engine"].startswith(("TensorRT", "NVIDIA NIM"))]
+    assert trt and all(_calibration.engine_of(r) == "tensorrt-llm" for r in trt)
     assert all(_calibration.overheads_for(r).step_overhead == 0.0 for r in trt)
     # vLLM rows: 10 kernels per dense layer counted from its Llama file, 2 more (the all-reduces
     # of the output and down projections) when tensor-parallel
     vl = [r for r in ROWS if r["engine"].startswith("vLLM")]
     assert {r["tp"] for r in vl} >= {1, 4}
     for r in vl:
-        assert _calibration.overheads_for(r).kernels_per_layer == (12 if r["tp"] > 1 else 10)
+        o = _calibration.overheads_for(r)
+        assert (o.engine, o.kernels_per_layer, o.tp_extra_kernels) == ("vllm", 10, 2)
     assert all(_calibration.overheads_for(r).kernels_per_layer == KERNELS_PER_LAYER
                for r in ROWS if not r["engine"].startswith("vLLM"))
-    # engines that replay CUDA graphs pay a graph node per kernel, the others a launch
+    # rows whose engine replayed CUDA graphs (as published) replay their decode steps
     for r in ROWS:
-        graph = "cuda graph" in r["engine"].lower()
-        expected = GRAPH_NODE_OVERHEAD if graph else KERNEL_OVERHEAD
-        assert _calibration.overheads_for(r).kernel_overhead == expected
+        assert _calibration.overheads_for(r).cuda_graphs == ("cuda graph" in r["engine"].lower())
+
+
+def test_engine_presets_are_public_and_change_what_their_engine_does():
+    vllm, sglang, trt = (Overheads.for_engine(e) for e in ("vllm", "sglang", "tensorrt-llm"))
+    assert vllm.engine == "vllm" and vllm.cuda_graphs and not DEFAULT_OVERHEADS.cuda_graphs
+    assert sglang.step_overhead == SGLANG_STEP_OVERHEAD and trt.step_overhead == 0.0
+    assert Overheads.for_engine("vllm", cuda_graphs=False).cuda_graphs is False
+    assert Overheads.for_engine("vllm", step_overhead=1e-3).step_overhead == 1e-3
+    m, c = models.get("Llama-3-70B"), chips.get("H100-SXM")
+    step = {name: estimate_step(m, c, 8, 2048, n_chips=8, overheads=o)
+            for name, o in (("vllm", vllm), ("trt", trt), ("vllm eager",
+                            Overheads.for_engine("vllm", cuda_graphs=False)))}
+    # vLLM under TP8: 80 layers x 12 kernels, each a graph node in decode
+    assert step["vllm"].layer_overhead_time == pytest.approx(80 * 12 * GRAPH_NODE_OVERHEAD)
+    assert step["trt"].layer_overhead_time == pytest.approx(80 * 9 * GRAPH_NODE_OVERHEAD)
+    assert step["vllm eager"].layer_overhead_time == pytest.approx(80 * 12 * KERNEL_OVERHEAD)
+    # one chip: no all-reduce kernels; a prefill step launches its kernels even under graphs
+    one = estimate_step(m, c, 1, 2048, n_chips=1, phase="prefill", overheads=vllm)
+    assert one.layer_overhead_time == pytest.approx(80 * 10 * KERNEL_OVERHEAD)
+    # SGLang's host time per step
+    sg = estimate_step(m, c, 8, 2048, n_chips=8, overheads=sglang)
+    assert sg.step_overhead_time == pytest.approx(SGLANG_STEP_OVERHEAD)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(engine="vlm"), "engine: got 'vlm'.*did you mean 'vllm'"),
+    (dict(engine="vllm", cuda_graphs="yes"), "cuda_graphs: got 'yes'"),
+])
+def test_engine_preset_rejects_bad_input(kw, match):
+    with pytest.raises(ValueError, match=match):
+        Overheads.for_engine(**kw)
 
 
 def test_estimate_never_below_bound_on_any_row():
@@ -578,3 +610,35 @@ def test_public_calibration_rows_are_the_evaluated_rows():
         assert p["measured_s"] == r["measured_s"] and p["split"] == r["split"]
         assert p["bound_s"] == res["bound"] and p["estimate_s"] == res["estimate"]
         assert sum(p["terms"].values()) == pytest.approx(p["estimate_s"], rel=1e-12)
+
+
+def test_score_is_symmetric_and_geometric():
+    # measured/predicted of 1.3 and 1/1.3 are both inside; 1.31 and 1/1.31 both outside
+    s = _calibration._score([1.3, 1.0, 1.31, 1.0], [1.0, 1.3, 1.0, 1.31])
+    assert (s.n, s.within) == (4, 2)
+    # |ln| of the four ratios: ln 1.3 twice, ln 1.31 twice; geometric mean error sqrt(1.3 x 1.31)
+    assert s.gm_error == pytest.approx((1.3 * 1.31) ** 0.5)
+    assert _calibration._score([2.0], [1.0]).median_ratio == 2.0
+
+
+def test_fair_baseline_never_sees_its_own_source():
+    rows = [dict(source=s, kind=k, measured_s=m) for s, k, m in
+            (("a", "dense", 2.0), ("a", "dense", 2.0), ("b", "dense", 8.0), ("c", "moe", 3.0))]
+    base = _calibration.scaled_bound(rows, [1.0, 1.0, 1.0, 1.0])
+    # source a's rows get b's constant (8), b's get a's (2); c has no other MoE source: every
+    # other source's rows, geometric mean of 2, 2, 8 = 3.17
+    assert base[:3] == pytest.approx([8.0, 8.0, 2.0])
+    assert base[3] == pytest.approx((2 * 2 * 8) ** (1 / 3))
+    with pytest.raises(ValueError, match="leave-one-source-out"):
+        _calibration.scaled_bound(rows[:2], [1.0, 1.0])
+
+
+def test_calibration_score_groups_and_rejects_a_bad_split():
+    from llmmath.estimate import calibration_score
+
+    sc = calibration_score()
+    assert sc[("all", "all")]["estimate"].n == len(ROWS)
+    assert sum(sc[(p, "all")]["estimate"].n for p in ("decode", "prefill", "generate")
+               if (p, "all") in sc) == len(ROWS)
+    with pytest.raises(ValueError, match="split: got 'held-out'"):
+        calibration_score(split="held-out")

@@ -24,13 +24,7 @@ from importlib import resources
 import numpy as np
 
 from . import chips, models
-from .estimate import (
-    DEFAULT_OVERHEADS,
-    GRAPH_NODE_OVERHEAD,
-    SGLANG_STEP_OVERHEAD,
-    VLLM_KERNELS_PER_LAYER,
-    estimate_step,
-)
+from .estimate import DEFAULT_OVERHEADS, Overheads, estimate_step
 
 #: The calibration set inside the package (``importlib.resources``: it works from a wheel too).
 CSV_RESOURCE = resources.files("llmmath").joinpath("data").joinpath("measured_latency.csv")
@@ -64,21 +58,27 @@ def _model(row):
     return m
 
 
+def engine_of(row) -> str | None:
+    """The engine preset a row was served by (:data:`llmmath.estimate.ENGINES`), from its
+    ``engine`` column: NVIDIA NIM serves through TensorRT-LLM; ``None`` for an engine without a
+    preset (the defaults)."""
+    name = row["engine"].lower()
+    for prefix, engine in (("vllm", "vllm"), ("sglang", "sglang"),
+                           ("tensorrt-llm", "tensorrt-llm"), ("nvidia nim", "tensorrt-llm")):
+        if name.startswith(prefix):
+            return engine
+    return None
+
+
 def overheads_for(row, overheads=DEFAULT_OVERHEADS):
-    """The coefficients for one row: the defaults, with what its engine is known to do: SGLang's
-    cited host time per step (:data:`llmmath.estimate.SGLANG_STEP_OVERHEAD`), and the cost of a
-    CUDA-graph node instead of a kernel launch where the engine replays CUDA graphs
-    (:data:`llmmath.estimate.GRAPH_NODE_OVERHEAD`; the row's ``engine`` says "CUDA graph"); and
-    for rows served by vLLM, its kernels per dense layer counted from its model file
-    (:data:`llmmath.estimate.VLLM_KERNELS_PER_LAYER`, plus 2 all-reduces when ``tp`` > 1)."""
-    changes = {}
-    if row["engine"].startswith("vLLM"):
-        changes["kernels_per_layer"] = VLLM_KERNELS_PER_LAYER + (2 if row["tp"] > 1 else 0)
-    if row["engine"].startswith("SGLang"):
-        changes["step_overhead"] = SGLANG_STEP_OVERHEAD
-    if "cuda graph" in row["engine"].lower():
-        changes["kernel_overhead"] = GRAPH_NODE_OVERHEAD
-    return dataclasses.replace(overheads, **changes) if changes else overheads
+    """The coefficients for one row: ``overheads`` with its engine's public preset
+    (:meth:`llmmath.estimate.Overheads.for_engine`), CUDA graphs where the row's ``engine``
+    column says "CUDA graph" (the published conditions, not the engines' defaults)."""
+    engine = engine_of(row)
+    graphs = "cuda graph" in row["engine"].lower()
+    if engine is None:
+        return dataclasses.replace(overheads, cuda_graphs=graphs)
+    return Overheads.for_engine(engine, cuda_graphs=graphs, base=overheads)
 
 
 def evaluate(row, overheads=DEFAULT_OVERHEADS) -> dict:
@@ -107,4 +107,84 @@ def evaluate(row, overheads=DEFAULT_OVERHEADS) -> dict:
             # beside an array of steps: count it once per step
             out[name] += float(np.sum(np.broadcast_to(value, np.shape(e.time))))
         out["estimate"] += float(np.sum(e.time))
+    return out
+
+
+#: "Within" is symmetric: measured/estimate between 1/1.3 and 1.3 (an estimate 30% long counts
+#: as much as one 30% short; the first version's |estimate - measured| <= 0.3 measured accepted
+#: 0.77 to 1.43, lenient on the side where the estimate errs).
+WITHIN_FACTOR = 1.3
+
+
+@dataclasses.dataclass(frozen=True)
+class Score:
+    """How close one predictor comes to a group of rows.
+
+    ``n`` rows; ``within``: how many lie within :data:`WITHIN_FACTOR` (symmetric); ``gm_error``:
+    the geometric-mean error, ``exp(mean |ln(measured / predicted)|)`` (1.0 is perfect, 1.5 is
+    "typically 50% off" either way); ``median_ratio``: median measured/predicted (above 1: the
+    predictor is short)."""
+
+    n: int
+    within: int
+    gm_error: float
+    median_ratio: float
+
+    @property
+    def share(self) -> float:
+        return self.within / self.n
+
+
+def _score(measured, predicted) -> Score:
+    r = np.asarray(measured, dtype=float) / np.asarray(predicted, dtype=float)
+    inside = (r >= 1 / WITHIN_FACTOR) & (r <= WITHIN_FACTOR)
+    return Score(n=len(r), within=int(inside.sum()),
+                 gm_error=float(np.exp(np.abs(np.log(r)).mean())), median_ratio=float(np.median(r)))
+
+
+def scaled_bound(rows, bounds) -> np.ndarray:
+    """The fair baseline, leave one source out: each row's bound times one constant per kind
+    (dense, MoE), the geometric mean of measured/bound over the rows of that kind from every
+    OTHER source (so no row's prediction has seen its own source). A source whose kind no other
+    source has takes the constant over every other source's rows."""
+    bounds = np.asarray(bounds, dtype=float)
+    log_r = np.log(np.array([r["measured_s"] for r in rows]) / bounds)
+    src = np.array([r["source"] for r in rows])
+    kind = np.array([r["kind"] for r in rows])
+    out = np.empty(len(rows))
+    for i in range(len(rows)):
+        other = src != src[i]
+        same = other & (kind == kind[i])
+        pick = same if same.any() else other
+        if not pick.any():
+            raise ValueError("scaled_bound: the rows come from one source; leave-one-source-out "
+                             "needs at least two")
+        out[i] = bounds[i] * np.exp(log_r[pick].mean())
+    return out
+
+
+def score(rows=None, overheads=DEFAULT_OVERHEADS, split=None) -> dict:
+    """Estimate, fair baseline and bound against the measurements, by phase and kind.
+
+    Returns ``{(phase, kind): {"estimate": Score, "baseline": Score, "bound": Score}}`` for
+    phase in the rows' phases and "all", kind in "dense", "moe", "all" (groups with no rows
+    left out). ``split``: "fit" or "test" to score only those rows (the baseline's constants still
+    come from every other source). The estimate fits nothing to the rows, so its score is the
+    same left-one-source-out or not."""
+    rows = load() if rows is None else rows
+    results = [evaluate(r, overheads) for r in rows]
+    m = np.array([r["measured_s"] for r in rows])
+    est = np.array([x["estimate"] for x in results])
+    bound = np.array([x["bound"] for x in results])
+    base = scaled_bound(rows, bound)
+    phases = sorted({r["phase"] for r in rows}, key=("decode", "prefill", "generate").index)
+    out = {}
+    for phase in (*phases, "all"):
+        for kind in ("dense", "moe", "all"):
+            sel = np.array([(phase in ("all", r["phase"])) and (kind in ("all", r["kind"]))
+                            and (split in (None, r["split"])) for r in rows])
+            if sel.any():
+                out[(phase, kind)] = {"estimate": _score(m[sel], est[sel]),
+                                      "baseline": _score(m[sel], base[sel]),
+                                      "bound": _score(m[sel], bound[sel])}
     return out

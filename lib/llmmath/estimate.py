@@ -71,7 +71,7 @@ only its peak rates, none at small batch, so the peak fractions stand for MLA de
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -106,6 +106,8 @@ __all__ = [
     "GRAPH_NODE_OVERHEAD",
     "STEP_OVERHEAD",
     "SGLANG_STEP_OVERHEAD",
+    "ENGINE_PRESETS",
+    "ENGINES",
     "PHASES",
     "Overheads",
     "DEFAULT_OVERHEADS",
@@ -113,6 +115,7 @@ __all__ = [
     "padded_rows",
     "estimate_step",
     "calibration_rows",
+    "calibration_score",
 ]
 
 #: Rows of one tensor-core tile: Hopper's warpgroup matmul instruction is ``m64nNk16``
@@ -260,6 +263,25 @@ STEP_OVERHEAD = 0.0
 #: ``Overheads(step_overhead=SGLANG_STEP_OVERHEAD)`` for a step served by SGLang.
 SGLANG_STEP_OVERHEAD = 2e-3
 
+#: Serving engines with a preset (:meth:`Overheads.for_engine`): what each is known to do that
+#: the defaults (a fused C++ engine: :data:`KERNELS_PER_LAYER` kernels, no host time per step)
+#: do not. vLLM launches its Llama layer's kernels unfused, plus an all-reduce kernel after each
+#: of its two row-parallel projections under tensor parallelism (:data:`VLLM_KERNELS_PER_LAYER`,
+#: counted from its model file [vllm_llama_py]); SGLang's Python scheduler costs
+#: :data:`SGLANG_STEP_OVERHEAD` per step [sglang_decode_bubble]; TensorRT-LLM (and NVIDIA NIM,
+#: which serves through it) is the defaults. All three replay decode steps as CUDA graphs unless
+#: told not to: vLLM's ``enforce_eager`` defaults to False [vllm_engine_args], SGLang captures
+#: graphs unless ``--disable-cuda-graph`` [sglang_server_args], TensorRT-LLM's PyTorch backend
+#: builds a ``CudaGraphConfig`` by default, "enabled for batches that consist of decoding
+#: requests only" [trtllm_llm_args]. A prefill step launches its kernels (none of the three
+#: graphs a whole prefill step).
+ENGINE_PRESETS = {
+    "vllm": {"kernels_per_layer": VLLM_KERNELS_PER_LAYER, "tp_extra_kernels": 2},
+    "sglang": {"step_overhead": SGLANG_STEP_OVERHEAD},
+    "tensorrt-llm": {},
+}
+ENGINES = tuple(ENGINE_PRESETS)
+
 #: The band the estimate chapter and its calibration figure call "within": the estimate differs
 #: from a measurement by at most this fraction of it (measured/estimate between 1/1.3 and 1/0.7).
 CALIBRATION_BAND = 0.3
@@ -302,6 +324,16 @@ class Overheads:
       ``moe_extra_kernels``: more per MoE layer, ``mla_extra_kernels``: more per layer of a
       model with multi-head latent attention
     - ``step_overhead``: seconds per step outside the layers (sampling, scheduling)
+    - ``tp_extra_kernels``: more kernels per layer when the layer is tensor-parallel (an engine
+      that launches its all-reduces as kernels of their own)
+    - ``cuda_graphs``: decode steps are replayed as CUDA graphs, each kernel costing
+      ``graph_node_overhead`` (:data:`GRAPH_NODE_OVERHEAD`) instead of ``kernel_overhead``;
+      prefill steps always launch their kernels
+    - ``engine``: the serving engine the coefficients describe (a label; ``None``: no engine
+      named, the defaults). :meth:`for_engine` sets it with the engine's preset.
+
+    ``Overheads()`` (:data:`DEFAULT_OVERHEADS`) is a fused engine without CUDA graphs or host
+    time; ``Overheads.for_engine("vllm")`` is vLLM with its defaults.
     """
 
     matmul_efficiency: float | None = None
@@ -320,6 +352,30 @@ class Overheads:
     mla_extra_kernels: int = MLA_EXTRA_KERNELS
     kernel_overhead: float = KERNEL_OVERHEAD
     step_overhead: float = STEP_OVERHEAD
+    tp_extra_kernels: int = 0
+    cuda_graphs: bool = False
+    graph_node_overhead: float = GRAPH_NODE_OVERHEAD
+    engine: str | None = None
+
+    @classmethod
+    def for_engine(cls, engine: str, cuda_graphs: bool = True, base: Overheads | None = None,
+                   **changes) -> Overheads:
+        """The coefficients for a serving engine: ``engine`` one of :data:`ENGINES` ("vllm",
+        "sglang", "tensorrt-llm"), its preset (:data:`ENGINE_PRESETS`) applied to ``base``
+        (default :data:`DEFAULT_OVERHEADS`), decode steps as CUDA graphs unless
+        ``cuda_graphs=False`` (the engines' default is on), then any field in ``changes``.
+
+        >>> Overheads.for_engine("vllm").kernels_per_layer
+        10
+        """
+        choice("engine", engine, ENGINES)
+        if not isinstance(cuda_graphs, bool):
+            raise ValueError(f"cuda_graphs: got {cuda_graphs!r}; expected True or False")
+        base = DEFAULT_OVERHEADS if base is None else base
+        if not isinstance(base, Overheads):
+            raise TypeError(f"base: got {base!r}; expected an Overheads (llmmath.estimate)")
+        return replace(base, **{**ENGINE_PRESETS[engine], "engine": engine,
+                                "cuda_graphs": cuda_graphs, **changes})
 
     def __post_init__(self):
         if self.matmul_efficiency is not None:
@@ -341,6 +397,12 @@ class Overheads:
         positive("mla_extra_kernels", self.mla_extra_kernels, allow_zero=True, integer=True)
         positive("kernel_overhead", self.kernel_overhead, allow_zero=True)
         positive("step_overhead", self.step_overhead, allow_zero=True)
+        positive("tp_extra_kernels", self.tp_extra_kernels, allow_zero=True, integer=True)
+        positive("graph_node_overhead", self.graph_node_overhead, allow_zero=True)
+        if not isinstance(self.cuda_graphs, bool):
+            raise ValueError(f"cuda_graphs: got {self.cuda_graphs!r}; expected True or False")
+        if self.engine is not None:
+            choice("engine", self.engine, ENGINES)
 
 
 #: The cited defaults.
@@ -506,7 +568,10 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
         kernels += model.n_moe_layers * o.moe_extra_kernels
     if model.kv_lora_rank is not None:
         kernels += model.n_layers * o.mla_extra_kernels
-    layer_overhead = kernels * o.kernel_overhead + 0.0 * kernel_time
+    kernels = kernels + np.where(np.asarray(tp) > 1, model.n_layers * o.tp_extra_kernels, 0)
+    graphs = o.cuda_graphs and phase == "decode"
+    per_kernel = o.graph_node_overhead if graphs else o.kernel_overhead
+    layer_overhead = kernels * per_kernel + 0.0 * kernel_time
     step_overhead = o.step_overhead + 0.0 * kernel_time
     comm = tp_comm + ep_comm
     time = np.asarray(step.time) + kernel_time + moe_time + comm + layer_overhead + step_overhead
@@ -538,6 +603,23 @@ def calibration_rows() -> list[dict]:
         terms = {name: res[name] for name in _calibration.TERMS}
         out.append({**row, "terms": terms, "bound_s": res["bound"], "estimate_s": res["estimate"]})
     return out
+
+
+def calibration_score(split: str | None = None, overheads: Overheads = DEFAULT_OVERHEADS) -> dict:
+    """How close the estimate, the fair baseline and the bound come to the calibration set.
+
+    ``{(phase, kind): {"estimate": Score, "baseline": Score, "bound": Score}}``, phase "decode",
+    "prefill", "generate" or "all", kind "dense", "moe" or "all". A ``Score`` has ``n``,
+    ``within`` (rows with measured/predicted between 1/1.3 and 1.3), ``share``, ``gm_error``
+    (``exp(mean |ln(measured/predicted)|)``) and ``median_ratio``. The baseline is the bound times
+    one constant per kind fitted leave-one-source-out (each row's constant from the other
+    sources' rows); the estimate fits nothing. ``split="test"`` scores the held-out sources only.
+    """
+    from . import _calibration
+
+    if split is not None:
+        choice("split", split, ("fit", "test"))
+    return _calibration.score(split=split, overheads=overheads)
 
 
 #: This chapter's rows of the book's summary table (tradeoffs.summary_bounds gathers them).
