@@ -280,6 +280,7 @@ ENGINE_PRESETS = {
     "sglang": {"step_overhead": SGLANG_STEP_OVERHEAD},
     "tensorrt-llm": {},
 }
+#: The engine names :meth:`Overheads.for_engine` accepts.
 ENGINES = tuple(ENGINE_PRESETS)
 
 #: The band the estimate chapter and its calibration figure call "within": the estimate differs
