@@ -8,6 +8,8 @@ and check the held-out half: the coefficients are the cited constants, not fitte
 """
 
 import dataclasses
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +42,9 @@ from llmmath.estimate import (
     padded_rows,
 )
 from llmmath.models import Model
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import merge_calibration  # noqa: E402  (a script, not a package)
 
 # A chip with round numbers: 1 PFLOP/s bf16, 1 TB/s HBM, 100 GB/s per link direction.
 TOY_CHIP = Chip(name="toy chip", flops={"bf16": 1e15}, hbm_bandwidth=1e12, hbm_capacity=1e12,
@@ -503,12 +508,36 @@ def test_calibration_set_is_complete_and_sourced():
 
 
 def test_split_is_the_fixed_rule():
-    # within each source, rows alternate fit / test in file order, the first one fit
-    seen = {}
+    # the first six sources were all looked at: fit; a source added later is fit or test as a
+    # whole, by the first hex digit of the SHA-256 of its key (0-7 fit), fixed before any row
+    import hashlib
+
     for r in ROWS:
-        i = seen.get(r["source"], 0)
-        seen[r["source"]] = i + 1
-        assert r["split"] == ("fit" if i % 2 == 0 else "test")
+        if r["source"] in merge_calibration.ORIGINAL_SOURCES:
+            assert r["split"] == "fit", r["source"]
+        else:
+            digit = hashlib.sha256(r["source"].encode()).hexdigest()[0]
+            assert r["split"] == ("fit" if digit in "01234567" else "test"), r["source"]
+    # pinned by hand: sha256("pope2022efficiently") starts with 0, "chitty2024..." with a
+    assert merge_calibration.split_of("pope2022efficiently") == "fit"
+    assert merge_calibration.split_of("chitty2024llminferencebench") == "test"
+    assert {r["split"] for r in ROWS} == {"fit", "test"}
+
+
+def test_package_csv_is_the_merge_of_its_transcriptions():
+    # the rows a reader loads are exactly the transcriptions (with their split), nothing edited
+    assert merge_calibration.main(["--check"]) == 0
+
+
+@pytest.mark.parametrize("script", sorted(
+    (ROOT / "data" / "calibration" / "transcriptions").glob("*_check.py")), ids=lambda p: p.stem)
+def test_every_transcription_recomputes_from_what_its_source_printed(script):
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "lib")}, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
 
 
 def test_calibration_conversions_by_hand():
@@ -576,23 +605,15 @@ def test_estimate_never_below_bound_on_any_row():
         assert res["estimate"] >= res["bound"], r
 
 
-def test_held_out_half_within_30_percent_for_most_rows():
-    """Most held-out rows land within 30%, and more than the bound's.
-
-    When this was last changed: 18 of 28 held-out rows (the bound alone: 4). That majority is
-    the dense rows' (15 of 19); the MoE rows are still below half, 3 of 9 (median
-    measured/estimate 2.23): TensorRT-LLM 0.9's Mixtral rows measure 0.91 to 3.4 times the
-    estimate (its two 2,048-token prefills the most), TensorRT-LLM's DeepSeek-R1 max-throughput
-    row on B200 2.6, SGLang 0.4.1's DeepSeek-V3 at batch 8 3.5; vLLM's Mixtral row 0.89. The
-    assertion is not split by kind, and says here what the total hides; see
-    data/calibration/README.md for what was seen when.
-    """
-    test = [(r, res) for r, res in RESULTS if r["split"] == "test"]
-    hits = [_within(r["measured_s"], res["estimate"]) for r, res in test]
-    bound_hits = [_within(r["measured_s"], res["bound"]) for r, res in test]
-    frac = sum(hits) / len(hits)
-    assert frac > 0.5, f"{sum(hits)} of {len(hits)} held-out rows within 30%"
-    assert sum(hits) > sum(bound_hits)
+def test_fit_sources_within_30_percent_for_most_rows():
+    """On the sources looked at while the terms were chosen, most rows land within a factor of
+    1.3 of the estimate, and more than the bound's. (The held-out sources' score is the
+    chapter's; this is the check that a change to the terms does not undo the fit.)"""
+    fit = [(r, res) for r, res in RESULTS if r["split"] == "fit"]
+    hits = [1 / 1.3 <= r["measured_s"] / res["estimate"] <= 1.3 for r, res in fit]
+    bound_hits = [1 / 1.3 <= r["measured_s"] / res["bound"] <= 1.3 for r, res in fit]
+    assert sum(hits) / len(hits) > 0.5, f"{sum(hits)} of {len(hits)} fit rows within 1.3x"
+    assert sum(hits) > 2 * sum(bound_hits)
 
 
 def test_no_measurement_is_below_the_bound():

@@ -12,9 +12,7 @@ import dataclasses
 import numpy as np
 
 from ..estimate import (
-    CALIBRATION_BAND,
     DEFAULT_OVERHEADS,
-    GRAPH_NODE_OVERHEAD,
     Overheads,
     estimate_step,
 )
@@ -151,22 +149,28 @@ def estimate_waterfall(p, row, overheads=None):
 
 def _scatter_setup(p):
     ax = p.ax
-    set_log(ax, x=lambda v: f"{v:g}×", y=lambda v: f"{v:g}×")
-    ax.set_xlabel("measured / bound")
-    ax.set_ylabel("measured / estimate")
+    set_log(ax, x=fmt_t, y=fmt_t)
+    ax.set_xlabel("estimate (s)")
+    ax.set_ylabel("measured (s)")
+
+
+#: One colour per serving engine in the calibration figure (an engine without a preset grey).
+ENGINE_COLOUR = {"vllm": PALETTE["blue"], "sglang": PALETTE["vermillion"],
+                 "tensorrt-llm": PALETTE["green"], None: PALETTE["grey"]}
+_ENGINE_NAME = {"vllm": "vLLM", "sglang": "SGLang", "tensorrt-llm": "TensorRT-LLM",
+                None: "other engines"}
 
 
 @builder(setup=_scatter_setup)
 def calibration_scatter(p, overheads=None):
-    """Every row of the calibration set: measured/bound (x) against measured/estimate (y).
+    """Every row of the calibration set: the estimate (x) against the measurement (y), log-log.
 
-    Dense rows as circles, MoE rows as triangles; the held-out half filled, the half that was
-    looked at while choosing coefficients hollow. The band is "within 30%",
-    ``llmmath.estimate.CALIBRATION_BAND`` (the estimate differs from the measurement by at
-    most 0.3 of it: measured/estimate between 1/1.3 and
-    1/0.7); the dotted
-    diagonal is "estimate = bound", where a row would sit if the estimate added nothing.
-    ``overheads``: the coefficients (default the cited constants).
+    Colour: the serving engine (:data:`ENGINE_COLOUR`); marker: dense (circle) or MoE
+    (triangle); filled: a held-out (``test``) source, hollow: a source looked at while choosing
+    terms. The solid diagonal is "measured = estimate", the shaded band "within a factor of 1.3
+    either way" (``llmmath._calibration.WITHIN_FACTOR``); a point above the band took longer than
+    estimated. ``overheads``: the coefficients (default the cited constants, with each row's
+    engine preset).
     """
     from .. import _calibration
 
@@ -175,57 +179,63 @@ def calibration_scatter(p, overheads=None):
         raise TypeError(f"overheads: got {overheads!r}; expected an Overheads (llmmath.estimate)")
     rows = [(r, _calibration.evaluate(r, o)) for r in _calibration.load()]
     ax = p.ax
-    xb = np.array([r["measured_s"] / e["bound"] for r, e in rows])
-    ye = np.array([r["measured_s"] / e["estimate"] for r, e in rows])
-    lo, hi = min(xb.min(), ye.min()) / 1.3, xb.max() * 1.5
-    band = p.add(ax.axhspan(1 / (1 + CALIBRATION_BAND), 1 / (1 - CALIBRATION_BAND),
-                            color=PALETTE["green"], alpha=0.13, lw=0, zorder=0,
-                            label=f"within {CALIBRATION_BAND:.0%} of the measurement"))
-    note(band, legend=True)
+    est = np.array([e["estimate"] for _, e in rows])
+    meas = np.array([r["measured_s"] for r, _ in rows])
+    f = _calibration.WITHIN_FACTOR
+    lo, hi = min(est.min(), meas.min()) / 2, max(est.max(), meas.max()) * 2
     diag = np.geomspace(lo, hi, 16)
-    guide = p.add(ax.plot(diag, diag, ls=":", color=ROLE["reference"], lw=1.3,
-                          label="estimate = bound")[0])
+    band = p.add(ax.fill_between(diag, diag / f, diag * f, color=PALETTE["grey"], alpha=0.16,
+                                 lw=0, zorder=0, label=f"within {f:g}× either way"))
+    note(band, legend=True)
+    guide = p.add(ax.plot(diag, diag, ls="-", color=ROLE["reference"], lw=1.0,
+                          label="measured = estimate")[0])
     note(guide, guide=True)
-    series = (("dense", "test", "o", PALETTE["blue"], True), ("dense", "fit", "o", PALETTE["blue"],
-              False), ("moe", "test", "^", PALETTE["vermillion"], True),
-              ("moe", "fit", "^", PALETTE["vermillion"], False))
-    for kind, split, marker, colour, filled in series:
-        sel = [i for i, (r, _) in enumerate(rows) if r["kind"] == kind and r["split"] == split]
-        name = ("dense" if kind == "dense" else "MoE") + (", held out" if split == "test"
-                                                          else ", fit half")
-        p.add(ax.scatter(xb[sel], ye[sel], s=46, marker=marker, linewidths=1.4, zorder=4,
-                         facecolors=colour if filled else "white", edgecolors=colour,
-                         label=f"{name} ({len(sel)})"))
+    engines = [_calibration.engine_of(r) for r, _ in rows]
+    for engine in ENGINE_COLOUR:
+        for kind, marker in (("dense", "o"), ("moe", "^")):
+            for split in ("test", "fit"):
+                sel = [i for i, (r, _) in enumerate(rows) if engines[i] == engine
+                       and r["kind"] == kind and r["split"] == split]
+                if not sel:
+                    continue
+                colour = ENGINE_COLOUR[engine]
+                p.add(ax.scatter(est[sel], meas[sel], s=40, marker=marker, linewidths=1.3,
+                                 zorder=4, edgecolors=colour,
+                                 facecolors=colour if split == "test" else "white"))
+    # the legend says what colour, shape and fill mean once each, not once per combination
+    from matplotlib.lines import Line2D
+
+    handles = [band, guide]
+    handles += [Line2D([], [], ls="", marker="s", ms=7, color=ENGINE_COLOUR[e],
+                       label=_ENGINE_NAME[e]) for e in ENGINE_COLOUR if e in engines]
+    handles += [Line2D([], [], ls="", marker="o", ms=7, mfc="white", color="black",
+                       label="dense"),
+                Line2D([], [], ls="", marker="^", ms=7, mfc="white", color="black", label="MoE"),
+                Line2D([], [], ls="", marker="o", ms=7, color="black",
+                       label="filled: held-out source")]
     ax.set_xlim(lo, hi)
-    ax.set_ylim(min(ye.min(), 1 / 1.3) / 1.25, hi)
-    p.add(ax.legend(loc="upper left"))
-    test = np.array([r["split"] == "test" for r, _ in rows])
+    ax.set_ylim(lo, hi)
+    p.add(ax.legend(handles=handles, loc="upper left"))
+    ratio = meas / est
+    inside = (ratio >= 1 / f) & (ratio <= f)
     dense = np.array([r["kind"] == "dense" for r, _ in rows])
-    within = np.abs(1 / ye - 1) <= CALIBRATION_BAND
-
-    def med(x, sel):
-        return float(np.median(x[sel]))
-
     p.numbers = {
-        "rows": len(rows), "test_rows": int(test.sum()),
-        "test_within_estimate": int((within & test).sum()),
-        "test_within_bound": int(((np.abs(1 / xb - 1) <= CALIBRATION_BAND) & test).sum()),
-        "median_over_bound": float(np.median(xb)), "median_over_estimate": float(np.median(ye)),
-        "dense_median_over_estimate": med(ye, dense), "moe_median_over_estimate": med(ye, ~dense),
-        "dense_median_over_bound": med(xb, dense), "moe_median_over_bound": med(xb, ~dense),
-        "max_over_bound": float(xb.max()), "max_over_estimate": float(ye.max()),
-        "min_over_estimate": float(ye.min()),
+        "rows": len(rows), "sources": len({r["source"] for r, _ in rows}),
+        "within": int(inside.sum()), "dense_within": int((inside & dense).sum()),
+        "moe_within": int((inside & ~dense).sum()), "dense_rows": int(dense.sum()),
+        "moe_rows": int((~dense).sum()),
+        "median_over_estimate": float(np.median(ratio)),
+        "max_over_estimate": float(ratio.max()), "min_over_estimate": float(ratio.min()),
     }
-    ax.set_title("Published latencies against the bound and the estimate")
+    ax.set_title("Published latencies against the estimate")
     n = p.numbers
-    return (f"Log-log scatter of {len(rows)} published latencies: measured over bound on the "
-            f"x axis (median {n['median_over_bound']:.2f}, up to {n['max_over_bound']:.0f}) "
-            f"against measured over estimate on the y axis (median "
-            f"{n['median_over_estimate']:.2f}); dense rows cluster near 1 (median "
-            f"{n['dense_median_over_estimate']:.2f}), MoE rows sit higher (median "
-            f"{n['moe_median_over_estimate']:.2f}); {n['test_within_estimate']} of the "
-            f"{n['test_rows']} held-out rows fall in the band within {CALIBRATION_BAND:.0%} of the "
-            "measurement.")
+    return (f"Log-log scatter of {n['rows']} published latencies from {n['sources']} sources, "
+            f"the estimate on the x axis and the measurement on the y axis, coloured by serving "
+            f"engine, circles dense and triangles MoE: {n['within']} lie within a factor of "
+            f"{f:g} of the diagonal (dense {n['dense_within']} of {n['dense_rows']}, MoE "
+            f"{n['moe_within']} of {n['moe_rows']}); the median measurement is "
+            f"{n['median_over_estimate']:.2f} times its estimate, the extremes "
+            f"{n['min_over_estimate']:.2f} and {n['max_over_estimate']:.2f}.")
 
 
 def _vs_batch_setup(p):
@@ -297,6 +307,9 @@ def estimate_vs_batch(p, model, chip, context=4096, n_chips=1, phase="decode", w
 # ----- the chapter's explorer --------------------------------------------------------------------
 
 EP_DEGREES = [1, 2, 4, 8, 16, 32, 64, 72]
+#: The explorer's engine menu: its label -> the preset's name (None: the defaults).
+ENGINE_CHOICES = {"none named": None, "vLLM": "vllm", "SGLang": "sglang",
+                  "TensorRT-LLM": "tensorrt-llm"}
 
 
 @explorer(main="batch", sweep=BATCHES)
@@ -304,14 +317,16 @@ def estimate_explorer(model="Llama-3-70B", chip="H100-SXM", batch=64, context=40
                       expert_parallel=1, precision="bf16 weights, bf16 KV"):
     """From bound to estimate (chapter 10): one decode step's estimate against batch, term by
     term, beside the per-operation bound; the panel gives every term at the marked batch, the
-    estimate over the bound and the tokens per second it implies. A checkbox replays the step as
-    a CUDA graph (the cost per kernel of a graph node instead of a launch)."""
+    estimate over the bound and the tokens per second it implies. The engine picks its public
+    preset (:meth:`llmmath.estimate.Overheads.for_engine`); a checkbox replays the step as a
+    CUDA graph (the cost per kernel of a graph node instead of a launch)."""
     controls = {
         "model": model_picker(model), "chip": chip_picker(chip),
         "precision": dropdown("precision", list(PRECISIONS), precision),
         "n_chips": steps("chips n", CHIP_COUNTS, n_chips),
         "expert_parallel": steps("EP degree", EP_DEGREES, expert_parallel),
         "context": steps("context", CONTEXTS, context),
+        "engine": dropdown("engine", list(ENGINE_CHOICES), "none named"),
         "cuda_graphs": check("CUDA graphs", False),
         "batch": steps("batch B", BATCHES, batch),
     }
@@ -320,8 +335,9 @@ def estimate_explorer(model="Llama-3-70B", chip="H100-SXM", batch=64, context=40
         m, c = model_of(v["model"]), chip_of(v["chip"])
         wb, kvb, dt = _precision(c, v["precision"])
         ctx = min(float(v["context"]), float(m.max_context) - 1.0)
-        o = (dataclasses.replace(DEFAULT_OVERHEADS, kernel_overhead=GRAPH_NODE_OVERHEAD)
-             if v["cuda_graphs"] else DEFAULT_OVERHEADS)
+        engine = ENGINE_CHOICES[v["engine"]]
+        o = (dataclasses.replace(DEFAULT_OVERHEADS, cuda_graphs=v["cuda_graphs"]) if engine is None
+             else Overheads.for_engine(engine, cuda_graphs=v["cuda_graphs"]))
         return estimate_vs_batch, dict(model=m, chip=c, context=ctx, n_chips=v["n_chips"],
                                        weight_bytes=wb, kv_bytes=kvb, dtype=dt,
                                        expert_parallel=v["expert_parallel"] if m.is_moe else 1,

@@ -1,4 +1,4 @@
-"""Check data/calibration/staging/d3.csv: every row loads, names a catalogue model and chip, and its
+"""Check data/calibration/transcriptions/d3.csv: every row loads, names a catalogue model and chip, and its
 measured_s follows from its `reported` figure by the conversion d3.md describes.
 
 - rocm_vllm_devdocker_mi300x: "<seconds> s MI300X Latency (sec)" -> measured_s = seconds (a whole
@@ -12,7 +12,7 @@ measured_s follows from its `reported` figure by the conversion d3.md describes.
   to 73.9% against a printed 73%), and a mistyped figure lands far outside anyway.
 
 This never computes the estimate or the bound (the blind rule). Run:
-    PYTHONPATH=lib .venv/bin/python data/calibration/staging/d3_check.py
+    PYTHONPATH=lib .venv/bin/python data/calibration/transcriptions/d3_check.py
 """
 
 import math

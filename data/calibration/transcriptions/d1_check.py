@@ -6,7 +6,7 @@
   computes it.
 - gpt-fast (decode rows at batch 1): measured_s = 1 / (tokens/s).
 
-Run: PYTHONPATH=lib python data/calibration/staging/d1_check.py (exit 1 on any mismatch).
+Run: PYTHONPATH=lib python data/calibration/transcriptions/d1_check.py (exit 1 on any mismatch).
 """
 import math
 import pathlib
