@@ -3,6 +3,7 @@ conversion d2.md describes for its source; exits non-zero on any mismatch.
 
 Run: PYTHONPATH=lib .venv/bin/python data/calibration/staging/d2_check.py
 """
+
 import math
 import pathlib
 import re
