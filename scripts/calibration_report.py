@@ -8,9 +8,10 @@ nobody choosing a term of the estimate should look at them (``data/calibration/R
 For the chosen rows it prints, row by row, measured/bound and measured/estimate; then, by phase
 (decode, prefill, generate) and kind (dense, MoE), three predictors side by side: the estimate of
 :func:`llmmath.estimate.estimate_step`, the fair baseline (the bound times one constant per kind
-fitted on the other sources' rows, leave one source out) and the bound itself, each as the share
-within a factor of 1.3 either way, the geometric-mean error and the median measured/predicted;
-then each term's median share of the bound, and measured/estimate by engine and kind.
+fitted on the other publishers' rows, leave one publisher out) and the bound itself, each as
+the share within a factor of 1.3 either way, the geometric-mean error and the median
+measured/predicted; then each term's median share of the bound, and measured/estimate by engine
+and kind.
 """
 
 from __future__ import annotations

@@ -650,8 +650,15 @@ def test_fair_baseline_never_sees_its_own_source():
     # other source's rows, geometric mean of 2, 2, 8 = 3.17
     assert base[:3] == pytest.approx([8.0, 8.0, 2.0])
     assert base[3] == pytest.approx((2 * 2 * 8) ** (1 / 3))
-    with pytest.raises(ValueError, match="leave-one-source-out"):
+    with pytest.raises(ValueError, match="leave-one-out"):
         _calibration.scaled_bound(rows[:2], [1.0, 1.0])
+    # two pages of one publisher are one source for leave-one-out
+    assert _calibration.publisher("nvidia_trtllm_perf_v090") == "nvidia"
+    assert _calibration.publisher("nvidia_nim_llm_benchmarks") == "nvidia"
+    assert _calibration.publisher("lmsys_gpt_oss_2025") == "sglang"
+    keys = ("nvidia_a", "nvidia_b", "vllm_c")
+    pages = [dict(r, source=s) for r, s in zip(rows[:3], keys, strict=True)]
+    assert _calibration.scaled_bound(pages, [1.0] * 3)[0] == pytest.approx(8.0)
 
 
 def test_calibration_score_groups_and_rejects_a_bad_split():

@@ -142,14 +142,28 @@ def _score(measured, predicted) -> Score:
                  gm_error=float(np.exp(np.abs(np.log(r)).mean())), median_ratio=float(np.median(r)))
 
 
+#: Source keys whose first word differs but whose publisher is the same team.
+_SAME_PUBLISHER = {"lmsys": "sglang"}
+
+
+def publisher(source: str) -> str:
+    """The publisher of a source key, its first word (``nvidia_trtllm_perf_v090`` and
+    ``nvidia_nim_llm_benchmarks``: "nvidia"; LMSYS's blog and SGLang's release notes: "sglang"):
+    sources of one publisher share tools, tables and engines, so a leave-one-out score leaves
+    out the publisher, not one of its pages."""
+    head = source.split("_")[0]
+    return _SAME_PUBLISHER.get(head, head)
+
+
 def scaled_bound(rows, bounds) -> np.ndarray:
-    """The fair baseline, leave one source out: each row's bound times one constant per kind
+    """The fair baseline, leave one publisher out: each row's bound times one constant per kind
     (dense, MoE), the geometric mean of measured/bound over the rows of that kind from every
-    OTHER source (so no row's prediction has seen its own source). A source whose kind no other
-    source has takes the constant over every other source's rows."""
+    OTHER publisher (:func:`publisher`: no row's prediction has seen its own source, or another
+    page of the same tables). A publisher whose kind no other has takes the constant over every
+    other publisher's rows."""
     bounds = np.asarray(bounds, dtype=float)
     log_r = np.log(np.array([r["measured_s"] for r in rows]) / bounds)
-    src = np.array([r["source"] for r in rows])
+    src = np.array([publisher(r["source"]) for r in rows])
     kind = np.array([r["kind"] for r in rows])
     out = np.empty(len(rows))
     for i in range(len(rows)):
@@ -157,7 +171,7 @@ def scaled_bound(rows, bounds) -> np.ndarray:
         same = other & (kind == kind[i])
         pick = same if same.any() else other
         if not pick.any():
-            raise ValueError("scaled_bound: the rows come from one source; leave-one-source-out "
+            raise ValueError("scaled_bound: the rows come from one publisher; leave-one-out "
                              "needs at least two")
         out[i] = bounds[i] * np.exp(log_r[pick].mean())
     return out

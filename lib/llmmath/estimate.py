@@ -613,7 +613,7 @@ def calibration_score(split: str | None = None, overheads: Overheads = DEFAULT_O
     "prefill", "generate" or "all", kind "dense", "moe" or "all". A ``Score`` has ``n``,
     ``within`` (rows with measured/predicted between 1/1.3 and 1.3), ``share``, ``gm_error``
     (``exp(mean |ln(measured/predicted)|)``) and ``median_ratio``. The baseline is the bound times
-    one constant per kind fitted leave-one-source-out (each row's constant from the other
+    one constant per kind fitted leave-one-publisher-out (each row's constant from the other
     sources' rows); the estimate fits nothing. ``split="test"`` scores the held-out sources only.
     """
     from . import _calibration
