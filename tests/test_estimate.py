@@ -524,6 +524,11 @@ def test_split_is_the_fixed_rule():
     assert {r["split"] for r in ROWS} == {"fit", "test"}
 
 
+def test_every_source_has_its_readme_entry():
+    readme = (ROOT / "data" / "calibration" / "README.md").read_text(encoding="utf-8")
+    assert not sorted(k for k in {r["source"] for r in ROWS} if f"`{k}`" not in readme)
+
+
 def test_package_csv_is_the_merge_of_its_transcriptions():
     # the rows a reader loads are exactly the transcriptions (with their split), nothing edited
     assert merge_calibration.main(["--check"]) == 0
