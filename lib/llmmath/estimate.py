@@ -81,6 +81,7 @@ from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
 from ._summary import SummaryRow
 from .collectives import NCCL_NVLINK_EFFICIENCY, STEP_LATENCIES
+from .moe import imbalance_factor as _imbalance_factor
 from .parallel import expert_parallel_comm_time, tensor_parallel_comm_time
 from .step import decode_step, prefill_step
 from .units import fmt_time
@@ -95,6 +96,9 @@ __all__ = [
     "GEMM_MEMORY_EFFICIENCY",
     "GROUPED_GEMM_MEMORY_EFFICIENCY",
     "GROUPED_MATMUL_DERATE",
+    "TRITON_FUSED_MOE_TFLOPS",
+    "CUTLASS_MOE_TFLOPS",
+    "GROUPED_GEMM_EFFICIENCY",
     "LINK_EFFICIENCY",
     "HOP_LATENCY",
     "RING_HOP_LATENCY",
@@ -178,6 +182,44 @@ GROUPED_GEMM_MEMORY_EFFICIENCY = GEMM_MEMORY_EFFICIENCY
 #: shape (M 4096, N 7168, K 16384) [deepseek_deepgemm]: 0.879. Multiplies the matmul
 #: efficiency of the experts' arithmetic.
 GROUPED_MATMUL_DERATE = ((1099e12 + 1288e12) / 2) / 1358e12
+
+#: Measured rates of the grouped-expert kernels that serving engines run at prefill shapes, from
+#: NVIDIA's aiconfigurator kernel database [nvidia_aiconfigurator_moe] (snapshot commit 095f58a5,
+#: ``aic-core/src/aiconfigurator_core/systems/data/{h100_sxm,h200_sxm}/moe/<engine>/<version>/
+#: moe_perf.parquet``): the fused-MoE layer (token alignment, the two grouped GEMMs, activation,
+#: the top-k sum; router GEMM and top-k left out) timed under CUDA-graph replay, routing balanced
+#: (every expert the same tokens), no expert parallelism. Each value is the median of the rate
+#: ``6 d_model d_ff_expert k T / (tp x latency)`` at the largest measured batch, T = 16,384 tokens
+#: (at least 512 per expert: the compute-bound end), over the expert shapes of Qwen3-30B-A3B,
+#: Qwen3-235B-A22B, Mixtral 8x7B and DeepSeek-V3 at expert tensor parallelism 1, 2, 4 and 8,
+#: on H100 and H200 SXM (the same datasheet peak). Triton ``fused_moe`` (vLLM 0.14.0's
+#: ``vllm_fused_moe`` and SGLang 0.5.9's ``sglang_fused_moe_triton``, the default MoE kernel of
+#: both on Hopper): bf16 282.4 TFLOP/s (60 cases, 183 to 617), fp8 with 128 x 128 block scales
+#: (the format of the published FP8 MoE checkpoints) 513.4 TFLOP/s (56 cases, 286 to 1,084).
+#: The rate falls as the per-GPU expert width ``d_ff_expert / tp`` narrows (SGLang, fp8,
+#: Qwen3-235B-A22B on H100: 855 TFLOP/s at tp 1, 325 at tp 8), which a single median leaves
+#: in its spread.
+TRITON_FUSED_MOE_TFLOPS = {"bf16": 282.4e12, "fp8": 513.4e12}
+
+#: The same median for TensorRT-LLM 1.3.0rc10's CUTLASS MoE (``moe_torch_flow_cutlass``), same
+#: shapes, chips and batch [nvidia_aiconfigurator_moe]: bf16 531.0 TFLOP/s (30 cases, 184 to
+#: 806), fp8 with one scale per tensor 723.1 TFLOP/s (30 cases, 194 to 1,458; with 128 x 128
+#: block scales it is 362.2, 26 cases).
+CUTLASS_MOE_TFLOPS = {"bf16": 531.0e12, "fp8": 723.1e12}
+
+#: Fraction of the datasheet matmul peak the experts' grouped GEMMs reach in an engine at prefill
+#: shapes, by kernel and compute format: :data:`TRITON_FUSED_MOE_TFLOPS` and
+#: :data:`CUTLASS_MOE_TFLOPS` over the H100 SXM peaks (989.4 bf16, 1,978.9 fp8 TFLOP/s). Triton:
+#: 0.285 bf16, 0.259 fp8; CUTLASS: 0.537 and 0.365. DeepGEMM's grouped GEMMs reach 0.60 to 0.66
+#: (:data:`MATMUL_EFFICIENCY` x :data:`GROUPED_MATMUL_DERATE`), about twice the engine kernels.
+#: The default (``Overheads(grouped_matmul_efficiency=None)``) is Triton's, the kernel vLLM and
+#: SGLang run; a format not listed uses bf16's.
+GROUPED_GEMM_EFFICIENCY = {
+    "triton": {"bf16": TRITON_FUSED_MOE_TFLOPS["bf16"] / 989.4e12,
+               "fp8": TRITON_FUSED_MOE_TFLOPS["fp8"] / 1978.9e12},
+    "cutlass": {"bf16": CUTLASS_MOE_TFLOPS["bf16"] / 989.4e12,
+                "fp8": CUTLASS_MOE_TFLOPS["fp8"] / 1978.9e12},
+}
 
 #: Bus bandwidth NCCL reaches over NVLink line rate, about 370 of 450 GB/s [nccl_nvlink_busbw]
 #: (:data:`llmmath.collectives.NCCL_NVLINK_EFFICIENCY`).
@@ -290,7 +332,14 @@ class Overheads:
     - ``gemm_memory_efficiency``: fraction of HBM bandwidth a matmul reads its weights at
       (:data:`GEMM_MEMORY_EFFICIENCY`); ``grouped_memory_efficiency``: the same for the experts'
       grouped matmuls (:data:`GROUPED_GEMM_MEMORY_EFFICIENCY`); ``grouped_matmul_derate``: the
-      experts' arithmetic rate relative to a dense matmul's (:data:`GROUPED_MATMUL_DERATE`)
+      experts' arithmetic rate relative to a dense matmul's (:data:`GROUPED_MATMUL_DERATE`);
+      ``grouped_matmul_efficiency``: fraction of the matmul peak the engine's grouped-expert
+      kernel reaches; ``None`` takes Triton fused-MoE's for the step's ``dtype``
+      (:data:`GROUPED_GEMM_EFFICIENCY`; ``GROUPED_GEMM_EFFICIENCY["cutlass"][dtype]`` for
+      TensorRT-LLM's CUTLASS kernel)
+    - ``routing_imbalance``: with expert parallelism, pace the experts' arithmetic by the busiest
+      chip under uniform random routing (:func:`llmmath.moe.imbalance_factor`); ``False`` leaves
+      it out
     - ``tile_m``: rows of one tensor-core tile (``R``, the activation operand's rows, is padded
       to a multiple of it)
     - ``link_efficiency``: fraction of the scale-up line rate collectives reach, in (0, 1]
@@ -311,6 +360,8 @@ class Overheads:
     gemm_memory_efficiency: float = GEMM_MEMORY_EFFICIENCY
     grouped_memory_efficiency: float = GROUPED_GEMM_MEMORY_EFFICIENCY
     grouped_matmul_derate: float = GROUPED_MATMUL_DERATE
+    grouped_matmul_efficiency: float | None = None
+    routing_imbalance: bool = True
     tile_m: int = TILE_M
     link_efficiency: float = LINK_EFFICIENCY
     topology: str | None = None
@@ -330,6 +381,11 @@ class Overheads:
         fraction("gemm_memory_efficiency", self.gemm_memory_efficiency)
         fraction("grouped_memory_efficiency", self.grouped_memory_efficiency)
         fraction("grouped_matmul_derate", self.grouped_matmul_derate)
+        if self.grouped_matmul_efficiency is not None:
+            fraction("grouped_matmul_efficiency", self.grouped_matmul_efficiency)
+        if not isinstance(self.routing_imbalance, bool):
+            raise TypeError(f"routing_imbalance: got {self.routing_imbalance!r}; expected True "
+                            "or False")
         positive("tile_m", self.tile_m, integer=True, maximum=4096)
         fraction("link_efficiency", self.link_efficiency)
         if self.topology is not None:
@@ -354,6 +410,12 @@ class Estimate:
     - ``bound``: the per-operation lower bound (a :class:`llmmath.step.Step`), unchanged
     - ``kernel_time``: achievable kernel rates and tile padding of the matmuls' rows
     - ``moe_time``: grouped expert matmuls (few rows per touched expert, each padded); 0 for dense
+    - ``grouped_kernel_time``: the experts' arithmetic at the engine kernel's measured rate
+      (:data:`GROUPED_GEMM_EFFICIENCY`) instead of DeepGEMM's; 0 for dense
+    - ``replicated_weight_time``: with expert parallelism, each chip reading the attention and
+      dense weights its tensor-parallel group holds (``ep`` times the bound's share); 0 without
+    - ``imbalance_time``: with expert parallelism, the busiest chip's extra expert arithmetic under
+      uniform random routing; 0 without
     - ``tp_comm_time``, ``ep_comm_time``: tensor-parallel all-reduces and expert-parallel
       all-to-alls, latency plus bandwidth; ``comm_time`` their sum
     - ``layer_overhead_time``: kernels per layer times the fixed cost of each
@@ -365,6 +427,9 @@ class Estimate:
     bound: object
     kernel_time: float | np.ndarray
     moe_time: float | np.ndarray
+    grouped_kernel_time: float | np.ndarray
+    replicated_weight_time: float | np.ndarray
+    imbalance_time: float | np.ndarray
     tp_comm_time: float | np.ndarray
     ep_comm_time: float | np.ndarray
     comm_time: float | np.ndarray
@@ -378,7 +443,11 @@ class Estimate:
     def terms(self) -> dict:
         """The waterfall from bound to estimate: name -> seconds, in the order they add."""
         return {"bound": self.bound.time, "kernel efficiency": self.kernel_time,
-                "grouped experts": self.moe_time, "tensor-parallel all-reduce": self.tp_comm_time,
+                "grouped experts": self.moe_time,
+                "grouped-GEMM kernel": self.grouped_kernel_time,
+                "expert-parallel replicated weights": self.replicated_weight_time,
+                "expert load imbalance": self.imbalance_time,
+                "tensor-parallel all-reduce": self.tp_comm_time,
                 "expert-parallel all-to-all": self.ep_comm_time,
                 "per-layer kernel overhead": self.layer_overhead_time,
                 "per-step overhead": self.step_overhead_time}
@@ -448,6 +517,8 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     if phase == "decode" and model.kv_lora_rank is not None:
         ae = o.mla_attention_efficiency
     gme, xme = o.gemm_memory_efficiency, o.grouped_memory_efficiency
+    ge = o.grouped_matmul_efficiency or GROUPED_GEMM_EFFICIENCY["triton"].get(
+        dtype, GROUPED_GEMM_EFFICIENCY["triton"]["bf16"])
 
     mm, w = np.asarray(step.matmul_time), np.asarray(step.weight_time)
     attn, kv = np.asarray(step.attention_time), np.asarray(step.kv_time)
@@ -473,11 +544,30 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     if model.is_moe:
         rows = tokens * model.experts_per_token / touched           # rows per touched expert
         expert_pad = np.ceil(rows / o.tile_m) * o.tile_m / rows
-        t_moe = (attn_part + np.maximum(shared_c, shared_w / gme)
-                 + np.maximum(expert_c * expert_pad / o.grouped_matmul_derate, expert_w / xme))
+        deepgemm = expert_c * expert_pad / o.grouped_matmul_derate
+        shared_part = np.maximum(shared_c, shared_w / gme)
+        t_moe = attn_part + shared_part + np.maximum(deepgemm, expert_w / xme)
         moe_time = np.maximum(t_moe - t_kernel, 0.0)
+        # the engine's grouped kernel, never credited above DeepGEMM's rate
+        engine = np.maximum(deepgemm, expert_mm * expert_pad / ge)
+        t_engine = attn_part + shared_part + np.maximum(engine, expert_w / xme)
+        grouped_kernel_time = t_engine - t_moe
+        # expert parallel: the non-expert weights are split over a tensor-parallel group of
+        # n / ep chips, not over all n, so each chip reads ep times the bound's share
+        rep_part = np.maximum(shared_c, shared_w * np.asarray(ep) / gme)
+        t_rep = attn_part + rep_part + np.maximum(engine, expert_w / xme)
+        replicated_time = t_rep - t_engine
+        # expert parallel: the busiest chip sets the pace of the experts' arithmetic
+        if o.routing_imbalance and np.any(np.asarray(ep) > 1):
+            lam = np.where(np.asarray(ep) > 1, np.asarray(_imbalance_factor(
+                tokens / np.asarray(ep), ep, model.experts_per_token)), 1.0)
+        else:
+            lam = 1.0
+        t_imb = attn_part + rep_part + np.maximum(engine * lam, expert_w / xme)
+        imbalance_time = t_imb - t_rep
     else:
         moe_time = 0.0 * kernel_time
+        grouped_kernel_time = replicated_time = imbalance_time = moe_time
 
     tp = np.asarray(n) / np.asarray(ep)
     bw = chip.scale_up_bandwidth
@@ -509,8 +599,12 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     layer_overhead = kernels * o.kernel_overhead + 0.0 * kernel_time
     step_overhead = o.step_overhead + 0.0 * kernel_time
     comm = tp_comm + ep_comm
-    time = np.asarray(step.time) + kernel_time + moe_time + comm + layer_overhead + step_overhead
+    time = (np.asarray(step.time) + kernel_time + moe_time + grouped_kernel_time + replicated_time
+            + imbalance_time + comm + layer_overhead + step_overhead)
     return Estimate(bound=step, kernel_time=_out(kernel_time), moe_time=_out(moe_time),
+                    grouped_kernel_time=_out(grouped_kernel_time),
+                    replicated_weight_time=_out(replicated_time),
+                    imbalance_time=_out(imbalance_time),
                     tp_comm_time=_out(tp_comm), ep_comm_time=_out(ep_comm), comm_time=_out(comm),
                     layer_overhead_time=_out(layer_overhead),
                     step_overhead_time=_out(step_overhead),
