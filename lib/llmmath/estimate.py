@@ -384,8 +384,8 @@ class Overheads:
         if self.grouped_matmul_efficiency is not None:
             fraction("grouped_matmul_efficiency", self.grouped_matmul_efficiency)
         if not isinstance(self.routing_imbalance, bool):
-            raise TypeError(f"routing_imbalance: got {self.routing_imbalance!r}; expected True "
-                            "or False")
+            raise ValueError(f"routing_imbalance: got {self.routing_imbalance!r}; expected True "
+                             "or False")
         positive("tile_m", self.tile_m, integer=True, maximum=4096)
         fraction("link_efficiency", self.link_efficiency)
         if self.topology is not None:
