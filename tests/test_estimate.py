@@ -16,9 +16,9 @@ import pytest
 from llmmath import _calibration, chips, models
 from llmmath.chips import Chip
 from llmmath.estimate import (
+    CUTLASS_MOE_TFLOPS,
     DEEPGEMM_SMALL_M_TFLOPS,
     GEMM_MEMORY_EFFICIENCY,
-    CUTLASS_MOE_TFLOPS,
     GRAPH_NODE_OVERHEAD,
     GROUPED_GEMM_EFFICIENCY,
     GROUPED_GEMM_MEMORY_EFFICIENCY,
