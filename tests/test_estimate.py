@@ -18,10 +18,12 @@ import pytest
 from llmmath import _calibration, chips, models
 from llmmath.chips import Chip
 from llmmath.estimate import (
+    CUTLASS_MOE_TFLOPS,
     DEEPGEMM_SMALL_M_TFLOPS,
     DEFAULT_OVERHEADS,
     GEMM_MEMORY_EFFICIENCY,
     GRAPH_NODE_OVERHEAD,
+    GROUPED_GEMM_EFFICIENCY,
     GROUPED_GEMM_MEMORY_EFFICIENCY,
     GROUPED_MATMUL_DERATE,
     HOP_LATENCY,
@@ -36,6 +38,7 @@ from llmmath.estimate import (
     SGLANG_STEP_OVERHEAD,
     STEP_OVERHEAD,
     TILE_M,
+    TRITON_FUSED_MOE_TFLOPS,
     VLLM_KERNELS_PER_LAYER,
     Overheads,
     estimate_step,
@@ -100,6 +103,14 @@ def test_constants_are_the_cited_figures():
     assert VLLM_KERNELS_PER_LAYER == 10   # vLLM's Llama layer, no tensor parallelism
     assert MOE_EXTRA_KERNELS == 7 - 3
     assert MLA_EXTRA_KERNELS == 12 - 3
+    # aiconfigurator's moe_perf medians at 16,384 tokens (Triton fused-MoE of vLLM 0.14.0 and
+    # SGLang 0.5.9; TensorRT-LLM's CUTLASS), over the H100's 989.4 / 1,978.9 TFLOP/s
+    assert TRITON_FUSED_MOE_TFLOPS == {"bf16": 282.4e12, "fp8": 513.4e12}
+    assert CUTLASS_MOE_TFLOPS == {"bf16": 531.0e12, "fp8": 723.1e12}
+    assert GROUPED_GEMM_EFFICIENCY["triton"]["bf16"] == pytest.approx(282.4 / 989.4)
+    assert GROUPED_GEMM_EFFICIENCY["triton"]["fp8"] == pytest.approx(513.4 / 1978.9)
+    assert GROUPED_GEMM_EFFICIENCY["cutlass"]["bf16"] == pytest.approx(531.0 / 989.4)
+    assert GROUPED_GEMM_EFFICIENCY["cutlass"]["fp8"] == pytest.approx(723.1 / 1978.9)
 
 
 def test_padded_rows():
@@ -280,6 +291,71 @@ def test_grouped_experts_at_their_own_rates_by_hand():
     assert e.moe_time == pytest.approx(1.1393568e-2, rel=1e-4)
 
 
+def test_grouped_gemm_kernel_by_hand():
+    # test_grouped_experts_by_hand's step (experts at half the peak there, padded: 5.797449e-3 s)
+    # with the engine's kernel at a quarter of the peak: 1.1594898e-2 s, still above the
+    # experts' weight reads (9.058103e-5 s). The term is the difference, 5.797449e-3 s; the
+    # DeepGEMM term before it is unchanged.
+    slow = dataclasses.replace(TOY_CHIP, name="slow toy", flops={"bf16": 1e12})
+    o = dataclasses.replace(ROUND, grouped_matmul_efficiency=0.25)
+    e = estimate_step(TOY_MOE, slow, batch=8, context=0, overheads=o)
+    assert e.moe_time == pytest.approx(1.633564e-2 - 1.073952e-2, rel=1e-4)
+    assert e.grouped_kernel_time == pytest.approx(5.797449e-3, rel=1e-5)
+    # a kernel credited above DeepGEMM's rate (0.5 here) adds nothing: never below the bound
+    fast = dataclasses.replace(ROUND, grouped_matmul_efficiency=0.9)
+    assert estimate_step(TOY_MOE, slow, batch=8, context=0,
+                         overheads=fast).grouped_kernel_time == 0.0
+    # the default is Triton fused-MoE's bf16 rate, 282.4 of 989.4 TFLOP/s: 0.5 / 0.28542 of the
+    # half-peak time, so the term is 5.797449e-3 x (0.5 / 0.285426 - 1) = 4.358198e-3 s
+    d = estimate_step(TOY_MOE, slow, batch=8, context=0, overheads=dataclasses.replace(
+        ROUND, grouped_matmul_efficiency=None))
+    assert d.grouped_kernel_time == pytest.approx(5.797449e-3 * (0.5 * 989.4 / 282.4 - 1),
+                                                  rel=1e-5)
+    # dense models have no experts: the term is zero
+    assert estimate_step(TOY, slow, batch=8, context=0, overheads=o).grouped_kernel_time == 0.0
+
+
+def test_expert_parallel_replicated_weights_by_hand():
+    # The MoE toy on 2 chips with expert parallelism 2 (tensor parallelism 1: each chip holds
+    # all of attention, routers and the tied embedding). Batch 1, context 0: one expert touched
+    # per layer. Non-expert weights read: 47,456,264 - 2 x 3,145,728 = 41,164,808 multiplied
+    # per token, plus norms 2 x 2 x 1,024 + 1,024 = 5,120: 41,169,928 x 2 B = 82,339,856 B.
+    # The bound spreads them over both chips: 41,169,928 B each, at half of 1 TB/s 8.2339856e-5 s;
+    # each chip really reads all of them: 1.64679712e-4 s. The expert part is the same in both
+    # (and the shared arithmetic, about 1e-5 s padded, stays below the reads): the term is
+    # 8.2339856e-5 s.
+    o = dataclasses.replace(ROUND, grouped_matmul_efficiency=0.5, routing_imbalance=False)
+    e = estimate_step(TOY_MOE, TOY_CHIP, batch=1, context=0, n_chips=2, expert_parallel=2,
+                      overheads=o)
+    assert e.replicated_weight_time == pytest.approx(8.2339856e-5, rel=1e-6)
+    # tensor parallelism over both chips splits them: nothing replicated
+    t = estimate_step(TOY_MOE, TOY_CHIP, batch=1, context=0, n_chips=2, overheads=o)
+    assert t.replicated_weight_time == 0.0
+
+
+def test_expert_load_imbalance_by_hand():
+    # The MoE toy on the slow chip (1e12 FLOP/s), 2 chips, expert parallelism 2, batch 2 at
+    # context 0: 2 assignments (top-1) over 2 chips. Busiest chip, product of binomial marginals
+    # (llmmath.moe.expected_max_load): F(0) = 1/4, F(1) = 3/4, F(2) = 1, so
+    # E[max] = (1 - 1/16) + (1 - 9/16) = 1.375 against a mean of 1: factor 1.375.
+    # Experts touched per layer 4 (1 - (3/4)^2) = 1.75, rows each 2 / 1.75, padded to 64: x 56.
+    # Expert FLOPs in the bound: 2 tokens x 2 layers x 2 x 3,145,728 / (2 chips x 1e12)
+    # = 1.2582912e-5 s; at half the peak, padded: 1.40928614e-3 s (their weights, 2 x 1.75 x
+    # 3,145,728 x 2 B / 2e12 / 0.5 = 2.2e-5 s, are less). The busiest chip takes 0.375 more:
+    # 5.2848230e-4 s.
+    slow = dataclasses.replace(TOY_CHIP, name="slow toy", flops={"bf16": 1e12})
+    o = dataclasses.replace(ROUND, grouped_matmul_efficiency=0.5)
+    e = estimate_step(TOY_MOE, slow, batch=2, context=0, n_chips=2, expert_parallel=2,
+                      overheads=o)
+    assert e.imbalance_time == pytest.approx(5.2848230e-4, rel=1e-5)
+    off = dataclasses.replace(o, routing_imbalance=False)
+    assert estimate_step(TOY_MOE, slow, batch=2, context=0, n_chips=2, expert_parallel=2,
+                         overheads=off).imbalance_time == 0.0
+    # no expert parallelism: no chip is busier than another
+    assert estimate_step(TOY_MOE, slow, batch=2, context=0, n_chips=2,
+                         overheads=o).imbalance_time == 0.0
+
+
 def test_kernel_count_differs_by_layer_type():
     # TOY_MOE: 2 layers, both MoE: 2 x 10 + 2 x 3 extra = 26 kernels x 1 us
     o = dataclasses.replace(ROUND, moe_extra_kernels=3, mla_extra_kernels=5)
@@ -363,6 +439,10 @@ def test_terms_add_to_the_estimate():
                       n_chips=2, weight_bytes=1, kv_bytes=1, dtype="fp8")
     assert sum(e.terms.values()) == pytest.approx(e.time)
     assert list(e.terms)[0] == "bound"
+    ep = estimate_step(models.get("DeepSeek-V3"), chips.get("H200"), batch=1024, context=2048,
+                       n_chips=8, expert_parallel=8, weight_bytes=1, kv_bytes=1, dtype="fp8")
+    assert sum(ep.terms.values()) == pytest.approx(ep.time)
+    assert list(ep.terms) == list(_calibration.TERMS)
 
 
 def test_overheads_zero_gives_the_bound_with_efficiency_one():
@@ -412,6 +492,8 @@ BAD_OVERHEADS = [
     ("gemm_memory_efficiency", 0.0, "in (0, 1]"),
     ("grouped_memory_efficiency", 2.0, "in (0, 1]"),
     ("grouped_matmul_derate", 1.2, "in (0, 1]"),
+    ("grouped_matmul_efficiency", 1.5, "in (0, 1]"),
+    ("routing_imbalance", 1, "True or False"),
     ("tile_m", 0, "> 0"),
     ("tile_m", 2.5, "a whole number"),
     ("tile_m", 4097, "at most 4096"),
@@ -594,11 +676,20 @@ def test_engine_presets_are_public_and_change_what_their_engine_does():
     # SGLang's host time per step
     sg = estimate_step(m, c, 8, 2048, n_chips=8, overheads=sglang)
     assert sg.step_overhead_time == pytest.approx(SGLANG_STEP_OVERHEAD)
+    # TensorRT-LLM's experts run in CUTLASS grouped GEMMs, vLLM's and SGLang's in Triton's
+    assert (trt.grouped_kernel, vllm.grouped_kernel, sglang.grouped_kernel) == (
+        "cutlass", "triton", "triton")
+    mx = models.get("Mixtral-8x7B")
+    slow, fast = (estimate_step(mx, c, 1, 4096, n_chips=2, phase="prefill", overheads=o)
+                  for o in (vllm, trt))
+    # a compute-bound prefill: the experts' arithmetic at 0.285 of peak against 0.537
+    assert slow.grouped_kernel_time > fast.grouped_kernel_time > 0
 
 
 @pytest.mark.parametrize("kw, match", [
     (dict(engine="vlm"), "engine: got 'vlm'.*did you mean 'vllm'"),
     (dict(engine="vllm", cuda_graphs="yes"), "cuda_graphs: got 'yes'"),
+    (dict(engine="vllm", grouped_kernel="deepgem"), "grouped_kernel: got 'deepgem'"),
 ])
 def test_engine_preset_rejects_bad_input(kw, match):
     with pytest.raises(ValueError, match=match):

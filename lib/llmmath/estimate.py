@@ -19,6 +19,22 @@ figure) sees where the time goes:
    only ``T_b k / E_t`` rows, padded to a tile of its own, at :data:`GROUPED_MATMUL_DERATE` of the
    dense matmul rate (DeepGEMM's grouped against its dense GEMMs). The shared
    matmuls and the experts' matmuls overlap their own weight reads separately.
+   ``grouped_kernel_time``: **the engine's grouped-GEMM kernel.** Serving engines do not run
+   DeepGEMM's grouped GEMMs: vLLM and SGLang run a Triton fused-MoE kernel, TensorRT-LLM a
+   CUTLASS one. Their measured rates at prefill shapes (NVIDIA's aiconfigurator kernel tables,
+   16,384 tokens, H100 and H200) are about half of DeepGEMM's: :data:`GROUPED_GEMM_EFFICIENCY`,
+   Triton's by default (0.285 of the bf16 peak, 0.259 of fp8's, against DeepGEMM's 0.60-0.66).
+   The experts' arithmetic runs at that rate (never credited above DeepGEMM's).
+   ``replicated_weight_time``: **expert parallelism's replicated weights.** With
+   ``expert_parallel`` > 1 the attention and dense weights are split over a tensor-parallel group
+   of ``n_chips / expert_parallel`` chips, not over all of them (data-parallel attention:
+   replicated on every chip), so each chip reads ``expert_parallel`` times the bound's share,
+   as :func:`llmmath.moe.expert_parallel_decode_step` counts them.
+   ``imbalance_time``: **the busiest chip.** With expert parallelism the experts' arithmetic
+   waits for the chip that received the most tokens: :func:`llmmath.moe.imbalance_factor` for
+   uniform random routing (binomial statistics, no coefficient). A real router is less even
+   (SGLang's expert rebalancing measured 1.49x more prefill and 2.54x more decode throughput
+   [lmsys2025largeep]), so this is a floor of the imbalance.
 3. ``comm_time``: **communication**, the partitioning chapter's latency-plus-bandwidth model
    (:mod:`llmmath.collectives`, :mod:`llmmath.parallel`): the tensor-parallel all-reduces of each
    layer and the expert-parallel all-to-alls of each MoE layer, over the scale-up links at
@@ -33,8 +49,9 @@ figure) sees where the time goes:
    :data:`GRAPH_NODE_OVERHEAD` under CUDA graphs); and per step :data:`STEP_OVERHEAD` (sampling,
    scheduling, the host loop).
 
-``time = bound.time + kernel_time + moe_time + comm_time + layer_overhead_time +
-step_overhead_time``: every term is zero or positive, so the estimate is never below the bound.
+``time = bound.time + kernel_time + moe_time + grouped_kernel_time + replicated_weight_time +
+imbalance_time + comm_time + layer_overhead_time + step_overhead_time``: every term is zero or
+positive, so the estimate is never below the bound.
 
 Every coefficient is a named module-level constant with its source (keys of references.bib);
 none is fitted to a hidden measurement. Change one by passing ``overheads=Overheads(...)`` (a
@@ -44,7 +61,7 @@ small frozen dataclass, defaults below), for example
 (``llmmath/data/measured_latency.csv``, described in the repository's
 ``data/calibration/README.md``; ``scripts/calibration_report.py`` prints how close it comes). The
 estimate is a calibrated floor, not a bound: nearly every measurement sits above it, but two
-Mixtral rows run a little faster (0.89 and 0.91 times it). The test of "within 30%",
+Mixtral rows run a little faster (0.88 and 0.89 times it). The test of "within 30%",
 ``|estimate - measured| <= 0.3 measured`` (``CALIBRATION_BAND``), is lopsided: it accepts a
 measurement from 0.77 to 1.43 times the estimate, lenient on the side where the estimate errs.
 The held-out rows alternate with the fitted ones within each source (neighbours of the same
@@ -52,12 +69,12 @@ model, engine and chip), and several coefficients were chosen with both halves i
 README records which), so the held-out score is a check of interpolation, not a blind test; the
 chapter prints it beside a symmetric band's count and its sensitivity to
 :data:`GEMM_MEMORY_EFFICIENCY`. The MoE gap is where the engine is: vLLM's Mixtral rows (batch 8,
-CUDA graphs) land near 1, TensorRT-LLM 0.9's Mixtral rows at 0.91 to 3.4 (the worst are those
-with the most prefill: a 2,048-token prefill measures 88-90 ms on H100 and H200 alike,
-compute-bound, against an estimate of 26 ms whose arithmetic runs at DeepGEMM's rates; no
-microbenchmark cited here explains the rest), TensorRT-LLM's DeepSeek-R1 max-throughput rows at
-1.9 to 3.2 and SGLang 0.4.1's DeepSeek-V3 rows at 1.9 to 5.5 (the most at batch 1: the terms here
-explain about 6 of its 33 ms per token; the source does not name the GPUs, taken as H200s).
+CUDA graphs) land near 1, TensorRT-LLM 0.9's Mixtral rows at 0.88 to 2.2 (a 2,048-token prefill
+measures 88-90 ms on H100 and H200 alike, compute-bound, against an estimate of 52 ms with the
+experts at Triton fused-MoE's measured rate, 26 ms at DeepGEMM's; TensorRT-LLM 0.9's own MoE
+kernel is not measured in any table cited here), TensorRT-LLM's DeepSeek-R1 max-throughput rows
+at 1.7 to 2.4 and SGLang 0.4.1's DeepSeek-V3 rows at 1.9 to 5.5 (the most at batch 1: the terms
+here explain about 6 of its 33 ms per token; the source does not name the GPUs, taken as H200s).
 
 Checked and not the gap: the expert-parallel all-to-all. DeepEP's intranode kernels move
 153-158 GB/s of the ~160 GB/s an H800's NVLink reaches [deepseek_deepep], above the
@@ -66,6 +83,18 @@ low-latency RDMA kernels (EP8, 128 tokens, top-8, hidden 7,168: dispatch 77 us, 
 114 us) are faster than the alpha-beta time at the 50 GB/s NIC (128 and 257 us), which counts
 all routed bytes as crossing it. No calibration row uses RDMA between nodes. FlashMLA publishes
 only its peak rates, none at small batch, so the peak fractions stand for MLA decode.
+
+Checked and not the gap at small batch: the grouped kernel's weight bandwidth. The same
+aiconfigurator tables time vLLM 0.14.0's Triton fused-MoE at 1 to 16 tokens on an H100 (bf16,
+Qwen3-235B-A22B's experts: 0.118 ms for the 8 experts one token reaches, 1.63 ms for all 128 at
+16 tokens): 2,560 to 2,970 GB/s of weights, above the 0.67 of 3,350 GB/s used here, so MoE decode
+estimates that fall short at small batch do not fall short for the kernel's bandwidth. The
+routing and permutation kernels (``moe_align_block_size``, the activation, the top-k sum) are
+inside the measured fused-MoE time, hence inside :data:`GROUPED_GEMM_EFFICIENCY` at prefill; the
+router GEMM and top-k selection are not timed there and count only as launches
+(:data:`MOE_EXTRA_KERNELS`). The measured rate falls as the per-GPU expert width narrows with
+tensor parallelism (Qwen3-235B-A22B in fp8 on SGLang: 855 TFLOP/s at tp 1, 325 at tp 8); one
+median per format leaves that in its spread (183 to 617 TFLOP/s in bf16).
 """
 
 from __future__ import annotations
@@ -81,6 +110,7 @@ from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
 from ._summary import SummaryRow
 from .collectives import NCCL_NVLINK_EFFICIENCY, STEP_LATENCIES
+from .moe import imbalance_factor as _imbalance_factor
 from .parallel import expert_parallel_comm_time, tensor_parallel_comm_time
 from .step import decode_step, prefill_step
 from .units import fmt_time
@@ -95,6 +125,9 @@ __all__ = [
     "GEMM_MEMORY_EFFICIENCY",
     "GROUPED_GEMM_MEMORY_EFFICIENCY",
     "GROUPED_MATMUL_DERATE",
+    "TRITON_FUSED_MOE_TFLOPS",
+    "CUTLASS_MOE_TFLOPS",
+    "GROUPED_GEMM_EFFICIENCY",
     "LINK_EFFICIENCY",
     "HOP_LATENCY",
     "RING_HOP_LATENCY",
@@ -181,6 +214,44 @@ GROUPED_GEMM_MEMORY_EFFICIENCY = GEMM_MEMORY_EFFICIENCY
 #: shape (M 4096, N 7168, K 16384) [deepseek_deepgemm]: 0.879. Multiplies the matmul
 #: efficiency of the experts' arithmetic.
 GROUPED_MATMUL_DERATE = ((1099e12 + 1288e12) / 2) / 1358e12
+
+#: Measured rates of the grouped-expert kernels that serving engines run at prefill shapes, from
+#: NVIDIA's aiconfigurator kernel database [nvidia_aiconfigurator_moe] (snapshot commit 095f58a5,
+#: ``aic-core/src/aiconfigurator_core/systems/data/{h100_sxm,h200_sxm}/moe/<engine>/<version>/
+#: moe_perf.parquet``): the fused-MoE layer (token alignment, the two grouped GEMMs, activation,
+#: the top-k sum; router GEMM and top-k left out) timed under CUDA-graph replay, routing balanced
+#: (every expert the same tokens), no expert parallelism. Each value is the median of the rate
+#: ``6 d_model d_ff_expert k T / (tp x latency)`` at the largest measured batch, T = 16,384 tokens
+#: (at least 512 per expert: the compute-bound end), over the expert shapes of Qwen3-30B-A3B,
+#: Qwen3-235B-A22B, Mixtral 8x7B and DeepSeek-V3 at expert tensor parallelism 1, 2, 4 and 8,
+#: on H100 and H200 SXM (the same datasheet peak). Triton ``fused_moe`` (vLLM 0.14.0's
+#: ``vllm_fused_moe`` and SGLang 0.5.9's ``sglang_fused_moe_triton``, the default MoE kernel of
+#: both on Hopper): bf16 282.4 TFLOP/s (60 cases, 183 to 617), fp8 with 128 x 128 block scales
+#: (the format of the published FP8 MoE checkpoints) 513.4 TFLOP/s (56 cases, 286 to 1,084).
+#: The rate falls as the per-GPU expert width ``d_ff_expert / tp`` narrows (SGLang, fp8,
+#: Qwen3-235B-A22B on H100: 855 TFLOP/s at tp 1, 325 at tp 8), which a single median leaves
+#: in its spread.
+TRITON_FUSED_MOE_TFLOPS = {"bf16": 282.4e12, "fp8": 513.4e12}
+
+#: The same median for TensorRT-LLM 1.3.0rc10's CUTLASS MoE (``moe_torch_flow_cutlass``), same
+#: shapes, chips and batch [nvidia_aiconfigurator_moe]: bf16 531.0 TFLOP/s (30 cases, 184 to
+#: 806), fp8 with one scale per tensor 723.1 TFLOP/s (30 cases, 194 to 1,458; with 128 x 128
+#: block scales it is 362.2, 26 cases).
+CUTLASS_MOE_TFLOPS = {"bf16": 531.0e12, "fp8": 723.1e12}
+
+#: Fraction of the datasheet matmul peak the experts' grouped GEMMs reach in an engine at prefill
+#: shapes, by kernel and compute format: :data:`TRITON_FUSED_MOE_TFLOPS` and
+#: :data:`CUTLASS_MOE_TFLOPS` over the H100 SXM peaks (989.4 bf16, 1,978.9 fp8 TFLOP/s). Triton:
+#: 0.285 bf16, 0.259 fp8; CUTLASS: 0.537 and 0.365. DeepGEMM's grouped GEMMs reach 0.60 to 0.66
+#: (:data:`MATMUL_EFFICIENCY` x :data:`GROUPED_MATMUL_DERATE`), about twice the engine kernels.
+#: The default (``Overheads(grouped_matmul_efficiency=None)``) is Triton's, the kernel vLLM and
+#: SGLang run; a format not listed uses bf16's.
+GROUPED_GEMM_EFFICIENCY = {
+    "triton": {"bf16": TRITON_FUSED_MOE_TFLOPS["bf16"] / 989.4e12,
+               "fp8": TRITON_FUSED_MOE_TFLOPS["fp8"] / 1978.9e12},
+    "cutlass": {"bf16": CUTLASS_MOE_TFLOPS["bf16"] / 989.4e12,
+                "fp8": CUTLASS_MOE_TFLOPS["fp8"] / 1978.9e12},
+}
 
 #: Bus bandwidth NCCL reaches over NVLink line rate, about 370 of 450 GB/s [nccl_nvlink_busbw]
 #: (:data:`llmmath.collectives.NCCL_NVLINK_EFFICIENCY`).
@@ -269,16 +340,18 @@ SGLANG_STEP_OVERHEAD = 2e-3
 #: of its two row-parallel projections under tensor parallelism (:data:`VLLM_KERNELS_PER_LAYER`,
 #: counted from its model file [vllm_llama_py]); SGLang's Python scheduler costs
 #: :data:`SGLANG_STEP_OVERHEAD` per step [sglang_decode_bubble]; TensorRT-LLM (and NVIDIA NIM,
-#: which serves through it) is the defaults. All three replay decode steps as CUDA graphs unless
-#: told not to: vLLM's ``enforce_eager`` defaults to False [vllm_engine_args], SGLang captures
-#: graphs unless ``--disable-cuda-graph`` [sglang_server_args], TensorRT-LLM's PyTorch backend
+#: which serves through it) runs its experts in CUTLASS grouped GEMMs, not Triton's fused MoE
+#: (:data:`GROUPED_GEMM_EFFICIENCY`), and is otherwise the defaults. All three replay decode
+#: steps as CUDA graphs unless told not to: vLLM's ``enforce_eager`` defaults to False
+#: [vllm_engine_args], SGLang captures graphs unless ``--disable-cuda-graph``
+#: [sglang_server_args], TensorRT-LLM's PyTorch backend
 #: builds a ``CudaGraphConfig`` by default, "enabled for batches that consist of decoding
 #: requests only" [trtllm_llm_args]. A prefill step launches its kernels (none of the three
 #: graphs a whole prefill step).
 ENGINE_PRESETS = {
     "vllm": {"kernels_per_layer": VLLM_KERNELS_PER_LAYER, "tp_extra_kernels": 2},
     "sglang": {"step_overhead": SGLANG_STEP_OVERHEAD},
-    "tensorrt-llm": {},
+    "tensorrt-llm": {"grouped_kernel": "cutlass"},
 }
 #: The engine names :meth:`Overheads.for_engine` accepts.
 ENGINES = tuple(ENGINE_PRESETS)
@@ -313,7 +386,14 @@ class Overheads:
     - ``gemm_memory_efficiency``: fraction of HBM bandwidth a matmul reads its weights at
       (:data:`GEMM_MEMORY_EFFICIENCY`); ``grouped_memory_efficiency``: the same for the experts'
       grouped matmuls (:data:`GROUPED_GEMM_MEMORY_EFFICIENCY`); ``grouped_matmul_derate``: the
-      experts' arithmetic rate relative to a dense matmul's (:data:`GROUPED_MATMUL_DERATE`)
+      experts' arithmetic rate relative to a dense matmul's (:data:`GROUPED_MATMUL_DERATE`);
+      ``grouped_matmul_efficiency``: fraction of the matmul peak the engine's grouped-expert
+      kernel reaches; ``None`` takes ``grouped_kernel``'s measured fraction for the step's
+      ``dtype`` (:data:`GROUPED_GEMM_EFFICIENCY`: "triton", the fused MoE of vLLM and SGLang, the
+      default; "cutlass", TensorRT-LLM's)
+    - ``routing_imbalance``: with expert parallelism, pace the experts' arithmetic by the busiest
+      chip under uniform random routing (:func:`llmmath.moe.imbalance_factor`); ``False`` leaves
+      it out
     - ``tile_m``: rows of one tensor-core tile (``R``, the activation operand's rows, is padded
       to a multiple of it)
     - ``link_efficiency``: fraction of the scale-up line rate collectives reach, in (0, 1]
@@ -344,6 +424,9 @@ class Overheads:
     gemm_memory_efficiency: float = GEMM_MEMORY_EFFICIENCY
     grouped_memory_efficiency: float = GROUPED_GEMM_MEMORY_EFFICIENCY
     grouped_matmul_derate: float = GROUPED_MATMUL_DERATE
+    grouped_matmul_efficiency: float | None = None
+    grouped_kernel: str = "triton"
+    routing_imbalance: bool = True
     tile_m: int = TILE_M
     link_efficiency: float = LINK_EFFICIENCY
     topology: str | None = None
@@ -387,6 +470,12 @@ class Overheads:
         fraction("gemm_memory_efficiency", self.gemm_memory_efficiency)
         fraction("grouped_memory_efficiency", self.grouped_memory_efficiency)
         fraction("grouped_matmul_derate", self.grouped_matmul_derate)
+        if self.grouped_matmul_efficiency is not None:
+            fraction("grouped_matmul_efficiency", self.grouped_matmul_efficiency)
+        choice("grouped_kernel", self.grouped_kernel, tuple(GROUPED_GEMM_EFFICIENCY))
+        if not isinstance(self.routing_imbalance, bool):
+            raise ValueError(f"routing_imbalance: got {self.routing_imbalance!r}; expected True "
+                             "or False")
         positive("tile_m", self.tile_m, integer=True, maximum=4096)
         fraction("link_efficiency", self.link_efficiency)
         if self.topology is not None:
@@ -417,6 +506,12 @@ class Estimate:
     - ``bound``: the per-operation lower bound (a :class:`llmmath.step.Step`), unchanged
     - ``kernel_time``: achievable kernel rates and tile padding of the matmuls' rows
     - ``moe_time``: grouped expert matmuls (few rows per touched expert, each padded); 0 for dense
+    - ``grouped_kernel_time``: the experts' arithmetic at the engine kernel's measured rate
+      (:data:`GROUPED_GEMM_EFFICIENCY`) instead of DeepGEMM's; 0 for dense
+    - ``replicated_weight_time``: with expert parallelism, each chip reading the attention and
+      dense weights its tensor-parallel group holds (``ep`` times the bound's share); 0 without
+    - ``imbalance_time``: with expert parallelism, the busiest chip's extra expert arithmetic under
+      uniform random routing; 0 without
     - ``tp_comm_time``, ``ep_comm_time``: tensor-parallel all-reduces and expert-parallel
       all-to-alls, latency plus bandwidth; ``comm_time`` their sum
     - ``layer_overhead_time``: kernels per layer times the fixed cost of each
@@ -428,6 +523,9 @@ class Estimate:
     bound: object
     kernel_time: float | np.ndarray
     moe_time: float | np.ndarray
+    grouped_kernel_time: float | np.ndarray
+    replicated_weight_time: float | np.ndarray
+    imbalance_time: float | np.ndarray
     tp_comm_time: float | np.ndarray
     ep_comm_time: float | np.ndarray
     comm_time: float | np.ndarray
@@ -441,7 +539,11 @@ class Estimate:
     def terms(self) -> dict:
         """The waterfall from bound to estimate: name -> seconds, in the order they add."""
         return {"bound": self.bound.time, "kernel efficiency": self.kernel_time,
-                "grouped experts": self.moe_time, "tensor-parallel all-reduce": self.tp_comm_time,
+                "grouped experts": self.moe_time,
+                "grouped-GEMM kernel": self.grouped_kernel_time,
+                "expert-parallel replicated weights": self.replicated_weight_time,
+                "expert load imbalance": self.imbalance_time,
+                "tensor-parallel all-reduce": self.tp_comm_time,
                 "expert-parallel all-to-all": self.ep_comm_time,
                 "per-layer kernel overhead": self.layer_overhead_time,
                 "per-step overhead": self.step_overhead_time}
@@ -483,9 +585,9 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     ``n_chips`` and ``expert_parallel`` where the collectives run on a ring (chips other than
     NVIDIA's, or ``Overheads(topology="ring")``): a ring's step count takes one chip count.
 
-    What it still leaves out: routing imbalance across expert-parallel chips (see
-    ``llmmath.moe.imbalance_factor``), overlap of communication with compute (two-batch
-    overlap), speculative decoding, and a serving engine's queueing.
+    What it still leaves out: routing imbalance beyond uniform random routing (hot experts),
+    overlap of communication with compute (two-batch overlap), speculative decoding, and a
+    serving engine's queueing.
     """
     choice("phase", phase, PHASES)
     if not isinstance(overheads, Overheads):
@@ -511,6 +613,8 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     if phase == "decode" and model.kv_lora_rank is not None:
         ae = o.mla_attention_efficiency
     gme, xme = o.gemm_memory_efficiency, o.grouped_memory_efficiency
+    table = GROUPED_GEMM_EFFICIENCY[o.grouped_kernel]
+    ge = o.grouped_matmul_efficiency or table.get(dtype, table["bf16"])
 
     mm, w = np.asarray(step.matmul_time), np.asarray(step.weight_time)
     attn, kv = np.asarray(step.attention_time), np.asarray(step.kv_time)
@@ -536,11 +640,30 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     if model.is_moe:
         rows = tokens * model.experts_per_token / touched           # rows per touched expert
         expert_pad = np.ceil(rows / o.tile_m) * o.tile_m / rows
-        t_moe = (attn_part + np.maximum(shared_c, shared_w / gme)
-                 + np.maximum(expert_c * expert_pad / o.grouped_matmul_derate, expert_w / xme))
+        deepgemm = expert_c * expert_pad / o.grouped_matmul_derate
+        shared_part = np.maximum(shared_c, shared_w / gme)
+        t_moe = attn_part + shared_part + np.maximum(deepgemm, expert_w / xme)
         moe_time = np.maximum(t_moe - t_kernel, 0.0)
+        # the engine's grouped kernel, never credited above DeepGEMM's rate
+        engine = np.maximum(deepgemm, expert_mm * expert_pad / ge)
+        t_engine = attn_part + shared_part + np.maximum(engine, expert_w / xme)
+        grouped_kernel_time = t_engine - t_moe
+        # expert parallel: the non-expert weights are split over a tensor-parallel group of
+        # n / ep chips, not over all n, so each chip reads ep times the bound's share
+        rep_part = np.maximum(shared_c, shared_w * np.asarray(ep) / gme)
+        t_rep = attn_part + rep_part + np.maximum(engine, expert_w / xme)
+        replicated_time = t_rep - t_engine
+        # expert parallel: the busiest chip sets the pace of the experts' arithmetic
+        if o.routing_imbalance and np.any(np.asarray(ep) > 1):
+            lam = np.where(np.asarray(ep) > 1, np.asarray(_imbalance_factor(
+                tokens / np.asarray(ep), ep, model.experts_per_token)), 1.0)
+        else:
+            lam = 1.0
+        t_imb = attn_part + rep_part + np.maximum(engine * lam, expert_w / xme)
+        imbalance_time = t_imb - t_rep
     else:
         moe_time = 0.0 * kernel_time
+        grouped_kernel_time = replicated_time = imbalance_time = moe_time
 
     tp = np.asarray(n) / np.asarray(ep)
     bw = chip.scale_up_bandwidth
@@ -575,8 +698,12 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     layer_overhead = kernels * per_kernel + 0.0 * kernel_time
     step_overhead = o.step_overhead + 0.0 * kernel_time
     comm = tp_comm + ep_comm
-    time = np.asarray(step.time) + kernel_time + moe_time + comm + layer_overhead + step_overhead
+    time = (np.asarray(step.time) + kernel_time + moe_time + grouped_kernel_time + replicated_time
+            + imbalance_time + comm + layer_overhead + step_overhead)
     return Estimate(bound=step, kernel_time=_out(kernel_time), moe_time=_out(moe_time),
+                    grouped_kernel_time=_out(grouped_kernel_time),
+                    replicated_weight_time=_out(replicated_time),
+                    imbalance_time=_out(imbalance_time),
                     tp_comm_time=_out(tp_comm), ep_comm_time=_out(ep_comm), comm_time=_out(comm),
                     layer_overhead_time=_out(layer_overhead),
                     step_overhead_time=_out(step_overhead),

@@ -41,6 +41,9 @@ TERM_COLOUR = {
     "bound": ROLE["bound"],
     "kernel efficiency": PALETTE["sky"],
     "grouped experts": PALETTE["green"],
+    "grouped-GEMM kernel": PALETTE["green"],
+    "expert-parallel replicated weights": ROLE["weights"],
+    "expert load imbalance": PALETTE["vermillion"],
     "tensor-parallel all-reduce": PALETTE["purple"],
     "expert-parallel all-to-all": PALETTE["vermillion"],
     "per-layer kernel overhead": ROLE["overhead"],
@@ -49,7 +52,9 @@ TERM_COLOUR = {
 #: Short names for a bar's row (a phone is narrow).
 _SHORT = {
     "bound": "bound", "kernel efficiency": "+ kernel efficiency",
-    "grouped experts": "+ grouped experts", "tensor-parallel all-reduce": "+ TP all-reduce",
+    "grouped experts": "+ grouped experts", "grouped-GEMM kernel": "+ engine MoE kernel",
+    "expert-parallel replicated weights": "+ EP replicated weights",
+    "expert load imbalance": "+ expert imbalance", "tensor-parallel all-reduce": "+ TP all-reduce",
     "expert-parallel all-to-all": "+ EP all-to-all",
     "per-layer kernel overhead": "+ per-layer kernels",
     "per-step overhead": "+ per-step overhead",
