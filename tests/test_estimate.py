@@ -292,27 +292,33 @@ def test_grouped_experts_at_their_own_rates_by_hand():
 
 
 def test_grouped_gemm_kernel_by_hand():
-    # test_grouped_experts_by_hand's step (experts at half the peak there, padded: 5.797449e-3 s)
-    # with the engine's kernel at a quarter of the peak: 1.1594898e-2 s, still above the
-    # experts' weight reads (9.058103e-5 s). The term is the difference, 5.797449e-3 s; the
-    # DeepGEMM term before it is unchanged.
+    # A prefill of 4,096 tokens on the slow chip: every expert is touched (4 of 4) with 1,024
+    # rows each, a multiple of the 64-row tile, so nothing is padded. Expert FLOPs in the bound:
+    # 4,096 x 2 layers x 1 expert x 3,145,728 x 2 / 1e12 = 5.1539607552e-2 s; at DeepGEMM's rate
+    # (half the peak here) 1.03079215e-1 s; at the engine kernel's (a quarter) 2.06158430e-1 s,
+    # far above the experts' weight reads. The term is the difference, 1.03079215e-1 s.
     slow = dataclasses.replace(TOY_CHIP, name="slow toy", flops={"bf16": 1e12})
     o = dataclasses.replace(ROUND, grouped_matmul_efficiency=0.25)
-    e = estimate_step(TOY_MOE, slow, batch=8, context=0, overheads=o)
-    assert e.moe_time == pytest.approx(1.633564e-2 - 1.073952e-2, rel=1e-4)
-    assert e.grouped_kernel_time == pytest.approx(5.797449e-3, rel=1e-5)
+    kw = dict(batch=1, context=4096, phase="prefill")
+    e = estimate_step(TOY_MOE, slow, overheads=o, **kw)
+    assert e.moe_time == pytest.approx(0.0, abs=1e-12)  # nothing padded, derate 1
+    assert e.grouped_kernel_time == pytest.approx(1.03079215e-1, rel=1e-6)
+    # the default is Triton fused-MoE's bf16 rate, 282.4 of 989.4 TFLOP/s
+    d = estimate_step(TOY_MOE, slow, overheads=dataclasses.replace(
+        ROUND, grouped_matmul_efficiency=None), **kw)
+    assert d.grouped_kernel_time == pytest.approx(5.1539607552e-2 * (989.4 / 282.4 - 2),
+                                                  rel=1e-5)
     # a kernel credited above DeepGEMM's rate (0.5 here) adds nothing: never below the bound
     fast = dataclasses.replace(ROUND, grouped_matmul_efficiency=0.9)
+    assert estimate_step(TOY_MOE, slow, overheads=fast, **kw).grouped_kernel_time == 0.0
+    # batch 8 in decode: 2.2 rows per expert, padded to 64 at DeepGEMM's rate (5.797449e-3 s,
+    # test_grouped_experts_by_hand) is longer than the unpadded arithmetic at the engine's
+    # measured rate (1.006633e-4 / 0.25 = 4.026532e-4 s), whose tiling is inside its
+    # measurement: the term is zero, not the padding counted twice
     assert estimate_step(TOY_MOE, slow, batch=8, context=0,
-                         overheads=fast).grouped_kernel_time == 0.0
-    # the default is Triton fused-MoE's bf16 rate, 282.4 of 989.4 TFLOP/s: 0.5 / 0.28542 of the
-    # half-peak time, so the term is 5.797449e-3 x (0.5 / 0.285426 - 1) = 4.358198e-3 s
-    d = estimate_step(TOY_MOE, slow, batch=8, context=0, overheads=dataclasses.replace(
-        ROUND, grouped_matmul_efficiency=None))
-    assert d.grouped_kernel_time == pytest.approx(5.797449e-3 * (0.5 * 989.4 / 282.4 - 1),
-                                                  rel=1e-5)
+                         overheads=o).grouped_kernel_time == 0.0
     # dense models have no experts: the term is zero
-    assert estimate_step(TOY, slow, batch=8, context=0, overheads=o).grouped_kernel_time == 0.0
+    assert estimate_step(TOY, slow, overheads=o, **kw).grouped_kernel_time == 0.0
 
 
 def test_expert_parallel_replicated_weights_by_hand():

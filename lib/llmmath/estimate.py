@@ -644,8 +644,9 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
         shared_part = np.maximum(shared_c, shared_w / gme)
         t_moe = attn_part + shared_part + np.maximum(deepgemm, expert_w / xme)
         moe_time = np.maximum(t_moe - t_kernel, 0.0)
-        # the engine's grouped kernel, never credited above DeepGEMM's rate
-        engine = np.maximum(deepgemm, expert_mm * expert_pad / ge)
+        # the engine's grouped kernel, never credited above DeepGEMM's rate; its measured rate
+        # (at >= 512 tokens per expert) already holds its own tiling, so it is not padded again
+        engine = np.maximum(deepgemm, expert_mm / ge)
         t_engine = attn_part + shared_part + np.maximum(engine, expert_w / xme)
         grouped_kernel_time = t_engine - t_moe
         # expert parallel: the non-expert weights are split over a tensor-parallel group of
