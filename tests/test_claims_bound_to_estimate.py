@@ -12,7 +12,8 @@ the KV cache at 3,000 of 3,350 GB/s (deepseek_flashmla); the wgmma tile has 64 r
 2.65 us, 1.3 us as a CUDA-graph node (ocannl_launch_probe, hazy2025nobubbles); 9 kernels per
 dense layer, 4 more per MoE layer, 9 more per MLA layer (vllm_llama_py, sglang_deepseek_v2_py).
 The calibration claims hold the published rows (llmmath/data/measured_latency.csv) to what the
-chapter says of them.
+chapter says of them, scored with a symmetric band (measured/estimate within a factor of 1.3) and
+beside the fair baseline (the bound times one constant per kind, leave one publisher out).
 """
 
 from __future__ import annotations
@@ -24,7 +25,12 @@ import pytest
 from claims import BF16_CHIPS, DENSE_GQA, each, from_scratch
 
 from llmmath import chips, models
-from llmmath.estimate import DEFAULT_OVERHEADS, calibration_rows, estimate_step
+from llmmath.estimate import (
+    DEFAULT_OVERHEADS,
+    calibration_rows,
+    calibration_score,
+    estimate_step,
+)
 
 CHIPS = chips.all_chips()
 MODELS = models.all_models()
@@ -139,98 +145,88 @@ def test_the_estimate_can_reorder_chips_the_bound_ranks():
 
 # ----- the calibration set ----------------------------------------------------------------------
 
-def _within(r, t, tol=0.30):
-    return abs(t - r["measured_s"]) <= tol * r["measured_s"]
+def _ratio(r):
+    return r["measured_s"] / r["estimate_s"]
+
+
+def _inside(x):
+    """Within a factor of 1.3 either way (the chapter's symmetric band)."""
+    return 1 / 1.3 <= x <= 1.3
+
+
+SCORE = calibration_score()
+HELD = calibration_score(split="test")
 
 
 def test_the_bound_is_below_every_published_measurement():
-    # a lower bound must be: measured / bound >= 1 on every row (it is at least 1.25)
+    # a lower bound must be: measured / bound >= 1 on every row
     assert all(r["measured_s"] > r["bound_s"] for r in ROWS)
 
 
-def test_the_estimate_is_closer_than_the_bound_on_every_row():
-    for r in ROWS:
-        assert abs(r["estimate_s"] - r["measured_s"]) < abs(r["bound_s"] - r["measured_s"]), r
+def test_the_estimate_beats_the_fair_baseline_overall_and_held_out():
+    # "the estimate beats the fair baseline over the whole set ... and on the held-out sources
+    # alone": more rows within 1.3x and a smaller geometric-mean error, in both
+    for sc in (SCORE, HELD):
+        est, base = sc[("all", "all")]["estimate"], sc[("all", "all")]["baseline"]
+        assert est.within > base.within and est.gm_error < base.gm_error
+    # and the bound alone is within on almost nothing
+    assert SCORE[("all", "all")]["bound"].share < 0.05
 
 
-def test_held_out_half_most_rows_within_30_percent_dense_yes_moe_no():
-    # "on the held-out half it lands within 30% for most rows (19 of 28), against 4 for the
-    # bound: most dense rows (16 of 19), a minority of MoE rows (3 of 9)"
-    test = [r for r in ROWS if r["split"] == "test"]
-    est = sum(_within(r, r["estimate_s"]) for r in test)
-    bound = sum(_within(r, r["bound_s"]) for r in test)
-    assert est > len(test) / 2 and est >= 3 * bound
-    dense = [r for r in test if r["kind"] == "dense"]
-    moe = [r for r in test if r["kind"] == "moe"]
-    assert sum(_within(r, r["estimate_s"]) for r in dense) > len(dense) / 2
-    assert sum(_within(r, r["estimate_s"]) for r in moe) < len(moe) / 2
+def test_good_for_decode_weak_for_prefill():
+    # "decode steps are where it is good"; "prefill it gets wrong ... nearly always short ...
+    # there the scaled bound does better"
+    dec, pre = SCORE[("decode", "all")], SCORE[("prefill", "all")]
+    assert dec["estimate"].share > 0.6 and dec["estimate"].gm_error < 1.3
+    assert dec["estimate"].share > dec["baseline"].share
+    assert pre["estimate"].share < 0.3 and pre["estimate"].median_ratio > 1.3
+    assert pre["baseline"].share > pre["estimate"].share
+    assert pre["baseline"].gm_error < pre["estimate"].gm_error
+    short = [r for r in ROWS if r["phase"] == "prefill" and _ratio(r) > 1]
+    assert len(short) >= 0.8 * sum(r["phase"] == "prefill" for r in ROWS)
 
 
-def test_dense_trust_it_moe_a_floor():
-    # "measured/estimate has median about 1.25 on dense rows and above 2 on MoE rows"; the MoE
-    # estimate is a floor: no MoE row measures below 0.85 of it
-    def ratios(kind):
-        return np.array([r["measured_s"] / r["estimate_s"] for r in ROWS if r["kind"] == kind])
-
-    assert np.median(ratios("dense")) < 1.35
-    assert np.median(ratios("moe")) > 2.0
-    assert ratios("moe").min() > 0.85
-
-
-def test_the_moe_gap_follows_the_engine():
-    # "vLLM's Mixtral rows at batch 8 with CUDA graphs land within 15% of the estimate", while
-    # SGLang's DeepSeek-V3 rows are all more than 1.5 times it
-    vl = [r for r in ROWS if r["engine"].startswith("vLLM") and r["kind"] == "moe"]
-    sg = [r for r in ROWS if r["engine"].startswith("SGLang")]
-    assert len(vl) == 2 and all(_within(r, r["estimate_s"], 0.15) for r in vl)
-    assert sg and all(r["measured_s"] > 1.5 * r["estimate_s"] for r in sg)
+def test_moe_error_below_the_baseline_and_targets_not_met():
+    # "MoE rows ... whose error is still well below the baseline's"; "the targets this chapter
+    # set itself, four in five rows within in each phase and kind, are not met"
+    moe = SCORE[("all", "moe")]
+    assert moe["estimate"].gm_error < moe["baseline"].gm_error
+    groups = [v["estimate"].share for (phase, kind), v in SCORE.items()
+              if phase in ("decode", "prefill") and kind in ("dense", "moe")]
+    assert min(groups) < 0.8
 
 
-def test_the_band_is_lopsided_and_a_symmetric_one_counts_fewer():
-    # "|t_est - t| <= 0.3 t accepts a measurement up to 1/0.7 = 1.43 times the estimate but only
-    # down to 1/1.3 = 0.77 times"; "the estimate almost always lies below the measurement"; with
-    # measured/estimate in [1/1.3, 1.3] the held-out count is 14 of 28 (12 dense, 2 MoE), fewer
-    # than the lopsided band's
-    test = [r for r in ROWS if r["split"] == "test"]
+def test_the_residual_groups_are_as_the_chapter_says():
+    def rows(**kw):
+        return [r for r in ROWS if all(r[k] == v for k, v in kw.items())]
 
-    def sym(r):
-        return 1 / 1.3 <= r["measured_s"] / r["estimate_s"] <= 1.3
-
-    assert _within({"measured_s": 1.0}, 1 / 1.428) and not _within({"measured_s": 1.0}, 1 / 1.44)
-    assert _within({"measured_s": 1.0}, 1 / 0.77) and not _within({"measured_s": 1.0}, 1 / 0.76)
-    assert sum(r["measured_s"] > r["estimate_s"] for r in ROWS) >= len(ROWS) - 2
-    assert sum(map(sym, test)) < sum(_within(r, r["estimate_s"]) for r in test)
-    assert sum(map(sym, test)) == 14
-    assert [sum(sym(r) for r in test if r["kind"] == k) for k in ("dense", "moe")] == [12, 2]
+    # TensorRT-LLM's first-token latencies on H100 are all long, the most at 128 tokens
+    trt = [r for r in rows(phase="prefill", chip="H100-SXM", kind="dense")
+           if r["source"].startswith("nvidia_trtllm_perf")]
+    assert trt and all(_ratio(r) > 1.3 for r in trt)
+    assert max(trt, key=_ratio)["input_tokens"] == 128
+    # LLM-Inference-Bench's MI300X first tokens are many times the estimate; AMD's own table
+    # for the same chip lands near it
+    mi = rows(source="chitty2024llminferencebench", chip="MI300X", phase="prefill")
+    assert mi and all(_ratio(r) > 5 for r in mi)
+    amd = rows(source="rocm_vllm_devdocker_mi300x")
+    assert _inside(np.median([_ratio(r) for r in amd]))
+    # SGLang 0.4.1's DeepSeek-V3 rows are all more than 1.5 times the estimate; vLLM's nightly
+    # Mixtral rows are within the band: the gap follows the engine
+    assert all(_ratio(r) > 1.5 for r in rows(source="sglang_v041post2_dsv3"))
+    vl = rows(source="vllm_nightly_latency", catalogue_model="Mixtral-8x7B")
+    assert len(vl) == 2 and all(_inside(_ratio(r)) for r in vl)
+    # estimates above the measurement: Pope et al.'s TPU decode and vLLM PR 3240's tuned Mixtral
+    assert min(_ratio(r) for r in rows(source="pope2022efficiently", phase="decode")) < 1 / 1.3
+    assert min(_ratio(r) for r in rows(source="vllm_pr3240_a100_tp2")) < 1 / 1.3
 
 
 def test_a_calibrated_floor_not_a_strict_bound():
-    # "two rows run a little faster than their estimates (0.89 and 0.91)": both Mixtral
-    below = sorted((r["measured_s"] / r["estimate_s"], r["catalogue_model"]) for r in ROWS
-                   if r["measured_s"] < r["estimate_s"])
-    assert [m for _, m in below] == ["Mixtral-8x7B", "Mixtral-8x7B"]
-    assert [round(x, 2) for x, _ in below] == [0.89, 0.91]
-
-
-def test_the_held_out_score_leans_on_eta_w():
-    # "at eta_w = 0.62, 0.67, 0.69 and 0.85 the held-out rows within the band are 19, 19, 19 and
-    # 16": the score holds over the constant's history and drops at a faster stream; the NIM
-    # step's estimate falls as eta_w rises (the weight read is most of its time)
-    import dataclasses
-
-    from llmmath import _calibration
-    from llmmath.estimate import DEFAULT_OVERHEADS
-
-    test = [r for r in ROWS if r["split"] == "test"]
-    nim = next(r for r in test if r["engine"].startswith("NVIDIA NIM"))
-    counts, nims = [], []
-    for eta in (0.62, 0.67, 0.69, 0.85):
-        o = dataclasses.replace(DEFAULT_OVERHEADS, gemm_memory_efficiency=eta,
-                                grouped_memory_efficiency=eta)
-        counts.append(sum(_within(r, _calibration.evaluate(r, o)["estimate"]) for r in test))
-        nims.append(_calibration.evaluate(nim, o)["estimate"])
-    assert counts == [19, 19, 19, 16]
-    assert nims == sorted(nims, reverse=True)
+    # some rows ran faster than the estimate by more than the band, and they are the ones the
+    # chapter names (a ring on a torus, a kernel rate from another GPU) or engines beyond them
+    fast = [r for r in ROWS if _ratio(r) < 1 / 1.3]
+    assert fast
+    assert {r["source"] for r in fast} & {"pope2022efficiently", "vllm_pr3240_a100_tp2"}
 
 
 def test_the_mi300x_reversal_rests_on_the_ring():

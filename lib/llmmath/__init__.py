@@ -26,7 +26,7 @@ import pkgutil
 from .chips import Chip
 from .chips import get as chip
 from .cost import cost_per_million_tokens, cost_per_token, tokens_per_second
-from .estimate import estimate_step
+from .estimate import Overheads, estimate_step
 from .models import Model
 from .models import get as model
 from .roofline import (
@@ -67,7 +67,7 @@ __all__ = [
     "decode_step", "prefill_step", "critical_batch", "critical_context", "max_batch",
     "max_context", "min_chips", "memory_held", "fits_in_memory",
     "tokens_per_second", "cost_per_token", "cost_per_million_tokens",
-    "training_flops", "training_time", "mfu", "estimate_step",
+    "training_flops", "training_time", "mfu", "estimate_step", "Overheads",
 ]
 HEADLINE = list(__all__)
 __all__ += physics_modules() + list(PRESENTATION)

@@ -170,7 +170,7 @@ _ENGINE_NAME = {"vllm": "vLLM", "sglang": "SGLang", "tensorrt-llm": "TensorRT-LL
 def calibration_scatter(p, overheads=None):
     """Every row of the calibration set: the estimate (x) against the measurement (y), log-log.
 
-    Colour: the serving engine (:data:`ENGINE_COLOUR`); marker: dense (circle) or MoE
+    Colour: the serving engine (``ENGINE_COLOUR``); marker: dense (circle) or MoE
     (triangle); filled: a held-out (``test``) source, hollow: a source looked at while choosing
     terms. The solid diagonal is "measured = estimate", the shaded band "within a factor of 1.3
     either way" (``llmmath._calibration.WITHIN_FACTOR``); a point above the band took longer than
