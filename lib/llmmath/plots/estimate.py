@@ -31,7 +31,17 @@ from .explore import (
 )
 from .explore import precision as _precision
 from .figure import builder, chip_of, grid, mask, model_of
-from .labels import chips_label, fmt_batch, fmt_t, fmt_tokens, loglim, note, set_log, with_notes
+from .labels import (
+    chips_label,
+    fmt_batch,
+    fmt_t,
+    fmt_tokens,
+    loglim,
+    note,
+    set_log,
+    time_axis,
+    with_notes,
+)
 from .style import PALETTE, ROLE, SMALL
 
 __all__ = ["estimate_waterfall", "calibration_scatter", "estimate_vs_batch"]
@@ -155,8 +165,8 @@ def estimate_waterfall(p, row, overheads=None):
 def _scatter_setup(p):
     ax = p.ax
     set_log(ax, x=fmt_t, y=fmt_t)
-    ax.set_xlabel("estimate (s)")
-    ax.set_ylabel("measured (s)")
+    ax.set_xlabel("estimate of the measured time")
+    ax.set_ylabel("measured time")
 
 
 #: One colour per serving engine in the calibration figure (an engine without a preset grey).
@@ -220,6 +230,9 @@ def calibration_scatter(p, overheads=None):
                        label="filled: held-out source")]
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
+    keep = ("1 ms", "10 ms", "0.1 s", "1 s", "10 s", "1 min", "10 min")
+    time_axis(ax, lo, hi, keep=keep, axis="x")
+    time_axis(ax, lo, hi, keep=keep, axis="y")
     p.add(ax.legend(handles=handles, loc="upper left"))
     ratio = meas / est
     inside = (ratio >= 1 / f) & (ratio <= f)
