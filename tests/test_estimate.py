@@ -440,9 +440,9 @@ def test_shape_efficiencies_are_the_table_medians():
     assert FP8_GEMM_MEMORY_EFFICIENCY == {"H100-SXM": 0.553, "H200": 0.479}
     curves = [c for d in GEMM_EFFICIENCY_BY_ROWS.values() for c in d.values()]
     for curve in curves + list(CONTEXT_ATTENTION_EFFICIENCY.values()):
-        sizes, fracs = zip(*curve)
+        sizes, fracs = zip(*curve, strict=True)
         assert list(sizes) == sorted(sizes) and all(0 < f <= 1 for f in fracs)
-        assert all(b >= a for a, b in zip(fracs, fracs[1:]))
+        assert all(b >= a for a, b in zip(fracs, fracs[1:], strict=False))
     # every table names a catalogue chip (a misspelt name would silently apply nowhere)
     for name in (*GEMM_EFFICIENCY_BY_ROWS, *CONTEXT_ATTENTION_EFFICIENCY,
                  *FP8_GEMM_MEMORY_EFFICIENCY):
