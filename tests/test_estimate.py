@@ -18,9 +18,12 @@ import pytest
 from llmmath import _calibration, chips, models
 from llmmath.chips import Chip
 from llmmath.estimate import (
+    CONTEXT_ATTENTION_EFFICIENCY,
     CUTLASS_MOE_TFLOPS,
     DEEPGEMM_SMALL_M_TFLOPS,
     DEFAULT_OVERHEADS,
+    FP8_GEMM_MEMORY_EFFICIENCY,
+    GEMM_EFFICIENCY_BY_ROWS,
     GEMM_MEMORY_EFFICIENCY,
     GRAPH_NODE_OVERHEAD,
     GROUPED_GEMM_EFFICIENCY,
@@ -427,6 +430,97 @@ def test_expert_parallel_all_to_all_on_a_ring_by_hand():
     assert e.tp_comm_time == 0.0      # n / EP = 1 chip per tensor-parallel group
 
 
+def test_shape_efficiencies_are_the_table_medians():
+    # aiconfigurator's TensorRT-LLM tables (commit 095f58a5): medians over the 114 shapes with
+    # N K >= 2^24, transcribed at a few points; each curve rises with M or S, never above 1
+    assert GEMM_EFFICIENCY_BY_ROWS["H100-SXM"]["bf16"][1] == (128, 0.295)
+    assert GEMM_EFFICIENCY_BY_ROWS["H100-SXM"]["fp8"][-1] == (16384, 0.684)
+    assert GEMM_EFFICIENCY_BY_ROWS["A100-SXM-80GB"]["bf16"][-1] == (8192, 0.840)
+    assert CONTEXT_ATTENTION_EFFICIENCY["H100-SXM"][3] == (1024, 0.239)
+    assert FP8_GEMM_MEMORY_EFFICIENCY == {"H100-SXM": 0.553, "H200": 0.479}
+    curves = [c for d in GEMM_EFFICIENCY_BY_ROWS.values() for c in d.values()]
+    for curve in curves + list(CONTEXT_ATTENTION_EFFICIENCY.values()):
+        sizes, fracs = zip(*curve, strict=True)
+        assert list(sizes) == sorted(sizes) and all(0 < f <= 1 for f in fracs)
+        assert all(b >= a for a, b in zip(fracs, fracs[1:], strict=False))
+    # every table names a catalogue chip (a misspelt name would silently apply nowhere)
+    for name in (*GEMM_EFFICIENCY_BY_ROWS, *CONTEXT_ATTENTION_EFFICIENCY,
+                 *FP8_GEMM_MEMORY_EFFICIENCY):
+        assert chips.get(name).name == name
+
+
+# A toy chip under a name the tables cover: the measured fractions apply, the numbers stay round
+# (10 TFLOP/s bf16, 20 fp8, 1 TB/s): little compute, so a prefill is compute-bound.
+AS_H100 = dataclasses.replace(TOY_CHIP, name="H100-SXM", flops={"bf16": 1e13, "fp8": 2e13})
+
+
+def test_prefill_kernels_at_the_measured_rate_for_their_shape_by_hand():
+    # TOY, 3 prompts of 128 tokens: M = 384 rows, S = 128. Bound: matmul 384 x 2 x 66,322,432
+    # / 1e13 = 5.0935628e-3 s; attention 2 layers x 2 x 8 heads x 128 x 128 x 129 x 3 / 1e13 =
+    # 2.0289946e-5 s; KV written 384 x 2 layers x 2 x 1024 x 2 B / 1e12 = 3.145728e-6 s.
+    o = dataclasses.replace(ROUND, matmul_efficiency=None)
+    e = estimate_step(TOY, AS_H100, batch=3, context=128, phase="prefill", overheads=o)
+    assert e.bound.matmul_time == pytest.approx(5.0935628e-3)
+    assert e.bound.attention_time == pytest.approx(2.0289946e-5)
+    # matmuls: 384 rows lie between the table's 256 (0.524) and 512 (0.720), log2 384 = 8.58496:
+    # 0.524 + 0.196 x 0.584963 = 0.6386527 of the peak: 5.0935628e-3 / 0.6386527 = 7.975482e-3 s
+    # (weights 1.3265510e-4 / 0.5 are less); attention at S = 128: 0.029 of the peak,
+    # 2.0289946e-5 / 0.029 = 6.996533e-4 s (KV write 3.145728e-6 / 0.5 less).
+    assert e.bound.time + e.kernel_time == pytest.approx(7.975482e-3 + 6.996533e-4, rel=1e-6)
+    # without the shape term: FlashAttention-3's 740 of 989.4 for the matmuls, ROUND's 0.5 for
+    # attention: 5.0935628e-3 x 989.4 / 740 + 2.0289946e-5 / 0.5 = 6.810230e-3 + 4.057989e-5
+    flat = estimate_step(TOY, AS_H100, batch=3, context=128, phase="prefill",
+                         overheads=dataclasses.replace(o, shape_efficiency=False))
+    assert flat.bound.time + flat.kernel_time == pytest.approx(6.810230e-3 + 4.057989e-5,
+                                                               rel=1e-6)
+    # an explicit matmul_efficiency wins for the matmuls; attention keeps its measured rate
+    mine = estimate_step(TOY, AS_H100, batch=3, context=128, phase="prefill", overheads=ROUND)
+    assert mine.bound.time + mine.kernel_time == pytest.approx(
+        5.0935628e-3 / 0.5 + 6.996533e-4, rel=1e-6)
+
+
+def test_shape_term_stays_where_the_tables_are():
+    o = dataclasses.replace(ROUND, matmul_efficiency=None)
+    off = dataclasses.replace(o, shape_efficiency=False)
+    # a chip the tables do not cover: nothing changes
+    for phase in ("prefill", "decode"):
+        on_t = estimate_step(TOY, TOY_CHIP, batch=3, context=128, phase=phase, overheads=o)
+        off_t = estimate_step(TOY, TOY_CHIP, batch=3, context=128, phase=phase, overheads=off)
+        assert on_t.time == off_t.time
+    # a bf16 decode step keeps the constants (the tables agree with them at decode M)
+    on_d = estimate_step(TOY, AS_H100, batch=8, context=128, overheads=o)
+    off_d = estimate_step(TOY, AS_H100, batch=8, context=128, overheads=off)
+    assert on_d.time == off_d.time
+    # latent attention (head dimension 192) is not in the attention tables: with the matmul
+    # rate given, the prefill of DeepSeek-V3 is the same with and without the shape term
+    dsv3 = models.get("DeepSeek-V3")
+    mine = dataclasses.replace(ROUND, matmul_efficiency=0.5)
+    a = estimate_step(dsv3, AS_H100, batch=1, context=1024, phase="prefill", overheads=mine)
+    b = estimate_step(dsv3, AS_H100, batch=1, context=1024, phase="prefill",
+                      overheads=dataclasses.replace(mine, shape_efficiency=False))
+    assert a.time == b.time
+
+
+def test_fp8_weights_stream_at_the_engines_fp8_rate_by_hand():
+    # TOY in fp8 (1 B per weight), batch 8, no context, on a chip named H200 (1 TB/s): the
+    # weights, 66,327,552 B / 1e12 = 6.6327552e-5 s, stream at 0.479 of it: 1.3847088e-4 s,
+    # far above the matmuls (64 padded rows x 2 x 66,322,432 / 2e15 at 0.68: 6.2e-6 s).
+    as_h200 = dataclasses.replace(AS_H100, name="H200", flops={"bf16": 1e15, "fp8": 2e15})
+    o = dataclasses.replace(ROUND, matmul_efficiency=None,
+                            gemm_memory_efficiency=GEMM_MEMORY_EFFICIENCY)
+    e = estimate_step(TOY, as_h200, batch=8, context=0, weight_bytes=1, dtype="fp8",
+                      overheads=o)
+    assert e.bound.time + e.kernel_time == pytest.approx(1.3847088e-4, rel=1e-6)
+    # bf16 keeps DeepGEMM's 0.67 there: 2 x 6.6327552e-5 / 0.6716418 = 1.9751e-4 s
+    e = estimate_step(TOY, as_h200, batch=8, context=0, overheads=o)
+    assert e.bound.time + e.kernel_time == pytest.approx(2 * 6.6327552e-5 / (2250 / 3350),
+                                                         rel=1e-6)
+    # an explicit gemm_memory_efficiency wins (ROUND's 0.5): 6.6327552e-5 / 0.5
+    e = estimate_step(TOY, as_h200, batch=8, context=0, weight_bytes=1, dtype="fp8",
+                      overheads=dataclasses.replace(ROUND, matmul_efficiency=None))
+    assert e.bound.time + e.kernel_time == pytest.approx(1.32655104e-4, rel=1e-6)
+
+
 def test_prefill_counts_batch_times_prompt_rows():
     # prefill of 64 tokens on 2 chips: two all-reduces per layer, as in decode, now of
     # 64 x 1024 x 2 = 131,072 B each: 2 steps x 1 us + 2 x (1/2) x 131,072 / 1e11 = 3.31072e-6 s;
@@ -500,6 +594,7 @@ BAD_OVERHEADS = [
     ("grouped_matmul_derate", 1.2, "in (0, 1]"),
     ("grouped_matmul_efficiency", 1.5, "in (0, 1]"),
     ("routing_imbalance", 1, "True or False"),
+    ("shape_efficiency", "yes", "True or False"),
     ("tile_m", 0, "> 0"),
     ("tile_m", 2.5, "a whole number"),
     ("tile_m", 4097, "at most 4096"),

@@ -12,7 +12,17 @@ figure) sees where the time goes:
    attention its KV cache at FlashMLA's (:data:`MEMORY_EFFICIENCY`, 0.90); and a matmul whose
    activations have ``R`` rows is computed in tensor-core tiles of :data:`TILE_M` rows: ``R`` is
    padded to ``ceil(R / 64) x 64``. At batch 8 a decode matmul does the arithmetic of 64 rows,
-   eight times what the bound counts.
+   eight times what the bound counts. **By shape**, on the chips NVIDIA's aiconfigurator
+   kernel tables cover (H100, H200, A100): a prefill step's non-expert matmuls run at the
+   fraction of the peak TensorRT-LLM's GEMMs are measured to reach at the step's rows
+   (:data:`GEMM_EFFICIENCY_BY_ROWS`: 0.22-0.47 at 128 rows, where neither the weight stream nor
+   the arithmetic hides the other; 0.68-0.84 at 8,192), its attention at the fraction the
+   engine's context-attention kernel reaches at the prompt's length
+   (:data:`CONTEXT_ATTENTION_EFFICIENCY`: 0.24-0.30 at 1,024 tokens, about 0.5 at 16,384, not
+   FlashAttention-3's best 0.75), and an fp8 matmul streams its weights at the engines'
+   per-tensor fp8 rate (:data:`FP8_GEMM_MEMORY_EFFICIENCY`, 0.55 of an H100's bandwidth), not
+   DeepGEMM's 0.67. Other chips keep the best-case constants. This is the same term, not a
+   new one: an achieved kernel rate, now a function of the shape instead of one number.
 2. ``moe_time``: **grouped expert matmuls at small batch.** With ``T_b`` tokens routed ``k`` at a
    time over ``E`` experts, ``E_t = E (1 - (1 - k/E)^T_b)`` experts are touched; each reads its
    weights whole (:data:`GROUPED_GEMM_MEMORY_EFFICIENCY`, the dense GEMMs' 0.67), and multiplies
@@ -63,7 +73,8 @@ with :meth:`Overheads.for_engine` ("vllm", "sglang", "tensorrt-llm": :data:`ENGI
 ``data/calibration/README.md``), :func:`calibration_score` how close it comes: within a factor
 of 1.3 either way, the geometric-mean error, beside the bound and a fair baseline (the bound
 times one constant per kind, fitted leave one publisher out). It is good for decode steps and
-short for prefill (about half, on the engines of 2023-24); it is a calibrated floor, not a
+short for prefill (by about a third at the median, on the engines of 2023-24, after the measured
+shape efficiencies; by half before them); it is a calibrated floor, not a
 bound: rows run faster than it where a term assumed too much (collectives on a TPU torus run as
 a ring; Triton's rate measured on Hopper applied to a kernel tuned for A100). The chapter
 (``book/bound_to_estimate.ipynb``) prints the scores and names each group of rows it misses.
@@ -112,9 +123,12 @@ __all__ = [
     "MATMUL_EFFICIENCY",
     "ATTENTION_EFFICIENCY",
     "MLA_ATTENTION_EFFICIENCY",
+    "GEMM_EFFICIENCY_BY_ROWS",
+    "CONTEXT_ATTENTION_EFFICIENCY",
     "MEMORY_EFFICIENCY",
     "DEEPGEMM_SMALL_M_TFLOPS",
     "GEMM_MEMORY_EFFICIENCY",
+    "FP8_GEMM_MEMORY_EFFICIENCY",
     "GROUPED_GEMM_MEMORY_EFFICIENCY",
     "GROUPED_MATMUL_DERATE",
     "TRITON_FUSED_MOE_TFLOPS",
@@ -162,6 +176,78 @@ MATMUL_EFFICIENCY = {
 #: 989 TFLOP/s on an H100 SXM [shah2024flashattention3].
 ATTENTION_EFFICIENCY = _chips.MEASURED_H100["bf16_matmul"] / 989.4e12
 
+#: Measured fraction of the datasheet matmul peak reached by a serving engine's dense GEMMs, by
+#: the activation operand's rows ``M`` (the tokens of a prefill step), from NVIDIA's
+#: aiconfigurator kernel tables [nvidia_aiconfigurator_gemm] (snapshot commit 095f58a5,
+#: ``systems/data/<gpu>/gemm/trtllm/<version>/gemm_perf.parquet``: TensorRT-LLM's ``Linear``
+#: layer timed under CUDA-graph replay, 1.3.0rc10 on H100 and H200 SXM, 1.0.0 on A100 SXM
+#: 80GB). Each value is the median of ``2 M N K / (latency x peak)`` over the 114 weight shapes
+#: with ``N`` and ``K`` from 1,024 to 16,384 and ``N K >= 2^24`` (the widths of 7B-and-larger
+#: models' projections over their tensor-parallel ranks), peaks 989.4 (bf16) and 1,978.9 (fp8)
+#: TFLOP/s on H100/H200, 312 on A100. fp8 is per-tensor with a static activation scale: the
+#: table's dynamic-scale fp8 GEMM minus the same version's measured scale computation
+#: (``quantize/trtllm/1.3.0rc10/computescale_perf.parquet``, as aiconfigurator derives
+#: ``fp8_static``). Between two listed ``M`` the fraction is interpolated in ``log2 M``, outside
+#: them it is the end value; the A100 table stops at 8,192 rows. Half the spread (25th to 75th
+#: percentile over shapes) is about 0.03 of the peak at ``M >= 1,024``, up to 0.07 at 256.
+#: Used for a prefill step's non-expert matmuls on these chips
+#: (``Overheads(shape_efficiency=False)`` keeps :data:`MATMUL_EFFICIENCY`): at ``M = 128`` the
+#: GEMM is neither weight-bound nor compute-bound and reaches 0.22-0.47 of the peak, where the
+#: single best-case constant says 0.68-0.75; at ``M >= 4,096`` TensorRT-LLM's bf16 GEMMs reach
+#: 0.80, a little above FlashAttention-3's 0.75. Decode keeps the constants: at ``M <= 64`` the
+#: bf16 tables agree with the bound's weight stream at :data:`GEMM_MEMORY_EFFICIENCY` within 8%
+#: on these shapes.
+GEMM_EFFICIENCY_BY_ROWS = {
+    "H100-SXM": {
+        "bf16": ((64, 0.152), (128, 0.295), (256, 0.524), (512, 0.720), (1024, 0.758),
+                 (2048, 0.784), (4096, 0.797), (8192, 0.808), (16384, 0.808)),
+        "fp8": ((64, 0.115), (128, 0.222), (256, 0.378), (512, 0.516), (1024, 0.577),
+                (2048, 0.622), (4096, 0.655), (8192, 0.682), (16384, 0.684)),
+    },
+    "H200": {
+        "bf16": ((64, 0.200), (128, 0.382), (256, 0.608), (512, 0.734), (1024, 0.765),
+                 (2048, 0.785), (4096, 0.789), (8192, 0.799), (16384, 0.801)),
+        "fp8": ((64, 0.142), (128, 0.265), (256, 0.428), (512, 0.531), (1024, 0.580),
+                (2048, 0.623), (4096, 0.656), (8192, 0.685), (16384, 0.692)),
+    },
+    "A100-SXM-80GB": {
+        "bf16": ((64, 0.272), (128, 0.465), (256, 0.623), (512, 0.696), (1024, 0.799),
+                 (2048, 0.823), (4096, 0.838), (8192, 0.840)),
+    },
+}
+
+#: Measured fraction of the bf16 peak reached by a serving engine's context (prefill) attention
+#: kernel, by prompt length ``S`` (tokens per sequence), from the same tables
+#: [nvidia_aiconfigurator_gemm] (``systems/data/<gpu>/attention/trtllm/<version>/
+#: context_attention_perf.parquet``, TensorRT-LLM's attention op under CUDA-graph replay, the
+#: same versions as :data:`GEMM_EFFICIENCY_BY_ROWS`): the median, over batches of 1 to 64
+#: sequences and every head configuration with head dimension 128 and at least 8 query heads
+#: (bf16 activations and KV cache, no sliding window), of the causal attention FLOPs
+#: ``2 h d S (S + 1) B`` (the count of :meth:`llmmath.models.Model.prefill_attention_flops`)
+#: over ``latency x peak``. Interpolated in ``log2 S`` like the GEMMs. The engines' kernels reach
+#: 0.24-0.30 of the peak at 1,024 tokens and about 0.5 at 16,384, where FlashAttention-3's best
+#: is 0.75 (:data:`ATTENTION_EFFICIENCY`) and FlashAttention-2 reached about 0.35 on an H100
+#: [shah2024flashattention3]; a short prompt's attention is a few microseconds per layer
+#: whatever its FLOPs. Used for a prefill step's attention on these chips, except with
+#: multi-head latent attention (head dimension 192: not in the tables).
+CONTEXT_ATTENTION_EFFICIENCY = {
+    "H100-SXM": ((128, 0.029), (256, 0.071), (512, 0.141), (1024, 0.239), (2048, 0.334),
+                 (4096, 0.419), (8192, 0.479), (16384, 0.514)),
+    "H200": ((128, 0.033), (256, 0.075), (512, 0.147), (1024, 0.246), (2048, 0.330),
+             (4096, 0.412), (8192, 0.472), (16384, 0.508)),
+    "A100-SXM-80GB": ((128, 0.058), (256, 0.115), (512, 0.197), (1024, 0.295), (2048, 0.371),
+                      (4096, 0.424), (8192, 0.455), (16384, 0.473)),
+}
+
+
+def _by_size(points, size):
+    """A measured efficiency at ``size`` (rows or tokens, already checked) from ``points``,
+    ``((size, fraction), ...)`` in increasing size: linear in ``log2 size`` between two points,
+    the end value outside them (the tables' own range; nothing extrapolated)."""
+    xs = np.log2([p[0] for p in points])
+    return np.interp(np.log2(np.asarray(size, dtype=float)), xs, [p[1] for p in points])
+
+
 #: Achievable fraction of the bf16 peak for multi-head latent attention's decode FLOPs (the
 #: absorbed form, scores and values in the latent): FlashMLA's dense decoding kernel, 660 of 989
 #: TFLOP/s compute-bound on an H800 SXM5 [deepseek_flashmla]. Used in decode for models with
@@ -192,6 +278,18 @@ DEEPGEMM_SMALL_M_TFLOPS = ((64, 206e12), (64, 289e12), (64, 219e12), (64, 336e12
 #: H100-class measurement; no like-for-like one is cited for the others).
 GEMM_MEMORY_EFFICIENCY = (
     float(np.median([t / (2 * m) for m, t in DEEPGEMM_SMALL_M_TFLOPS])) / 3350e9)
+
+#: Fraction of HBM bandwidth at which a serving engine's per-tensor fp8 GEMM streams its weights
+#: at decode-sized ``M`` (1, 8 and 16 rows), from the same aiconfigurator tables as
+#: :data:`GEMM_EFFICIENCY_BY_ROWS` [nvidia_aiconfigurator_gemm] (TensorRT-LLM 1.3.0rc10, static
+#: activation scale, the 114 shapes with ``N K >= 2^24``): the median of
+#: ``N K / (latency x bandwidth)``: 0.553 of an H100's 3,350 GB/s (25th-75th percentile 0.46 to
+#: 0.63), 0.479 of an H200's 4,800 GB/s (0.38 to 0.57). DeepGEMM's block-scaled kernels reach
+#: 0.67 (:data:`GEMM_MEMORY_EFFICIENCY`); the same tables' bf16 GEMMs reach 0.73 (H100), 0.67
+#: (H200) and 0.69 (A100), so bf16 keeps the constant. Used with ``dtype="fp8"`` on these chips
+#: (in both phases) unless ``Overheads(shape_efficiency=False)`` or an explicit
+#: ``gemm_memory_efficiency``.
+FP8_GEMM_MEMORY_EFFICIENCY = {"H100-SXM": 0.553, "H200": 0.479}
 
 #: Achievable fraction of HBM bandwidth for the experts' grouped matmuls at few tokens per
 #: expert: the dense rate, :data:`GEMM_MEMORY_EFFICIENCY`. DeepGEMM's smallest published grouped
@@ -391,6 +489,14 @@ class Overheads:
     - ``routing_imbalance``: with expert parallelism, pace the experts' arithmetic by the busiest
       chip under uniform random routing (:func:`llmmath.moe.imbalance_factor`); ``False`` leaves
       it out
+    - ``shape_efficiency``: in a prefill step on a chip the measured tables cover (H100, H200,
+      A100), run the non-expert matmuls at the engine GEMMs' measured fraction of the peak for
+      the step's rows (:data:`GEMM_EFFICIENCY_BY_ROWS`) and attention at the engine kernel's
+      fraction for the prompt length (:data:`CONTEXT_ATTENTION_EFFICIENCY`), instead of the
+      best-case constants; an explicit ``matmul_efficiency`` still wins for the matmuls; and
+      with ``dtype="fp8"`` on H100 and H200 read the non-expert weights at the engines' fp8
+      GEMMs' measured bandwidth (:data:`FP8_GEMM_MEMORY_EFFICIENCY`), in both phases.
+      ``False`` keeps the constants everywhere
     - ``tile_m``: rows of one tensor-core tile (``R``, the activation operand's rows, is padded
       to a multiple of it)
     - ``link_efficiency``: fraction of the scale-up line rate collectives reach, in (0, 1]
@@ -424,6 +530,7 @@ class Overheads:
     grouped_matmul_efficiency: float | None = None
     grouped_kernel: str = "triton"
     routing_imbalance: bool = True
+    shape_efficiency: bool = True
     tile_m: int = TILE_M
     link_efficiency: float = LINK_EFFICIENCY
     topology: str | None = None
@@ -472,6 +579,9 @@ class Overheads:
         choice("grouped_kernel", self.grouped_kernel, tuple(GROUPED_GEMM_EFFICIENCY))
         if not isinstance(self.routing_imbalance, bool):
             raise ValueError(f"routing_imbalance: got {self.routing_imbalance!r}; expected True "
+                             "or False")
+        if not isinstance(self.shape_efficiency, bool):
+            raise ValueError(f"shape_efficiency: got {self.shape_efficiency!r}; expected True "
                              "or False")
         positive("tile_m", self.tile_m, integer=True, maximum=4096)
         fraction("link_efficiency", self.link_efficiency)
@@ -609,7 +719,18 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     me, ae = o.memory_efficiency, o.attention_efficiency
     if phase == "decode" and model.kv_lora_rank is not None:
         ae = o.mla_attention_efficiency
+    shared_ce = ce
+    if o.shape_efficiency and phase == "prefill":
+        # kernel efficiency by shape: the engines' measured rates at this step's rows and prompt
+        gemm = GEMM_EFFICIENCY_BY_ROWS.get(chip.name, {})
+        if o.matmul_efficiency is None and gemm:
+            shared_ce = _by_size(gemm.get(dtype, gemm["bf16"]), tokens)
+        if chip.name in CONTEXT_ATTENTION_EFFICIENCY and model.kv_lora_rank is None:
+            ae = _by_size(CONTEXT_ATTENTION_EFFICIENCY[chip.name], context)
     gme, xme = o.gemm_memory_efficiency, o.grouped_memory_efficiency
+    if (o.shape_efficiency and dtype == "fp8" and chip.name in FP8_GEMM_MEMORY_EFFICIENCY
+            and gme == GEMM_MEMORY_EFFICIENCY):  # an explicit gemm_memory_efficiency wins
+        gme = FP8_GEMM_MEMORY_EFFICIENCY[chip.name]
     table = GROUPED_GEMM_EFFICIENCY[o.grouped_kernel]
     ge = o.grouped_matmul_efficiency or table.get(dtype, table["bf16"])
 
@@ -629,7 +750,7 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
 
     pad = np.ceil(tokens / o.tile_m) * o.tile_m / tokens
     attn_part = np.maximum(attn / ae, kv / me)
-    shared_c = shared_mm * pad / ce
+    shared_c = shared_mm * pad / shared_ce
     expert_c = expert_mm / ce
     t_kernel = attn_part + np.maximum(shared_c + expert_c, w / gme)
     kernel_time = np.maximum(t_kernel - np.asarray(step.time), 0.0)
