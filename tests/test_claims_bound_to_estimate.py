@@ -174,16 +174,15 @@ def test_the_estimate_beats_the_fair_baseline_overall_and_held_out():
 
 
 def test_good_for_decode_weak_for_prefill():
-    # "decode steps are where it is good"; "prefill it gets wrong ... nearly always short ...
-    # there the scaled bound does better"
+    # "decode steps are where it is good"; "prefill is where it is weakest ... mostly short ...
+    # no better than the scaled bound"
     dec, pre = SCORE[("decode", "all")], SCORE[("prefill", "all")]
     assert dec["estimate"].share > 0.6 and dec["estimate"].gm_error < 1.3
     assert dec["estimate"].share > dec["baseline"].share
-    assert pre["estimate"].share < 0.3 and pre["estimate"].median_ratio > 1.3
-    assert pre["baseline"].share > pre["estimate"].share
-    assert pre["baseline"].gm_error < pre["estimate"].gm_error
+    assert pre["estimate"].share < 0.5 and pre["estimate"].median_ratio > 1.2
+    assert pre["estimate"].within <= pre["baseline"].within
     short = [r for r in ROWS if r["phase"] == "prefill" and _ratio(r) > 1]
-    assert len(short) >= 0.8 * sum(r["phase"] == "prefill" for r in ROWS)
+    assert len(short) > 0.5 * sum(r["phase"] == "prefill" for r in ROWS)
 
 
 def test_moe_error_below_the_baseline_and_targets_not_met():
@@ -203,7 +202,7 @@ def test_the_residual_groups_are_as_the_chapter_says():
     # TensorRT-LLM's first-token latencies on H100 are all long, the most at 128 tokens
     trt = [r for r in rows(phase="prefill", chip="H100-SXM", kind="dense")
            if r["source"].startswith("nvidia_trtllm_perf")]
-    assert trt and all(_ratio(r) > 1.3 for r in trt)
+    assert trt and all(_ratio(r) > 1.1 for r in trt)
     assert max(trt, key=_ratio)["input_tokens"] == 128
     # LLM-Inference-Bench's MI300X first tokens are many times the estimate; AMD's own table
     # for the same chip lands near it
@@ -211,9 +210,9 @@ def test_the_residual_groups_are_as_the_chapter_says():
     assert mi and all(_ratio(r) > 5 for r in mi)
     amd = rows(source="rocm_vllm_devdocker_mi300x")
     assert _inside(np.median([_ratio(r) for r in amd]))
-    # SGLang 0.4.1's DeepSeek-V3 rows are all more than 1.5 times the estimate; vLLM's nightly
+    # SGLang 0.4.1's DeepSeek-V3 rows are all above the band; vLLM's nightly
     # Mixtral rows are within the band: the gap follows the engine
-    assert all(_ratio(r) > 1.5 for r in rows(source="sglang_v041post2_dsv3"))
+    assert all(_ratio(r) > 1.3 for r in rows(source="sglang_v041post2_dsv3"))
     vl = rows(source="vllm_nightly_latency", catalogue_model="Mixtral-8x7B")
     assert len(vl) == 2 and all(_inside(_ratio(r)) for r in vl)
     # estimates above the measurement: Pope et al.'s TPU decode and vLLM PR 3240's tuned Mixtral
