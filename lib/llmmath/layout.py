@@ -313,8 +313,8 @@ def memory_per_chip(model, layout, sequence_length, global_batch=None, optimizer
     as the module docstring says, and ``in_flight`` from :data:`IN_FLIGHT` (with
     ``global_batch`` None, enough micro-batches to fill the pipeline; GPipe needs the batch).
     """
-    m = check_layout(model, layout, layout.n_chips, global_batch, sequence_length)
-    s = float(sequence_length)
+    s = positive("sequence_length", sequence_length, integer=True, single=True)
+    m = check_layout(model, layout, layout.n_chips, global_batch, s)
     if m is None:
         if layout.schedule == "gpipe":
             raise ValueError("global_batch: GPipe holds every micro-batch of the step; pass "
@@ -410,8 +410,11 @@ def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16
     hides behind what. Load imbalance between experts, the optimizer step and kernel launch
     overheads are left out.
     """
-    m = check_layout(model, layout, cluster.n_chips, global_batch, sequence_length)
-    s = float(sequence_length)
+    if not isinstance(cluster, Cluster):
+        raise TypeError(f"cluster: got {cluster!r}; expected an llmmath.layout.Cluster")
+    s = positive("sequence_length", sequence_length, integer=True, single=True)
+    b = positive("global_batch", global_batch, integer=True, single=True, maximum=1e9)
+    m = check_layout(model, layout, cluster.n_chips, b, s)
     chip = cluster.chip
     peak = chip.peak(dtype)
     eff_m = MATMUL_EFFICIENCY.get(dtype, MATMUL_EFFICIENCY["bf16"]) \
@@ -424,6 +427,7 @@ def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16
     lat = HOP_LATENCY if hop_latency is None else \
         positive("hop_latency", hop_latency, allow_zero=True, single=True)
     ab = positive("activation_bytes", activation_bytes, maximum=8, single=True)
+    positive("grad_bytes", grad_bytes, maximum=8, single=True)
     tp, pp, cp, ep, v = layout.tp, layout.pp, layout.cp, layout.ep, layout.virtual_stages
     n = layout.n_chips
     dom = cluster.scale_up_size
@@ -431,7 +435,7 @@ def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16
     out = cluster.scale_out_bandwidth
 
     # compute: the step's FLOPs, split evenly over every chip (balanced stages)
-    tokens = float(global_batch) * s
+    tokens = b * s
     attn = float(attention_training_flops_per_token(model, s))
     n_act = float(model.active_params)
     n_exp_act = (float(model.n_moe_layers * model.experts_per_token * model.expert_params)
@@ -553,6 +557,8 @@ def plan(model, cluster, global_batch, sequence_length, critical_batch_tokens=No
     fits when :func:`memory_per_chip` is within ``memory_fraction`` of the chip's HBM. Ties in
     time go to the smaller memory. Empty when nothing fits.
     """
+    if not isinstance(cluster, Cluster):
+        raise TypeError(f"cluster: got {cluster!r}; expected an llmmath.layout.Cluster")
     b = positive("global_batch", global_batch, integer=True, single=True, maximum=1e9)
     s = positive("sequence_length", sequence_length, integer=True, single=True)
     model.check_context(s, "sequence_length")
@@ -586,8 +592,8 @@ def _family(lay):
 def explain(plan) -> str:
     """Why the first entry of a :func:`plan` wins: its step, its largest terms, and the best
     layout of another parallel shape (tp, pp, cp, ep) with the terms where it loses most."""
-    if not isinstance(plan, list):
-        raise TypeError(f"plan: got {type(plan).__name__}; expected the list plan() returns")
+    if not isinstance(plan, (list, tuple)) or not all(isinstance(e, PlanEntry) for e in plan):
+        raise TypeError(f"plan: got {plan!r:.80}; expected the list of PlanEntry plan() returns")
     if not plan:
         return "No layout fits: every candidate needs more memory than a chip has."
     best = plan[0]
@@ -641,4 +647,5 @@ def goodput(interval, checkpoint_time, mtbf, restart_time=0.0):
     d = positive("checkpoint_time", checkpoint_time)
     M = positive("mtbf", mtbf)
     R = positive("restart_time", restart_time, allow_zero=True)
-    return _out(tau / (M * np.exp(R / M) * np.expm1((tau + d) / M)))
+    with np.errstate(over="ignore"):  # an hour-long restart on a minute's MTBF: goodput 0
+        return _out(tau / (M * np.exp(R / M) * np.expm1((tau + d) / M)))
