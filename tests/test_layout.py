@@ -222,6 +222,9 @@ def test_step_time_by_hand():
     # MFU = 5,115,960,360,960 / (2.84735e-3 s x 8 x 1e15) = 0.2246
     assert st.mfu == pytest.approx(MODEL_FLOPS / (TIME * 8 * 1e15), rel=1e-9)
     assert st.mfu == pytest.approx(0.2246, abs=1e-4)
+    # HFU counts the recomputed attention forward: 8,192 x 632,903,680 FLOP
+    assert st.hardware_flops == pytest.approx(8192 * (6 * 99_886_080 + 4 * ATTN / 3))
+    assert st.hfu == pytest.approx(st.hardware_flops / (TIME * 8 * 1e15), rel=1e-9)
 
 
 def test_full_recomputation_adds_a_forward_and_a_pass_of_collectives():
@@ -247,6 +250,15 @@ def test_scale_out_carries_what_leaves_the_domain():
     # DP over 4 chips, 4 per domain (8 / tp 2): one domain holds the whole group, so only the
     # scale-up phase is paid: 2 (4-1)/4 x 49,943,040 / 1e11 = 7.4914560e-4 s
     assert st.dp_total == pytest.approx(2 * 3 / 4 * 49_943_040 / 1e11)
+
+
+def test_tensor_parallelism_stays_on_scale_up_when_context_parallelism_leaves_it():
+    # tp 2 x cp 8 = 16 chips over two domains of 8: the TP pairs are inside a domain (1e11),
+    # the CP ring is not (1e10). TP per micro-batch as in TP above but on 1024 / 8 = 128 tokens:
+    # 2 passes x 4 layers x 2 all-reduces of 128 x 1,024 x 2 = 262,144 B, 2 x (1/2) x 262,144 /
+    # 1e11 = 2.62144e-6 s each; m = 1 micro-batch (1 sequence, dp 1)
+    st = step_time(TOY, Layout(dp=1, tp=2, cp=8), Cluster(TOY_CHIP, 16), 1, 1024, **ROUND)
+    assert st.tp == pytest.approx(16 * 2.62144e-6)
 
 
 def test_context_parallel_exchange_beyond_attention():

@@ -347,7 +347,8 @@ class StepBreakdown:
     ``tp``, ``ep``, ``pp`` (sends), ``cp`` (exposed K/V exchange), ``bubble``, ``dp`` (exposed
     gradient sync; ``dp_total`` before overlap), ``time`` the step; ``micro_batches``,
     ``bubble_fraction``; ``model_flops`` (6 N_act D plus attention, no recomputation) and
-    ``mfu = model_flops / (time n C)``.
+    ``mfu = model_flops / (time n C)``; ``hardware_flops`` (recomputation included) and
+    ``hfu``, the same over the hardware FLOPs (what Megatron-LM and BLOOM report).
     """
 
     compute: float
@@ -363,6 +364,8 @@ class StepBreakdown:
     bubble_fraction: float
     model_flops: float
     mfu: float
+    hardware_flops: float
+    hfu: float
 
     def terms(self) -> dict:
         """The additive terms of ``time``, by name."""
@@ -456,7 +459,7 @@ def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16
     layers = model.n_layers / pp
     t_tp = 0.0
     if tp > 1:
-        bw = up if tp * cp <= dom else out
+        bw = up if tp <= dom else out  # tensor parallelism is the innermost group
         t_tp = passes * layers * float(tensor_parallel_layer_comm_time(
             model, t_mb, tp, bw, ab, hop_latency=lat))
     t_ep = 0.0
@@ -470,7 +473,7 @@ def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16
         t_pp = 2.0 * v * float(hop_time(t_mb / tp, model.d_model, bw, 0.0, ab))
     t_cp = 0.0
     if cp > 1:
-        bw = up if tp * cp <= dom else out
+        bw = up if tp * cp <= dom else out  # context parallelism comes next (Megatron's order)
         kv = layout.micro_batch * s * _kv_elements_training(model) * ab / min(tp, model.n_kv_heads
                                                                              or model.n_heads)
         per_layer = (passes + 1.0) * float(collective_time("all-gather", kv, cp, bw,
@@ -493,9 +496,10 @@ def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16
     last_backward = compute / m * 2.0 / 3.0
     dp = max(0.0, dp_total - last_backward)
     time = busy + bubble + dp
-    mfu = model_flops / (time * n * peak)
+    hardware_flops = tokens * (flops_dense + flops_exp + flops_attn)
     return StepBreakdown(compute, m * t_tp, m * t_ep, m * t_pp, m * t_cp, bubble, dp, dp_total,
-                         time, m, f, model_flops, mfu)
+                         time, m, f, model_flops, model_flops / (time * n * peak),
+                         hardware_flops, hardware_flops / (time * n * peak))
 
 
 @dataclass(frozen=True)
