@@ -69,13 +69,18 @@ VALID = {
     # reach
     "tokens_per_second": 50e6, "pretrain_tokens": 15e12, "rl_tokens": 5e12,
     "inference_tokens": 259.2e12, "loss": 2.0, "tokens_per_param": 200.0,
+    # issue 33, layout: a cluster of 8 H100s (the layout below fills it), a batch, failures
+    "cluster": None, "global_batch": 64, "plan": (), "mtbf": 3.0 * 3600, "checkpoint_time": 60.0,
+    "interval": 1200.0,
 }
 # Valid values for one callable where the name's usual value does not fit it.
 VALID_FOR = {"models.get": {"name": "Llama-3-70B"},
              "moe.expert_placement": {"model": DSV3}, "moe.expert_all_to_all": {"model": DSV3},
              "moe.expert_parallel_decode_step": {"model": DSV3},
              "moe.expert_parallel_prefill_step": {"model": DSV3},
-             "moe.expert_parallel_critical_batch": {"model": DSV3}}
+             "moe.expert_parallel_critical_batch": {"model": DSV3},
+             **{f"layout.{f}": {"layout": None}
+                for f in ("check_layout", "memory_per_chip", "step_time")}}
 # Callables that are not inputs to fuzz: result records and catalogue listings.
 SKIP = {"Step", "Frontier", "FastMode", "InputOutputCost", "PipelineMemory", "MemoryPerParam",
         "ParameterBreakdown", "BatchSweep", "ShardedDecode", "Estimate", "names", "all_models",
@@ -87,6 +92,9 @@ ALLOWED = (ValueError, TypeError, KeyError)
 
 
 def _valid(name):
+    if name == "cluster":
+        from llmmath.layout import Cluster
+        return Cluster(H100, 8)
     if name == "step":
         return decode_step(LLAMA, H100, 8, 1024, n_chips=8)
     if name in ("tier", "tier_a", "tier_b"):
@@ -124,6 +132,9 @@ CALLABLES = _callables()
 def _baseline(fn, label=""):
     """Keyword arguments for one valid call: defaults where given, VALID otherwise."""
     kwargs = dict(VALID_FOR.get(label, {}))
+    if "layout" in kwargs and kwargs["layout"] is None:  # a training layout of 8 chips
+        from llmmath.layout import Layout
+        kwargs["layout"] = Layout(dp=1, tp=8)
     for p in inspect.signature(fn).parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name in kwargs:
             continue

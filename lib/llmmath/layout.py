@@ -1,0 +1,655 @@
+"""Laying out a training run: a layout's memory per chip and time per step, and a planner.
+
+A :class:`Layout` splits ``n = dp x tp x pp x cp`` chips four ways (data, tensor, pipeline and
+context parallel) and folds expert parallelism ``ep`` into the chips of one pipeline stage.
+:func:`memory_per_chip` counts what each chip holds, :func:`step_time` what one optimizer step
+costs, :func:`plan` ranks every layout that fits, :func:`explain` says why the winner wins, and
+:func:`checkpoint_interval` / :func:`goodput` price the failures of a long run.
+
+Conventions and assumptions (each one named where it is used):
+
+- **Expert parallelism folds into a stage.** The ``ep`` chips that share a layer's experts are
+  drawn from the ``tp x cp x dp`` chips of one pipeline stage, and experts are not tensor-split
+  (expert tensor parallelism 1): Megatron-Core builds a separate expert grid ``etp x ep x edp x
+  pp`` over the same chips and only asks that ``etp x ep x pp`` divide the world size
+  [megatron_parallel_state]; DeepSeek-V3's EP64 at TP1 sits inside its 128-way data
+  parallelism [deepseek_v3]. Expert weights are ZeRO-sharded over the ``tp cp dp / ep``
+  chips that hold the same experts (Megatron's expert data-parallel group).
+- **Balanced stages.** Every stage holds ``L / pp`` layers and ``1/pp`` of the parameters and
+  FLOPs (embedding and LM head included: real runs move a layer off the end stages to pay for
+  them, as Llama 3 did [llama3_herd]). The layer count need not divide by ``pp``.
+- **Activations** are Korthikanti et al.'s per-layer bytes
+  (:func:`llmmath.training.activation_bytes_per_token_per_layer`): with sequence parallelism
+  all of them divide by ``tp``; without it the ``10 D`` of layer norms and dropout stay whole
+  (:data:`KORTHIKANTI_REPLICATED`); full recomputation keeps ``2 D`` per token whatever ``tp``
+  (their Table 2). Context parallelism divides the tokens. The first stage holds the most
+  micro-batches (:data:`IN_FLIGHT`); the transient working set of the layer being recomputed,
+  the logits and the communication buffers are left out.
+- **Compute** runs at cited kernel rates: matmuls at :data:`llmmath.estimate.MATMUL_EFFICIENCY`
+  (FlashAttention-3's 740 of 989 TFLOP/s in bf16 on an H100), the experts' grouped matmuls
+  additionally at :data:`llmmath.estimate.GROUPED_MATMUL_DERATE`, attention at
+  :data:`llmmath.estimate.ATTENTION_EFFICIENCY`; applied to every chip, as the estimate does.
+  Selective recomputation re-runs attention's forward, full recomputation the whole forward.
+- **Overlap** (:data:`OVERLAP`): tensor-parallel collectives, expert all-to-alls and pipeline
+  sends are not overlapped with compute; the context-parallel K/V exchange hides behind the same
+  layer's attention arithmetic (ring attention's design) and only its excess counts; the
+  data-parallel gradient sync overlaps the last micro-batch's backward pass (gradients are final
+  only then), and only its excess counts. The optimizer step itself is left out.
+
+SI units; one configuration per call (arrays are refused by name) except the checkpoint
+formulas, which broadcast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._check import choice, positive
+from ._check import n_chips as n_chips_check
+from ._check import scalar_or_array as _out
+from .collectives import collective_time
+from .estimate import (
+    ATTENTION_EFFICIENCY,
+    GROUPED_MATMUL_DERATE,
+    HOP_LATENCY,
+    LINK_EFFICIENCY,
+    MATMUL_EFFICIENCY,
+)
+from .moe import expert_all_to_all
+from .parallel import tensor_parallel_layer_comm_time
+from .pipeline import SCHEDULES, bubble_fraction, hop_time
+from .training import (
+    ACTIVATION_RECOMPUTE,
+    activation_bytes_per_token_per_layer,
+    attention_training_flops_per_token,
+    dp_gradient_sync_time,
+    training_flops,
+    zero_memory_per_chip,
+)
+from .units import fmt_bytes, fmt_time
+
+__all__ = [
+    "KORTHIKANTI_REPLICATED",
+    "IN_FLIGHT",
+    "OVERLAP",
+    "LLAMA3_INTERRUPTIONS",
+    "Layout",
+    "Cluster",
+    "check_layout",
+    "MemoryBreakdown",
+    "memory_per_chip",
+    "StepBreakdown",
+    "step_time",
+    "PlanEntry",
+    "plan",
+    "explain",
+    "checkpoint_interval",
+    "goodput",
+]
+
+#: Bytes per token per layer, in units of D, that tensor parallelism without sequence
+#: parallelism leaves whole on every chip (layer-norm inputs and dropout): the ``10`` of
+#: ``s b h (10 + 24/t + 5 a s/(h t))``, Korthikanti et al. 2022, Table 2
+#: [korthikanti2022reducing].
+KORTHIKANTI_REPLICATED = 10.0
+
+#: Micro-batches whose activations the first stage holds at the peak, by schedule, with ``p``
+#: stages, ``m`` micro-batches per step and ``v`` chunks per chip: GPipe keeps all ``m``
+#: [huang2019gpipe]; 1F1B at most ``p`` [narayanan2021megatron]; interleaved 1F1B ``p`` times
+#: ``1 + (p-1)/(p v)`` (Korthikanti et al. 2022, Sec. 4.2.3 [korthikanti2022reducing]); ZB-H1
+#: no more than 1F1B, ZB-H2 up to ``2p - 1`` (Qi et al. 2024, Sec. 2 [qi2024zerobubble]).
+IN_FLIGHT = {
+    "gpipe": lambda p, m, v: m,
+    "1f1b": lambda p, m, v: min(p, m),
+    "interleaved": lambda p, m, v: min(p, m) * (1.0 + (p - 1.0) / (p * v)),
+    "zb-h1": lambda p, m, v: min(p, m),
+    "zb-h2": lambda p, m, v: min(2.0 * p - 1.0, m),
+}
+
+#: What hides behind what in :func:`step_time` (the stated assumption, one line per term).
+OVERLAP = {
+    "tp": "not overlapped: each all-reduce (or reduce-scatter/all-gather) waits for its matmul",
+    "ep": "not overlapped: dispatch and combine sit between the router and the experts",
+    "pp": "not overlapped: one send per micro-batch, chunk and direction",
+    "cp": "overlapped with the same layer's attention arithmetic; only the excess counts",
+    "dp": "overlapped with the last micro-batch's backward pass; only the excess counts",
+}
+
+#: Llama 3 405B's pre-training on up to 16K H100s, a 54-day snapshot: 466 job interruptions,
+#: 47 planned and 419 unexpected, and more than 90% effective training time (Dubey et al. 2024,
+#: Sec. 3.3.4 and Table 5 [llama3_herd]).
+LLAMA3_INTERRUPTIONS = {"days": 54, "interruptions": 466, "planned": 47, "unexpected": 419,
+                        "gpus": 16384, "effective_training_time": 0.90}
+
+
+def _whole(name, value, top=None):
+    v = positive(name, value, integer=True, single=True, maximum=top)
+    return int(v)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a training run splits its chips: degrees ``dp``, ``tp``, ``pp``, ``ep``, ``cp``.
+
+    ``zero_stage`` 0-3 (ZeRO over the data-parallel chips), ``micro_batch`` sequences per
+    micro-batch, ``virtual_stages`` model chunks per chip (interleaved schedule only),
+    ``schedule`` one of :data:`llmmath.pipeline.SCHEDULES`, ``recompute`` one of "none",
+    "selective", "full", and ``sequence_parallel`` (Korthikanti et al.'s split of the layer
+    norms and dropout over the tensor-parallel chips). ``n_chips = dp tp pp cp``; ``ep`` folds
+    into a stage's ``tp cp dp`` chips (module docstring).
+    """
+
+    dp: int
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    cp: int = 1
+    zero_stage: int = 1
+    micro_batch: int = 1
+    virtual_stages: int = 1
+    schedule: str = "1f1b"
+    recompute: str = "selective"
+    sequence_parallel: bool = True
+
+    def __post_init__(self):
+        for name in ("dp", "tp", "pp", "ep", "cp", "micro_batch", "virtual_stages"):
+            _whole(name, getattr(self, name), 1e7)
+        if not isinstance(self.zero_stage, int) or isinstance(self.zero_stage, bool):
+            raise TypeError(f"zero_stage: got {self.zero_stage!r}; expected 0, 1, 2 or 3")
+        choice("zero_stage", self.zero_stage, [0, 1, 2, 3])
+        choice("schedule", self.schedule, SCHEDULES)
+        choice("recompute", self.recompute, list(ACTIVATION_RECOMPUTE))
+        if not isinstance(self.sequence_parallel, bool):
+            raise TypeError(f"sequence_parallel: got {self.sequence_parallel!r}; "
+                            "expected True or False")
+        if self.virtual_stages > 1 and self.schedule != "interleaved":
+            raise ValueError(f"virtual_stages: got {self.virtual_stages}; more than one chunk "
+                             f"per chip needs schedule='interleaved', not {self.schedule!r}")
+
+    @property
+    def n_chips(self) -> int:
+        return self.dp * self.tp * self.pp * self.cp
+
+    def __str__(self):
+        parts = [f"DP{self.dp}", f"TP{self.tp}", f"PP{self.pp}"]
+        parts += [f"EP{self.ep}"] if self.ep > 1 else []
+        parts += [f"CP{self.cp}"] if self.cp > 1 else []
+        sched = self.schedule + (f" v{self.virtual_stages}" if self.virtual_stages > 1 else "")
+        return (" ".join(parts) + f", ZeRO-{self.zero_stage}, micro-batch {self.micro_batch}, "
+                f"{sched}, {self.recompute} recompute")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The machine a run lays out on: ``n_chips`` of ``chip`` in scale-up domains of
+    ``scale_up_size`` (default ``chip.scale_up_domain``) joined by a scale-out network of
+    ``scale_out_bandwidth`` bytes/s per chip, one direction (default the chip's)."""
+
+    chip: object
+    n_chips: int
+    scale_up_size: int | None = None
+    scale_out_bandwidth: float | None = None
+
+    def __post_init__(self):
+        n_chips_check(self.n_chips, single=True)
+        size = self.scale_up_size if self.scale_up_size is not None else \
+            (self.chip.scale_up_domain or 1)
+        object.__setattr__(self, "scale_up_size", _whole("scale_up_size", size, 1e7))
+        bw = self.scale_out_bandwidth if self.scale_out_bandwidth is not None else \
+            self.chip.scale_out_bandwidth
+        if bw is None and self.n_chips > self.scale_up_size:
+            raise ValueError(f"scale_out_bandwidth: chip {self.chip.name!r} lists none and "
+                             f"{self.n_chips} chips exceed one domain of {self.scale_up_size}; "
+                             "pass one (bytes/s)")
+        object.__setattr__(self, "scale_out_bandwidth",
+                           positive("scale_out_bandwidth", bw if bw is not None else 1.0,
+                                    single=True))
+        if not self.chip.scale_up_bandwidth:
+            raise ValueError(f"chip: {self.chip.name!r} lists no scale_up_bandwidth")
+
+    def network_chip(self, domain=None):
+        """The chip as the collectives see it here: this cluster's domain and scale-out."""
+        return dataclasses.replace(self.chip, scale_out_bandwidth=self.scale_out_bandwidth,
+                                   scale_up_domain=int(domain or self.scale_up_size))
+
+
+def _expert_params(model):
+    """Routed-expert parameters of all MoE layers (0 for a dense model)."""
+    return float(model.n_moe_layers * model.n_experts * model.expert_params) if model.is_moe \
+        else 0.0
+
+
+def check_layout(model, layout, n_chips, global_batch=None, sequence_length=None):
+    """Whether ``layout`` can run ``model`` on ``n_chips``; returns the micro-batches per step
+    (``global_batch / (dp micro_batch)``, or None without a batch). ValueError naming
+    ``layout`` (or the argument) and what failed otherwise:
+
+    ``dp tp pp cp = n_chips``; heads and MLP width divide by ``tp``; at least one layer per
+    chunk (``L >= pp v``); experts divide by ``ep`` and ``ep`` divides ``tp cp dp``
+    (Megatron-Core's folding, module docstring; ``ep = 1`` for a dense model); the sequence
+    divides by ``cp``; the global batch (sequences) by ``dp micro_batch``.
+    """
+    if not isinstance(layout, Layout):
+        raise TypeError(f"layout: got {layout!r}; expected an llmmath.layout.Layout")
+    n = int(n_chips_check(n_chips, single=True))
+    bad = []
+    if layout.n_chips != n:
+        bad.append(f"dp tp pp cp = {layout.n_chips}, not n_chips={n}")
+    if model.n_heads % layout.tp:
+        bad.append(f"{model.n_heads} heads do not divide by tp={layout.tp}")
+    if (not model.is_moe or model.n_dense_layers) and model.d_ff % layout.tp:
+        bad.append(f"MLP width {model.d_ff} does not divide by tp={layout.tp}")
+    if model.n_layers < layout.pp * layout.virtual_stages:
+        bad.append(f"{model.n_layers} layers cannot fill pp x virtual_stages = "
+                   f"{layout.pp * layout.virtual_stages} chunks")
+    if layout.ep > 1 and not model.is_moe:
+        bad.append(f"ep={layout.ep} on a dense model (it has no experts)")
+    if model.is_moe and model.n_experts % layout.ep:
+        bad.append(f"{model.n_experts} experts do not divide by ep={layout.ep}")
+    if (layout.tp * layout.cp * layout.dp) % layout.ep:
+        bad.append(f"ep={layout.ep} does not divide a stage's tp cp dp = "
+                   f"{layout.tp * layout.cp * layout.dp} chips")
+    if bad:
+        raise ValueError(f"layout: {layout} does not fit {model.name}: " + "; ".join(bad))
+    if sequence_length is not None:
+        s = positive("sequence_length", sequence_length, integer=True, single=True)
+        model.check_context(s, "sequence_length")
+        if s % layout.cp:
+            raise ValueError(f"sequence_length: got {s:g}; it must divide by cp={layout.cp}")
+    if global_batch is None:
+        return None
+    b = positive("global_batch", global_batch, integer=True, single=True, maximum=1e9)
+    per = layout.dp * layout.micro_batch
+    if b % per:
+        raise ValueError(f"global_batch: got {b:g} sequences; it must divide by dp x "
+                         f"micro_batch = {per} ({layout})")
+    return int(b // per)
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """HBM per chip of the busiest (first) pipeline stage, bytes.
+
+    ``states``: weights, gradients and optimizer states under ZeRO
+    (:func:`llmmath.training.zero_memory_per_chip`: dense and expert parameters, each sharded
+    over its own data-parallel group); ``weights``: the bf16 weights a chip keeps between
+    steps (part of ``states``; 0 under ZeRO-3, which gathers them layer by layer);
+    ``activations``: micro-batches in flight times their stored activations;
+    ``in_flight``: those micro-batches; ``total``: states + activations.
+    """
+
+    states: float
+    weights: float
+    activations: float
+    in_flight: float
+    total: float
+
+    def fits(self, chip, memory_fraction=1.0) -> bool:
+        """Whether ``total`` fits ``memory_fraction`` of the chip's HBM."""
+        f = positive("memory_fraction", memory_fraction, maximum=1.0, single=True)
+        return bool(self.total <= f * chip.hbm_capacity)
+
+
+def _shards(model, layout):
+    """(params per chip, ZeRO group) for the dense part and for the routed experts."""
+    n_exp = _expert_params(model)
+    dense = (float(model.total_params) - n_exp) / (layout.tp * layout.pp)
+    group = layout.dp * layout.cp
+    experts = n_exp / (layout.ep * layout.pp)
+    expert_group = layout.tp * layout.cp * layout.dp // layout.ep
+    return (dense, group), (experts, expert_group)
+
+
+def memory_per_chip(model, layout, sequence_length, global_batch=None, optimizer="adam",
+                    mixed_precision=True) -> MemoryBreakdown:
+    """Bytes per chip of the first pipeline stage (see :class:`MemoryBreakdown`).
+
+    States: ``zero_memory_per_chip(N_dense / (tp pp), dp cp) + zero_memory_per_chip(N_exp /
+    (ep pp), tp cp dp / ep)``. Activations: ``(L / pp) x in_flight x (micro_batch S / cp) x a``
+    with ``a`` Korthikanti et al.'s bytes per token per layer at ``recompute``, divided by ``tp``
+    as the module docstring says, and ``in_flight`` from :data:`IN_FLIGHT` (with
+    ``global_batch`` None, enough micro-batches to fill the pipeline; GPipe needs the batch).
+    """
+    s = positive("sequence_length", sequence_length, integer=True, single=True)
+    m = check_layout(model, layout, layout.n_chips, global_batch, s)
+    if m is None:
+        if layout.schedule == "gpipe":
+            raise ValueError("global_batch: GPipe holds every micro-batch of the step; pass "
+                             "the global batch (sequences)")
+        m = 2 * layout.pp * layout.virtual_stages
+    (dense, group), (experts, egroup) = _shards(model, layout)
+    z = layout.zero_stage
+    states = float(zero_memory_per_chip(dense, group, z, optimizer, mixed_precision))
+    if experts:
+        states += float(zero_memory_per_chip(experts, egroup, z, optimizer, mixed_precision))
+    weight_bytes = 2.0 if mixed_precision else 4.0
+    weights = 0.0 if z == 3 else (dense + experts) * weight_bytes
+    a = float(activation_bytes_per_token_per_layer(model, s, layout.recompute))
+    if layout.recompute != "full":
+        if layout.sequence_parallel:
+            a /= layout.tp
+        else:
+            whole = KORTHIKANTI_REPLICATED * model.d_model
+            a = whole + (a - whole) / layout.tp
+    flight = float(IN_FLIGHT[layout.schedule](layout.pp, m, layout.virtual_stages))
+    acts = model.n_layers / layout.pp * flight * layout.micro_batch * s / layout.cp * a
+    return MemoryBreakdown(states, weights, acts, flight, states + acts)
+
+
+@dataclass(frozen=True)
+class StepBreakdown:
+    """One optimizer step of a layout, seconds per term (see :func:`step_time`).
+
+    ``compute`` (every chip's share of the step's arithmetic, recomputation included),
+    ``tp``, ``ep``, ``pp`` (sends), ``cp`` (exposed K/V exchange), ``bubble``, ``dp`` (exposed
+    gradient sync; ``dp_total`` before overlap), ``time`` the step; ``micro_batches``,
+    ``bubble_fraction``; ``model_flops`` (6 N_act D plus attention, no recomputation) and
+    ``mfu = model_flops / (time n C)``; ``hardware_flops`` (recomputation included) and
+    ``hfu``, the same over the hardware FLOPs (what Megatron-LM and BLOOM report).
+    """
+
+    compute: float
+    tp: float
+    ep: float
+    pp: float
+    cp: float
+    bubble: float
+    dp: float
+    dp_total: float
+    time: float
+    micro_batches: int
+    bubble_fraction: float
+    model_flops: float
+    mfu: float
+    hardware_flops: float
+    hfu: float
+
+    def terms(self) -> dict:
+        """The additive terms of ``time``, by name."""
+        return {"compute": self.compute, "tp": self.tp, "ep": self.ep, "pp": self.pp,
+                "cp": self.cp, "bubble": self.bubble, "dp": self.dp}
+
+
+def _kv_elements_training(model):
+    """K and V numbers per token per layer that context parallelism moves: MLA's keys and
+    values are expanded per head in training (its un-absorbed form), others 2 n_kv d_h."""
+    if model.kv_lora_rank is not None:
+        return model.n_heads * (model.qk_nope_head_dim + model.qk_rope_head_dim
+                                + model.v_head_dim)
+    return model.kv_elements_per_token_per_layer
+
+
+def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16",
+              matmul_efficiency=None, attention_efficiency=None, link_efficiency=None,
+              hop_latency=None, activation_bytes=2, grad_bytes=2) -> StepBreakdown:
+    """Seconds per optimizer step of ``layout`` on ``cluster`` (a :class:`StepBreakdown`).
+
+    ``global_batch`` sequences of ``sequence_length`` tokens, ``m = global_batch / (dp b)``
+    micro-batches of ``b = micro_batch`` per data-parallel replica. Per chip:
+
+    - compute: ``D (6 N_act + a) / n`` FLOP for ``D`` tokens and ``a``
+      (:func:`~llmmath.training.attention_training_flops_per_token`), plus the recomputed
+      forward (``a/3`` selective, ``2 N_act + a/3`` full); matmuls at ``matmul_efficiency``
+      (default :data:`llmmath.estimate.MATMUL_EFFICIENCY`), routed experts also at
+      :data:`llmmath.estimate.GROUPED_MATMUL_DERATE`, attention at ``attention_efficiency``;
+    - per micro-batch and stage (``L/pp`` layers, ``T = b S / cp`` tokens), with passes
+      ``r = 2`` (forward, backward; 3 with full recomputation): tensor-parallel collectives
+      ``r (L/pp) x`` :func:`~llmmath.parallel.tensor_parallel_layer_comm_time` of ``T`` tokens
+      over scale-up at ``link_efficiency`` (default :data:`llmmath.estimate.LINK_EFFICIENCY`)
+      with ``hop_latency`` per step (default :data:`llmmath.estimate.HOP_LATENCY`);
+      expert all-to-all ``r (L_moe/pp) x`` :func:`~llmmath.moe.expert_all_to_all` of ``T/tp``
+      tokens per chip over ``ep`` chips; pipeline sends ``2 v`` hops of ``T D b_a / tp`` bytes
+      (:func:`~llmmath.pipeline.hop_time`) over scale-out; context parallelism ``(r + 1)``
+      all-gathers (or reduce-scatters) of the sequence's K/V per layer, less the layer's
+      attention time;
+    - the bubble: ``busy f / (1 - f)``, ``f`` = :func:`~llmmath.pipeline.bubble_fraction`;
+    - data parallelism: :func:`~llmmath.training.dp_gradient_sync_time` of the dense shard over
+      ``dp cp`` chips plus the experts' over their group, less the last micro-batch's backward.
+
+    ``time = m (compute/m + tp + ep + pp + cp) / (1 - f) + dp``. :data:`OVERLAP` states what
+    hides behind what. Load imbalance between experts, the optimizer step and kernel launch
+    overheads are left out.
+    """
+    if not isinstance(cluster, Cluster):
+        raise TypeError(f"cluster: got {cluster!r}; expected an llmmath.layout.Cluster")
+    s = positive("sequence_length", sequence_length, integer=True, single=True)
+    b = positive("global_batch", global_batch, integer=True, single=True, maximum=1e9)
+    m = check_layout(model, layout, cluster.n_chips, b, s)
+    chip = cluster.chip
+    peak = chip.peak(dtype)
+    eff_m = MATMUL_EFFICIENCY.get(dtype, MATMUL_EFFICIENCY["bf16"]) \
+        if matmul_efficiency is None else \
+        positive("matmul_efficiency", matmul_efficiency, maximum=1.0, single=True)
+    eff_a = ATTENTION_EFFICIENCY if attention_efficiency is None else \
+        positive("attention_efficiency", attention_efficiency, maximum=1.0, single=True)
+    link = LINK_EFFICIENCY if link_efficiency is None else \
+        positive("link_efficiency", link_efficiency, maximum=1.0, single=True)
+    lat = HOP_LATENCY if hop_latency is None else \
+        positive("hop_latency", hop_latency, allow_zero=True, single=True)
+    ab = positive("activation_bytes", activation_bytes, maximum=8, single=True)
+    positive("grad_bytes", grad_bytes, maximum=8, single=True)
+    tp, pp, cp, ep, v = layout.tp, layout.pp, layout.cp, layout.ep, layout.virtual_stages
+    n = layout.n_chips
+    dom = cluster.scale_up_size
+    up = chip.scale_up_bandwidth * link
+    out = cluster.scale_out_bandwidth
+
+    # compute: the step's FLOPs, split evenly over every chip (balanced stages)
+    tokens = b * s
+    attn = float(attention_training_flops_per_token(model, s))
+    n_act = float(model.active_params)
+    n_exp_act = (float(model.n_moe_layers * model.experts_per_token * model.expert_params)
+                 if model.is_moe else 0.0)
+    again = 1.0 / 3.0 if layout.recompute == "full" else 0.0  # forward = 1/3 of 6N
+    again_attn = 0.0 if layout.recompute == "none" else 1.0 / 3.0
+    flops_dense = 6.0 * (n_act - n_exp_act) * (1.0 + again)
+    flops_exp = 6.0 * n_exp_act * (1.0 + again)
+    flops_attn = attn * (1.0 + again_attn)
+    compute = tokens / n * (flops_dense / (peak * eff_m)
+                            + flops_exp / (peak * eff_m * GROUPED_MATMUL_DERATE)
+                            + flops_attn / (peak * eff_a))
+    model_flops = float(training_flops(model, tokens)) + attn * tokens
+
+    # per micro-batch, on one stage
+    passes = 3.0 if layout.recompute == "full" else 2.0
+    t_mb = layout.micro_batch * s / cp  # tokens of one micro-batch on one context shard
+    layers = model.n_layers / pp
+    t_tp = 0.0
+    if tp > 1:
+        bw = up if tp <= dom else out  # tensor parallelism is the innermost group
+        t_tp = passes * layers * float(tensor_parallel_layer_comm_time(
+            model, t_mb, tp, bw, ab, hop_latency=lat))
+    t_ep = 0.0
+    if ep > 1:
+        a2a = expert_all_to_all(model, t_mb / tp, ep, cluster.network_chip(), domain=min(ep, dom),
+                                dispatch_bytes=ab, combine_bytes=ab)
+        t_ep = passes * model.n_moe_layers / pp * float(a2a.time)
+    t_pp = 0.0
+    if pp > 1:
+        bw = out if n > dom else up
+        t_pp = 2.0 * v * float(hop_time(t_mb / tp, model.d_model, bw, 0.0, ab))
+    t_cp = 0.0
+    if cp > 1:
+        bw = up if tp * cp <= dom else out  # context parallelism comes next (Megatron's order)
+        kv = layout.micro_batch * s * _kv_elements_training(model) * ab / min(tp, model.n_kv_heads
+                                                                             or model.n_heads)
+        per_layer = (passes + 1.0) * float(collective_time("all-gather", kv, cp, bw,
+                                                           hop_latency=lat))
+        attn_layer = flops_attn / model.n_layers * t_mb / tp / (peak * eff_a)
+        t_cp = layers * max(0.0, per_layer - attn_layer)
+    busy = compute + m * (t_tp + t_ep + t_pp + t_cp)
+    f = float(bubble_fraction(pp, m, layout.schedule, v)) if pp > 1 else 0.0
+    bubble = busy * f / (1.0 - f)
+
+    # data parallelism: each shard's gradients over its own group, after the last backward
+    (dense, group), (experts, egroup) = _shards(model, layout)
+    dp_total = 0.0
+    for params, g in ((dense, group), (experts, egroup)):
+        if params and g > 1:
+            per_domain = max(1, min(g, dom // tp))
+            network = "scale_out" if n > dom else "scale_up"
+            dp_total += float(dp_gradient_sync_time(params, cluster.network_chip(per_domain), g,
+                                                    network, grad_bytes, layout.zero_stage))
+    last_backward = compute / m * 2.0 / 3.0
+    dp = max(0.0, dp_total - last_backward)
+    time = busy + bubble + dp
+    hardware_flops = tokens * (flops_dense + flops_exp + flops_attn)
+    return StepBreakdown(compute, m * t_tp, m * t_ep, m * t_pp, m * t_cp, bubble, dp, dp_total,
+                         time, m, f, model_flops, model_flops / (time * n * peak),
+                         hardware_flops, hardware_flops / (time * n * peak))
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    """One candidate of :func:`plan`: its ``layout``, ``memory`` and ``step``."""
+
+    layout: Layout
+    memory: MemoryBreakdown
+    step: StepBreakdown
+
+
+def _divisors(n, top):
+    return [d for d in range(1, int(min(n, top)) + 1) if n % d == 0]
+
+
+def _candidates(model, cluster, global_batch, sequence_length):
+    """Every layout the planner tries: tp a power of two within a scale-up domain, pp up to 64
+    (a divisor of the chips left), cp up to 16 powers of two, ep a power of two dividing the
+    experts, micro-batches of 1, 2, 4, ZeRO 1 or 3, 1F1B or interleaved (2 or 4 chunks), every
+    recomputation."""
+    n = cluster.n_chips
+    pow2 = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    out = []
+    for tp in [t for t in pow2 if t <= cluster.scale_up_size and model.n_heads % t == 0]:
+        for cp in [c for c in pow2 if c <= 16 and sequence_length % c == 0]:
+            if n % (tp * cp):
+                continue
+            for pp in _divisors(n // (tp * cp), min(64, model.n_layers)):
+                dp = n // (tp * cp * pp)
+                eps = [e for e in pow2 if model.is_moe and e <= model.n_experts
+                       and model.n_experts % e == 0 and (tp * cp * dp) % e == 0] or [1]
+                scheds = [("1f1b", 1)] + ([("interleaved", 2), ("interleaved", 4)]
+                                          if pp > 1 else [])
+                for ep in eps:
+                    for mb in (1, 2, 4):
+                        if global_batch % (dp * mb):
+                            continue
+                        for sched, v in scheds:
+                            if model.n_layers < pp * v:
+                                continue
+                            for z in (1, 3):
+                                for rc in ("none", "selective", "full"):
+                                    out.append(Layout(dp=dp, tp=tp, pp=pp, ep=ep, cp=cp,
+                                                      zero_stage=z, micro_batch=mb,
+                                                      virtual_stages=v, schedule=sched,
+                                                      recompute=rc))
+    return out
+
+
+def plan(model, cluster, global_batch, sequence_length, critical_batch_tokens=None,
+         layouts=None, dtype="bf16", memory_fraction=1.0) -> list:
+    """Every layout that fits, fastest first: a list of :class:`PlanEntry`.
+
+    ``layouts`` defaults to :func:`_candidates` (tensor parallelism never leaves a scale-up
+    domain). ``critical_batch_tokens`` is the batch beyond which more data parallelism stops
+    buying progress per token (McCandlish et al. 2018's critical batch [mccandlish2018empirical],
+    which grows as the loss falls; no value is assumed here): a global batch above it is
+    refused, so the data-parallel degree stays at most ``B_crit / (S micro_batch)``. A layout
+    fits when :func:`memory_per_chip` is within ``memory_fraction`` of the chip's HBM. Ties in
+    time go to the smaller memory. Empty when nothing fits.
+    """
+    if not isinstance(cluster, Cluster):
+        raise TypeError(f"cluster: got {cluster!r}; expected an llmmath.layout.Cluster")
+    b = positive("global_batch", global_batch, integer=True, single=True, maximum=1e9)
+    s = positive("sequence_length", sequence_length, integer=True, single=True)
+    model.check_context(s, "sequence_length")
+    if critical_batch_tokens is not None:
+        crit = positive("critical_batch_tokens", critical_batch_tokens, single=True)
+        if b * s > crit:
+            raise ValueError(f"critical_batch_tokens: the global batch of {b * s:,.0f} tokens "
+                             f"exceeds it ({crit:,.0f}); lower global_batch")
+    positive("memory_fraction", memory_fraction, maximum=1.0, single=True)
+    if layouts is None:
+        layouts = _candidates(model, cluster, int(b), int(s))
+    found = []
+    for lay in layouts:
+        try:
+            mem = memory_per_chip(model, lay, s, b)
+        except ValueError:
+            continue  # this layout cannot run this model or batch
+        if not mem.fits(cluster.chip, memory_fraction):
+            continue
+        if lay.n_chips != cluster.n_chips:
+            continue
+        found.append(PlanEntry(lay, mem, step_time(model, lay, cluster, b, s, dtype)))
+    found.sort(key=lambda e: (e.step.time, e.memory.total))
+    return found
+
+
+def _family(lay):
+    return (lay.tp, lay.pp, lay.cp, lay.ep)
+
+
+def explain(plan) -> str:
+    """Why the first entry of a :func:`plan` wins: its step, its largest terms, and the best
+    layout of another parallel shape (tp, pp, cp, ep) with the terms where it loses most."""
+    if not isinstance(plan, (list, tuple)) or not all(isinstance(e, PlanEntry) for e in plan):
+        raise TypeError(f"plan: got {plan!r:.80}; expected the list of PlanEntry plan() returns")
+    if not plan:
+        return "No layout fits: every candidate needs more memory than a chip has."
+    best = plan[0]
+    st = best.step
+    terms = sorted(st.terms().items(), key=lambda kv: -kv[1])
+    lines = [f"Best: {best.layout}: {fmt_time(st.time)} per step, MFU {st.mfu:.1%}, "
+             f"{fmt_bytes(best.memory.total)} per chip.",
+             "Its time: " + ", ".join(f"{k} {fmt_time(v)}" for k, v in terms if v > 0) + "."]
+    other = next((e for e in plan[1:] if _family(e.layout) != _family(best.layout)), None)
+    if other is not None:
+        diff = {k: other.step.terms()[k] - v for k, v in st.terms().items()}
+        worst = sorted(diff.items(), key=lambda kv: -kv[1])[:2]
+        lines.append(f"Next shape: {other.layout}: {fmt_time(other.step.time)} "
+                     f"({other.step.time / st.time - 1:+.1%}), losing most on "
+                     + " and ".join(f"{k} (+{fmt_time(d)})" for k, d in worst if d > 0) + ".")
+    return "\n".join(lines)
+
+
+# ----- failures: how often to checkpoint, and what is left for training -----------------------
+
+def checkpoint_interval(mtbf, checkpoint_time, method="daly"):
+    """Compute time between checkpoints that minimises the expected wall-clock time, seconds.
+
+    ``method="young"``: Young 1974's first-order ``sqrt(2 delta M)`` [young1974first];
+    ``"daly"`` (default): Daly 2006's higher-order estimate [daly2006higher],
+    ``sqrt(2 delta M) [1 + sqrt(delta/(2M))/3 + (delta/(2M))/9] - delta`` for ``delta < 2M``,
+    else ``M``. ``mtbf`` M is the job's mean time between interruptions (seconds),
+    ``checkpoint_time`` delta the time to write one checkpoint.
+    """
+    M = positive("mtbf", mtbf)
+    d = positive("checkpoint_time", checkpoint_time)
+    choice("method", method, ("young", "daly"))
+    young = np.sqrt(2.0 * d * M)
+    if method == "young":
+        return _out(young)
+    x = d / (2.0 * M)
+    daly = young * (1.0 + np.sqrt(x) / 3.0 + x / 9.0) - d
+    return _out(np.where(d < 2.0 * M, daly, M))
+
+
+def goodput(interval, checkpoint_time, mtbf, restart_time=0.0):
+    """Share of wall-clock time spent on training that is kept, in (0, 1].
+
+    Daly 2006's complete model [daly2006higher] with Poisson interruptions of mean ``mtbf`` M:
+    each segment of ``interval`` tau of compute plus a ``checkpoint_time`` delta write, redone
+    after an interruption that costs ``restart_time`` R, takes ``M e^{R/M} (e^{(tau+delta)/M}
+    - 1)`` on average, so ``goodput = tau / (M e^{R/M} (e^{(tau+delta)/M} - 1))``; without
+    failures (``M`` to infinity) ``tau / (tau + delta)``.
+    """
+    tau = positive("interval", interval)
+    d = positive("checkpoint_time", checkpoint_time)
+    M = positive("mtbf", mtbf)
+    R = positive("restart_time", restart_time, allow_zero=True)
+    with np.errstate(over="ignore"):  # an hour-long restart on a minute's MTBF: goodput 0
+        return _out(tau / (M * np.exp(R / M) * np.expm1((tau + d) / M)))
