@@ -553,7 +553,7 @@ def plan(model, cluster, global_batch, sequence_length, critical_batch_tokens=No
          layouts=None, dtype="bf16", memory_fraction=1.0) -> list:
     """Every layout that fits, fastest first: a list of :class:`PlanEntry`.
 
-    ``layouts`` defaults to :func:`_candidates` (tensor parallelism never leaves a scale-up
+    ``layouts`` defaults to every candidate layout (tensor parallelism never leaves a scale-up
     domain). ``critical_batch_tokens`` is the batch beyond which more data parallelism stops
     buying progress per token (McCandlish et al. 2018's critical batch [mccandlish2018empirical],
     which grows as the loss falls; no value is assumed here): a global batch above it is
