@@ -176,27 +176,26 @@ MATMUL_EFFICIENCY = {
 #: 989 TFLOP/s on an H100 SXM [shah2024flashattention3].
 ATTENTION_EFFICIENCY = _chips.MEASURED_H100["bf16_matmul"] / 989.4e12
 
-#: Measured fraction of the datasheet matmul peak reached by a serving engine's dense GEMMs, by
-#: the activation operand's rows ``M`` (the tokens of a prefill step), from NVIDIA's
-#: aiconfigurator kernel tables [nvidia_aiconfigurator_gemm] (snapshot commit 095f58a5,
-#: ``systems/data/<gpu>/gemm/trtllm/<version>/gemm_perf.parquet``: TensorRT-LLM's ``Linear``
-#: layer timed under CUDA-graph replay, 1.3.0rc10 on H100 and H200 SXM, 1.0.0 on A100 SXM
-#: 80GB). Each value is the median of ``2 M N K / (latency x peak)`` over the 114 weight shapes
-#: with ``N`` and ``K`` from 1,024 to 16,384 and ``N K >= 2^24`` (the widths of 7B-and-larger
-#: models' projections over their tensor-parallel ranks), peaks 989.4 (bf16) and 1,978.9 (fp8)
-#: TFLOP/s on H100/H200, 312 on A100. fp8 is per-tensor with a static activation scale: the
-#: table's dynamic-scale fp8 GEMM minus the same version's measured scale computation
+#: Measured fraction of the datasheet matmul peak reached by a serving engine's dense GEMMs, by the
+#: activation operand's rows ``M`` (the tokens of a prefill step), from NVIDIA's aiconfigurator
+#: kernel tables [nvidia_aiconfigurator_gemm] (snapshot commit 095f58a5, ``gemm_perf.parquet`` under
+#: ``systems/data/<gpu>/`` ``gemm/trtllm/<version>/``: TensorRT-LLM's ``Linear`` layer timed under
+#: CUDA-graph replay, 1.3.0rc10 on H100 and H200 SXM, 1.0.0 on A100 SXM 80GB). Each value is the
+#: median of ``2 M N K / (latency x peak)`` over the 114 weight shapes with ``N`` and ``K`` from
+#: 1,024 to 16,384 and ``N K >= 2^24`` (the widths of 7B-and-larger models' projections over their
+#: tensor-parallel ranks), peaks 989.4 (bf16) and 1,978.9 (fp8) TFLOP/s on H100/H200, 312 on A100.
+#: fp8 is per-tensor with a static activation scale: the table's dynamic-scale fp8 GEMM minus the
+#: same version's measured scale computation
 #: (``quantize/trtllm/1.3.0rc10/computescale_perf.parquet``, as aiconfigurator derives
 #: ``fp8_static``). Between two listed ``M`` the fraction is interpolated in ``log2 M``, outside
 #: them it is the end value; the A100 table stops at 8,192 rows. Half the spread (25th to 75th
-#: percentile over shapes) is about 0.03 of the peak at ``M >= 1,024``, up to 0.07 at 256.
-#: Used for a prefill step's non-expert matmuls on these chips
-#: (``Overheads(shape_efficiency=False)`` keeps :data:`MATMUL_EFFICIENCY`): at ``M = 128`` the
-#: GEMM is neither weight-bound nor compute-bound and reaches 0.22-0.47 of the peak, where the
-#: single best-case constant says 0.68-0.75; at ``M >= 4,096`` TensorRT-LLM's bf16 GEMMs reach
-#: 0.80, a little above FlashAttention-3's 0.75. Decode keeps the constants: at ``M <= 64`` the
-#: bf16 tables agree with the bound's weight stream at :data:`GEMM_MEMORY_EFFICIENCY` within 8%
-#: on these shapes.
+#: percentile over shapes) is about 0.03 of the peak at ``M >= 1,024``, up to 0.07 at 256. Used for
+#: a prefill step's non-expert matmuls on these chips (``Overheads(shape_efficiency=False)`` keeps
+#: :data:`MATMUL_EFFICIENCY`): at ``M = 128`` the GEMM is neither weight-bound nor compute-bound and
+#: reaches 0.22-0.47 of the peak, where the single best-case constant says 0.68-0.75; at ``M >=
+#: 4,096`` TensorRT-LLM's bf16 GEMMs reach 0.80, a little above FlashAttention-3's 0.75. Decode
+#: keeps the constants: at ``M <= 64`` the bf16 tables agree with the bound's weight stream at
+#: :data:`GEMM_MEMORY_EFFICIENCY` within 8% on these shapes.
 GEMM_EFFICIENCY_BY_ROWS = {
     "H100-SXM": {
         "bf16": ((64, 0.152), (128, 0.295), (256, 0.524), (512, 0.720), (1024, 0.758),
@@ -218,18 +217,17 @@ GEMM_EFFICIENCY_BY_ROWS = {
 
 #: Measured fraction of the bf16 peak reached by a serving engine's context (prefill) attention
 #: kernel, by prompt length ``S`` (tokens per sequence), from the same tables
-#: [nvidia_aiconfigurator_gemm] (``systems/data/<gpu>/attention/trtllm/<version>/
-#: context_attention_perf.parquet``, TensorRT-LLM's attention op under CUDA-graph replay, the
-#: same versions as :data:`GEMM_EFFICIENCY_BY_ROWS`): the median, over batches of 1 to 64
-#: sequences and every head configuration with head dimension 128 and at least 8 query heads
-#: (bf16 activations and KV cache, no sliding window), of the causal attention FLOPs
-#: ``2 h d S (S + 1) B`` (the count of :meth:`llmmath.models.Model.prefill_attention_flops`)
-#: over ``latency x peak``. Interpolated in ``log2 S`` like the GEMMs. The engines' kernels reach
-#: 0.24-0.30 of the peak at 1,024 tokens and about 0.5 at 16,384, where FlashAttention-3's best
-#: is 0.75 (:data:`ATTENTION_EFFICIENCY`) and FlashAttention-2 reached about 0.35 on an H100
-#: [shah2024flashattention3]; a short prompt's attention is a few microseconds per layer
-#: whatever its FLOPs. Used for a prefill step's attention on these chips, except with
-#: multi-head latent attention (head dimension 192: not in the tables).
+#: [nvidia_aiconfigurator_gemm] (``context_attention_perf.parquet`` under ``systems/data/<gpu>/``
+#: ``attention/trtllm/<version>/``, TensorRT-LLM's attention op under CUDA-graph replay, the same
+#: versions as :data:`GEMM_EFFICIENCY_BY_ROWS`): the median, over batches of 1 to 64 sequences and
+#: every head configuration with head dimension 128 and at least 8 query heads (bf16 activations and
+#: KV cache, no sliding window), of the causal attention FLOPs ``2 h d S (S + 1) B`` (the count of
+#: :meth:`llmmath.models.Model.prefill_attention_flops`) over ``latency x peak``. Interpolated in
+#: ``log2 S`` like the GEMMs. The engines' kernels reach 0.24-0.30 of the peak at 1,024 tokens and
+#: about 0.5 at 16,384, where FlashAttention-3's best is 0.75 (:data:`ATTENTION_EFFICIENCY`) and
+#: FlashAttention-2 reached about 0.35 on an H100 [shah2024flashattention3]; a short prompt's
+#: attention is a few microseconds per layer whatever its FLOPs. Used for a prefill step's attention
+#: on these chips, except with multi-head latent attention (head dimension 192: not in the tables).
 CONTEXT_ATTENTION_EFFICIENCY = {
     "H100-SXM": ((128, 0.029), (256, 0.071), (512, 0.141), (1024, 0.239), (2048, 0.334),
                  (4096, 0.419), (8192, 0.479), (16384, 0.514)),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
 from ..estimate import (
     DEFAULT_OVERHEADS,
@@ -136,6 +137,9 @@ def estimate_waterfall(p, row, overheads=None):
     ax.set_yticks(y, labels, fontsize=SMALL)
     ax.grid(axis="y", visible=False)
     ax.xaxis.set_major_formatter(lambda v, _: fmt_t(v) if v > 0 else "0")
+    # whole seconds once the axis reaches a second: "1.5 s" is not a round time to read off
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True) if top * 1.42 >= 1
+                               else MaxNLocator(nbins=5, steps=[1, 2, 5, 10]))
     for yi, lf, w, lab in zip(y, lefts, widths, labels, strict=True):
         if lab == "measured":
             text = f"{fmt_time(w, 3)}: {measured / est:.2f}× est."
