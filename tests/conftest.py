@@ -52,8 +52,13 @@ def is_physics_test(path) -> bool:
     """The unit tests that check the physics, by rule: a chapter's claims
     (``test_claims_<chapter>.py``), a physics module's own tests (``test_<module>.py``), and any
     file that says ``pytestmark = pytest.mark.physics``. ``make mutate`` and
-    ``make unit-baseline`` run these (``-m physics``); a new chapter's files join by their names."""
-    name = pathlib.Path(path).stem
+    ``make unit-baseline`` run these (``-m physics``); a new chapter's files join by their names.
+    The browser suite is never physics, whatever its files are called (``tests/browser/
+    test_layout.py`` is the page layout, not :mod:`llmmath.layout`)."""
+    path = pathlib.Path(path)
+    if "browser" in path.parts:
+        return False
+    name = path.stem
     return name.startswith("test_claims_") or name[len("test_"):] in llmmath.physics_modules()
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -208,3 +209,16 @@ def test_a_tie_is_compute_bound():
     grid = Step(np.array([1.0, 2.0]), 0.5, 0.5, np.array([1.0, 1.0]), 1.0, 1.0, 1.0, 1.0, 1.0,
                 1.0, 1.0)
     assert grid.bound.tolist() == ["compute", "compute"]
+
+
+def test_the_physics_marker_is_by_rule_and_never_a_browser_test():
+    # `make unit-baseline` and `make mutate` run `-m physics`: a chapter's claims and a physics
+    # module's own tests, never the browser suite, even where a page test shares a module's name
+    # (tests/browser/test_layout.py and llmmath.layout)
+    from conftest import is_physics_test
+
+    tests = Path(__file__).resolve().parent
+    assert is_physics_test(tests / "test_claims_bound_to_estimate.py")
+    assert is_physics_test(tests / "test_layout.py")  # llmmath.layout's own tests would be
+    assert not is_physics_test(tests / "browser" / "test_layout.py")
+    assert not is_physics_test(tests / "test_figure_quality.py")
