@@ -215,9 +215,14 @@ def test_the_physics_marker_is_by_rule_and_never_a_browser_test():
     # `make unit-baseline` and `make mutate` run `-m physics`: a chapter's claims and a physics
     # module's own tests, never the browser suite, even where a page test shares a module's name
     # (tests/browser/test_layout.py and llmmath.layout)
-    from conftest import is_physics_test
+    import importlib.util
 
     tests = Path(__file__).resolve().parent
+    # by path: under xdist the name "conftest" can be the browser suite's
+    spec = importlib.util.spec_from_file_location("_tests_conftest", tests / "conftest.py")
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+    is_physics_test = conftest.is_physics_test
     assert is_physics_test(tests / "test_claims_bound_to_estimate.py")
     assert is_physics_test(tests / "test_layout.py")  # llmmath.layout's own tests would be
     assert not is_physics_test(tests / "browser" / "test_layout.py")
