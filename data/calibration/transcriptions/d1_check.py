@@ -13,8 +13,7 @@ import pathlib
 import re
 import sys
 
-import llmmath as lm
-import llmmath._calibration as cal
+from _transcription import check  # the shared loop, beside this file
 
 PATH = pathlib.Path(__file__).with_name("d1.csv")
 NUMBER = r"([0-9]+(?:\.[0-9]+)?(?:e-?[0-9]+)?)"
@@ -35,18 +34,7 @@ def expected(row):
 
 
 def main():
-    rows = cal.load(PATH)
-    bad = 0
-    for i, r in enumerate(rows, start=2):
-        lm.models.get(r["catalogue_model"])
-        lm.chips.get(r["chip"])
-        assert r["tp"] * r["ep"] * r["pp"] == r["n_chips"], f"line {i}: tp x ep x pp != n_chips"
-        want = expected(r)
-        if not math.isclose(r["measured_s"], want, rel_tol=1e-9):
-            print(f"line {i}: measured_s {r['measured_s']} but reported gives {want}")
-            bad += 1
-    print(f"{len(rows)} rows, {bad} mismatches")
-    return 1 if bad else 0
+    return check(PATH, expected, rel_tol=1e-9)
 
 
 if __name__ == "__main__":

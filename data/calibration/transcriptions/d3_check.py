@@ -1,5 +1,5 @@
-"""Check data/calibration/transcriptions/d3.csv: every row loads, names a catalogue model and chip, and its
-measured_s follows from its `reported` figure by the conversion d3.md describes.
+"""Check data/calibration/transcriptions/d3.csv: every row loads, names a catalogue model and
+chip, and its measured_s follows from its `reported` figure by the conversion d3.md describes.
 
 - rocm_vllm_devdocker_mi300x: "<seconds> s MI300X Latency (sec)" -> measured_s = seconds (a whole
   static batch, phase generate).

@@ -6,13 +6,11 @@ Both sources print vLLM benchmark_latency.py's "Avg latency: X seconds" for one 
 
 Run: PYTHONPATH=lib python data/calibration/transcriptions/d4_check.py (exit 1 on any mismatch).
 """
-import math
 import pathlib
 import re
 import sys
 
-import llmmath as lm
-import llmmath._calibration as cal
+from _transcription import check  # the shared loop, beside this file
 
 PATH = pathlib.Path(__file__).with_name("d4.csv")
 NUMBER = r"([0-9]+(?:\.[0-9]+)?)"
@@ -33,19 +31,8 @@ def expected(row):
 
 
 def main():
-    rows = cal.load(PATH)
-    bad = 0
-    for i, r in enumerate(rows, start=2):
-        lm.models.get(r["catalogue_model"])
-        lm.chips.get(r["chip"])
-        assert r["tp"] * r["ep"] * r["pp"] == r["n_chips"], f"line {i}: tp x ep x pp != n_chips"
-        assert r["phase"] == "generate" and r["split"] == "new", f"line {i}"
-        want = expected(r)
-        if not math.isclose(r["measured_s"], want, rel_tol=1e-12):
-            print(f"line {i}: measured_s {r['measured_s']} but reported gives {want}")
-            bad += 1
-    print(f"{len(rows)} rows, {bad} mismatches")
-    return 1 if bad else 0
+    return check(PATH, expected, rel_tol=1e-12,
+                 row_rule=lambda r: r["phase"] == "generate" and r["split"] == "new")
 
 
 if __name__ == "__main__":
