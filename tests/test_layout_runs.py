@@ -178,3 +178,15 @@ def test_gpt_shapes_give_the_published_parameter_counts():
         m = re.match(r"GPT ([\d.]+)B", row["model"])
         if m and not (row["catalogue_model"] or ADDED_MODELS.get(row["run"])):
             assert _model(row).total_params / 1e9 == pytest.approx(float(m.group(1)), abs=0.3)
+
+
+@pytest.mark.skipif(not ROWS, reason="data/training_runs/runs.csv is not on this branch")
+def test_bloom_throughput_is_compared_with_the_hfu():
+    # BLOOM's log prints "TFLOPs: 149.77", counted "using the `4*2` co-efficient" (hardware
+    # FLOPs, recomputation included; bigscience_tr11_176b): 149.77 / 312 = 0.48003 of the A100's
+    # peak, an HFU. OPT's "147 TFLOP/s" does not say which, so it stays beside the MFU.
+    rows = {r["run"]: r for r in ROWS}
+    a100 = chips.get("A100-SXM-80GB")
+    value, kind = _published_utilisation(rows["bloom-176b"], a100)
+    assert kind.endswith("HFU") and value == pytest.approx(0.48003, abs=1e-5)
+    assert _published_utilisation(rows["opt-175b"], a100)[1].endswith("MFU")
