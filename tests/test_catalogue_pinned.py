@@ -27,6 +27,11 @@ CHIPS = {
     # H200 SXM datasheet: the H100's compute, 141 GB HBM3e at 4.8 TB/s
     "H200": ({"bf16": 989.4 * T, "fp8": 1978.9 * T, "int8": 1978.9 * T}, 4.8 * T, 141 * G, "GB",
              900 * G / 2, 8, 400e9 / 8, "nvidia_h200_datasheet"),
+    # H800 SXM: the H100's die and tensor cores, so the H100 datasheet's dense figures; 80 GB at
+    # "e.g., 3.35 TB/s"; NVLink "400 GB/s total aggregate bidirectional" [philisun_h800]; 8 GPUs
+    # a node and "IB (50 GB/s)" a GPU (DeepSeek-V3 Sec. 3.1, 3.2.2)
+    "H800": ({"bf16": 989.4 * T, "fp8": 1978.9 * T}, 3.35 * T, 80 * G, "GB", 400 * G / 2, 8,
+             50 * G, "philisun_h800"),
     # HGX B200 (8 GPUs): FP4 144 PF sparse, FP8 72 PF sparse, BF16 36 PF sparse, 1,440 GB HBM3e,
     # 64 TB/s; NVLink 5 1.8 TB/s bidirectional per GPU
     "B200": ({"bf16": 36 * P / 2 / 8, "fp8": 72 * P / 2 / 8, "int8": 72 * P / 2 / 8,
@@ -104,6 +109,8 @@ def test_chip_figures_are_the_cited_ones(name):
 DENSE = {
     "GPT-3-175B": (96, 12288, 49152, 96, 96, 128, 50257, 2048),       # Brown et al. 2020 Table 2.1
     "MT-NLG-530B": (105, 20480, 81920, 128, 128, 160, 51200, 2048),   # Smith et al. 2022
+    # BLOOM model card: 70 layers, 112 heads, hidden 14336, 2048 tokens; embedding 250880 x 14336
+    "BLOOM-176B": (70, 14336, 4 * 14336, 112, 112, 128, 250880, 2048),
     "PaLM-8B": (32, 4096, 16384, 16, 1, 256, 256000, 2048),           # Chowdhery et al. Table 1
     "PaLM-62B": (64, 8192, 32768, 32, 1, 256, 256000, 2048),
     "PaLM-540B": (118, 18432, 73728, 48, 1, 256, 256000, 2048),
@@ -178,6 +185,7 @@ PUBLISHED = {
     "DeepSeek-V3": (671e9, 37e9), "DeepSeek-V3.2": (671e9, 37e9),
     "Qwen3-235B-A22B": (235e9, 22e9), "Qwen3-30B-A3B": (30.5e9, 3.3e9),
     "gpt-oss-120b": (116.83e9, 5.13e9),
+    "BLOOM-176B": (176_247_271_424, 176_247_271_424),  # hf_bloom: "176,247,271,424 parameters"
 }
 
 

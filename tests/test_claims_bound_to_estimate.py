@@ -119,16 +119,19 @@ def test_all_reduces_at_batch_1_are_their_latency():
     # "at batch 1 their bytes are nothing and their latency is everything": on 8 chips of a
     # switch (NVIDIA) 2 steps of 3 us per all-reduce, on a ring (the others) 2 x 7 steps of
     # 2.41 us; n_ar all-reduces per layer (2, or 1 for a parallel block). The bytes (D x 2 per
-    # token) add under 5%.
+    # token) add under 5% on links of 400 GB/s or more each way; on the H800's 200 GB/s under
+    # 10%: MT-NLG's 40,960 B all-reduce, 2 x 7/8 x 40,960 B at 200 GB/s x 370/450 (NCCL's bus
+    # efficiency) = 0.436 us on 6 us of latency, 7.3%.
     for c in CHIPS:
         if not c.scale_up_bandwidth:
             continue
         per = 2 * T_LAT if c.vendor == "NVIDIA" else 14 * T_RING
+        bytes_share = 0.05 if c.scale_up_bandwidth >= 400e9 else 0.10
         for m in DENSE:
             n_ar = 1 if m.parallel_block else 2
             e = estimate_step(m, c, 1, _ctx(m, 1024), n_chips=8, dtype=_dt(c))
             hand = m.n_layers * n_ar * per
-            assert hand <= e.tp_comm_time <= 1.05 * hand, (m.name, c.name)
+            assert hand <= e.tp_comm_time <= (1 + bytes_share) * hand, (m.name, c.name)
 
 
 def test_the_estimate_can_reorder_chips_the_bound_ranks():

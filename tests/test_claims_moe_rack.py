@@ -22,6 +22,11 @@ CHIPS = chips.all_chips()
 MOE = [m for m in models.all_models() if m.is_moe]
 NETWORKED = [c for c in CHIPS if c.scale_up_bandwidth and c.scale_out_bandwidth]
 GPUS = [c for c in NETWORKED if c.vendor in ("NVIDIA", "AMD")]
+# The export-limited H800: NVLink cut to 200 GB/s each way over 50 GB/s of InfiniBand, 4 times
+# (philisun_h800; DeepSeek-V3 Sec. 3.2.2 measures 160 against 50). The chapter's "order of
+# magnitude" and "an expert layer does not cross a domain" do not hold for it; the claims below
+# name it apart, and the prose must too.
+EXPORT_LIMITED = {"H800"}
 
 
 # Claim: "leaving the scale-up domain costs about an order of magnitude in bandwidth per chip: 9 to
@@ -29,9 +34,13 @@ GPUS = [c for c in NETWORKED if c.vendor in ("NVIDIA", "AMD")]
 def test_scale_out_is_about_an_order_of_magnitude_slower():
     assert GPUS and len(NETWORKED) > len(GPUS)
     for c in GPUS:
+        if c.name in EXPORT_LIMITED:
+            assert moe.scale_up_over_scale_out(c) == pytest.approx(200e9 / 50e9), c.name
+            continue
         assert 8 <= moe.scale_up_over_scale_out(c) <= 20, c.name
     for c in NETWORKED:
-        assert moe.scale_up_over_scale_out(c) >= 8, c.name
+        if c.name not in EXPORT_LIMITED:
+            assert moe.scale_up_over_scale_out(c) >= 8, c.name
 
 
 # Claim: "an expert layer does not cross a domain": for every MoE model and every chip with both
@@ -44,7 +53,13 @@ def test_crossing_the_domain_slows_the_all_to_all(chip):
         for t in (16, 128, 1024):
             inside = moe.expert_all_to_all(m, t, d, chip).time
             across = moe.expert_all_to_all(m, t, 2 * d, chip).time
-            assert across > inside, (m.name, t)
+            if chip.name in EXPORT_LIMITED and m.experts_per_token >= 8:
+                # at 4 times, a token routed to 8 experts sends fewer bytes over the slow
+                # NVLink when it crosses once to a second domain and is forwarded there
+                # (DeepSeek-V3's EP64 spans 8 nodes): the exception the chapter must name
+                assert across < inside, (m.name, t)
+            else:
+                assert across > inside, (m.name, t)
 
 
 # Claim: "B* is about the ridge times the sparsity": the closed form (C/W)(b_w/2) N_tot/N_act is
@@ -314,7 +329,7 @@ def test_imbalance_by_pencil():
 
 def test_scale_out_ratio_claims():
     # "the episode's about 8 times sits just below the GPUs' range" (9 to 18)
-    ratios = [moe.scale_up_over_scale_out(c) for c in GPUS]
+    ratios = [moe.scale_up_over_scale_out(c) for c in GPUS if c.name not in EXPORT_LIMITED]
     assert round(min(ratios)) == 9 and 8 < min(ratios)
     # DeepSeek-V3 report Sec. 3.2.2: H800 NVLink 160 GB/s against 50 GB/s InfiniBand
     _same("r_h800", 160e9 / 50e9)

@@ -40,6 +40,7 @@ REQUIRED = [
 ATTENTION_KIND = {
     "GPT-3-175B": "MHA",  # brown2020gpt3: standard multi-head attention
     "MT-NLG-530B": "MHA",  # pope2022efficiently Table D.1: "multihead"
+    "BLOOM-176B": "MHA",  # hf_bloom: "112 attention heads", one K and V per head
     "PaLM-8B": "MQA", "PaLM-62B": "MQA", "PaLM-540B": "MQA",  # chowdhery2022palm Sec. 2
     "LLaMA-2-7B": "MHA", "LLaMA-2-13B": "MHA",  # touvron2023llama2: GQA only for 34B/70B
     "LLaMA-2-70B": "GQA",
@@ -146,6 +147,15 @@ def test_exact_counts_by_hand():
     gpt3 = models.get("GPT-3-175B")
     L, D = 96, 12288
     assert gpt3.total_params == 12 * L * D**2 + 9 * L * D + (2 * L + 1) * D + 50257 * D
+    # BLOOM 176B (hf_bloom): GPT-3's form at L 70, D 14336, tied 250880 x 14336 embedding
+    # (the card's "3,596,615,680 embedding parameters"). The card's exact "176,247,271,424" adds
+    # what the count leaves out: each layer's two LayerNorm biases, the final norm's bias and
+    # the embedding LayerNorm's scale and bias, (2 L + 1 + 2) D = 143 x 14336 = 2,050,048.
+    bloom = models.get("BLOOM-176B")
+    L, D = 70, 14336
+    assert 250880 * D == 3_596_615_680
+    assert bloom.total_params == 12 * L * D**2 + 9 * L * D + (2 * L + 1) * D + 250880 * D
+    assert bloom.total_params + (2 * L + 3) * D == 176_247_271_424
     # Mixtral 8x7B active (jiang2024mixtral): 2 of 8 experts of 3*4096*14336 in 32 layers.
     mix = models.get("Mixtral-8x7B")
     idle = 32 * 6 * 3 * 4096 * 14336

@@ -227,6 +227,69 @@ def test_step_time_by_hand():
     assert st.hfu == pytest.approx(st.hardware_flops / (TIME * 8 * 1e15), rel=1e-9)
 
 
+# Kernel rates by shape on a chip NVIDIA's aiconfigurator tables cover (nvidia_aiconfigurator_gemm,
+# the medians llmmath.estimate vendors): an H100 SXM's bf16 GEMMs reach 0.758 of the 989.4
+# TFLOP/s peak at 1,024 rows and 0.784 at 2,048; its context attention 0.239 at 1,024 tokens.
+H100 = chips.get("H100-SXM")
+H100_PEAK = 989.4e12
+
+
+def test_step_time_charges_the_measured_rates_by_shape():
+    # TOY on 8 H100s, micro-batch 1 of S = 1,024: every dense GEMM has 1,024 rows (0.758) and
+    # attention spans 1,024 tokens (0.239). Per chip 8 x 1,024 / 8 = 1,024 tokens of 6 N =
+    # 599,316,480 matmul FLOP and 4/3 x 25,190,400 = 33,587,200 attention FLOP (selective).
+    st = step_time(TOY, LAYOUT, Cluster(H100, 8), 8, 1024, link_efficiency=1.0, hop_latency=0.0)
+    by_hand = 1024 * (599_316_480 / (H100_PEAK * 0.758) + 33_587_200 / (H100_PEAK * 0.239))
+    assert st.compute == pytest.approx(by_hand, rel=1e-9)       # 9.6375e-4 s
+    assert st.compute == pytest.approx(9.6375e-4, rel=1e-4)
+
+
+def test_gemm_rows_are_the_micro_batch_on_one_context_shard():
+    # micro-batch 3 of 1,024 tokens split over cp = 2: 1,536 rows, between the table's 1,024
+    # (0.758) and 2,048 (0.784) rows, linear in log2: 0.758 + log2(1.5) x 0.026 = 0.7732090.
+    # Attention spans the whole sequence, 1,024 tokens (0.239), not the 512 of one shard.
+    # Per chip 6 x 1,024 / 8 = 768 tokens.
+    lay = Layout(dp=2, tp=2, cp=2, micro_batch=3)
+    st = step_time(TOY, lay, Cluster(H100, 8), 6, 1024, link_efficiency=1.0, hop_latency=0.0)
+    rate = 0.758 + math.log2(1.5) * (0.784 - 0.758)
+    assert rate == pytest.approx(0.7732090, abs=1e-7)
+    by_hand = 768 * (599_316_480 / (H100_PEAK * rate) + 33_587_200 / (H100_PEAK * 0.239))
+    assert st.compute == pytest.approx(by_hand, rel=1e-9)
+
+
+def test_chips_outside_the_tables_keep_the_best_case_constants():
+    # The toy chip (1e15 FLOP/s) is in no table: matmuls and attention at FlashAttention-3's
+    # 740 of 989.4 TFLOP/s (shah2024flashattention3), 1,024 tokens per chip.
+    st = step_time(TOY, LAYOUT, CLUSTER, 8, 1024, link_efficiency=1.0, hop_latency=0.0)
+    assert st.compute == pytest.approx(1024 * (599_316_480 + 33_587_200) / (1e15 * 740 / 989.4),
+                                       rel=1e-9)
+
+
+def test_explicit_efficiencies_win_over_the_tables():
+    # matmul_efficiency given: the dense GEMMs at 0.5, attention still at the measured 0.239
+    st = step_time(TOY, LAYOUT, Cluster(H100, 8), 8, 1024, matmul_efficiency=0.5)
+    by_hand = 1024 * (599_316_480 / (H100_PEAK * 0.5) + 33_587_200 / (H100_PEAK * 0.239))
+    assert st.compute == pytest.approx(by_hand, rel=1e-9)
+    both = step_time(TOY, LAYOUT, Cluster(H100, 8), 8, 1024, **ROUND)
+    assert both.compute == pytest.approx(1024 * (599_316_480 + 33_587_200) / (H100_PEAK * 0.5),
+                                         rel=1e-9)
+
+
+def test_latent_attention_keeps_the_attention_constant():
+    # The attention tables hold head dimension 128 only; MLA's 192 is not among them, so
+    # DeepSeek-V3's attention stays at FlashAttention-3's 740/989.4 on an H100.
+    v3 = models.get("DeepSeek-V3")
+    lay, cl = Layout(dp=8, ep=8), Cluster(H100, 8)
+    default = step_time(v3, lay, cl, 8, 4096)
+    constant = step_time(v3, lay, cl, 8, 4096, attention_efficiency=740 / 989.4)
+    assert default.compute == pytest.approx(constant.compute, rel=1e-12)
+    # a GQA model's attention does take the table's rate (0.419 at 4,096 tokens): slower
+    llama = models.get("Llama-3-8B")
+    lay = Layout(dp=8)
+    assert step_time(llama, lay, cl, 8, 4096).compute > step_time(
+        llama, lay, cl, 8, 4096, attention_efficiency=740 / 989.4).compute
+
+
 def test_full_recomputation_adds_a_forward_and_a_pass_of_collectives():
     st = step_time(TOY, Layout(dp=2, tp=2, pp=2, recompute="full"), CLUSTER, 8, 1024, **ROUND)
     # (8 x 99,886,080 + 4/3 x 25,190,400) per token, 1,024 tokens, at 0.5e15

@@ -64,6 +64,28 @@ CHIPS: tuple[Chip, ...] = (
     ),
 
     Chip(
+        name="H800", vendor="NVIDIA", year=2023,
+        flops={"bf16": 989.4 * TFLOPS, "fp8": 1978.9 * TFLOPS},
+        hbm_bandwidth=3.35 * TBps, hbm_capacity=80 * GB, capacity_unit="GB",
+        scale_up_bandwidth=200 * GBps, scale_up_domain=8, scale_out_bandwidth=50 * GBps,
+        source="philisun_h800",
+        notes=("H800 SXM, the export-limited H100: the same Hopper die, 'the foundational CUDA "
+               "core and Tensor Core arrays', so the H100 SXM datasheet's dense BF16 989.4 and "
+               "FP8 1,978.9 TFLOPS [nvidia_h100_datasheet]; HBM3 80 GB (SXM), bandwidth 'e.g., "
+               "3.35 TB/s, largely consistent' with the H100; NVLink cut to 400 GB/s aggregate "
+               "bidirectional (200 GB/s each way) [philisun_h800]. No INT8 figure is stated for "
+               "the H800, so none is listed. DeepSeek-V3 Sec. 3.1-3.2 [deepseek_v3]: 'Each node "
+               "in the H800 cluster contains 8 GPUs connected by NVLink and NVSwitch'; Sec. "
+               "3.2.2: 'NVLink offers a bandwidth of 160 GB/s, roughly 3.2 times that of IB (50 "
+               "GB/s)' - 50 GB/s of InfiniBand per GPU is the scale-out entry (a 400 Gb/s NIC), "
+               "160 GB/s an achieved NVLink rate below the 200 GB/s line rate. Launched March "
+               "2023 [aiwiki_h800]. No NVIDIA datasheet for the H800 was found in the stored "
+               "corpora. No price: sold only in restricted markets, no public rental listing "
+               "found."),
+        extra={"datasheet": "nvidia_h100_datasheet", "measured_source": "deepseek_v3"},
+    ),
+
+    Chip(
         name="B200", vendor="NVIDIA", year=2024,
         flops={"bf16": 2.25 * PFLOPS, "fp8": 4.5 * PFLOPS, "int8": 4.5 * PFLOPS, "fp4": 9 * PFLOPS},
         hbm_bandwidth=8 * TBps, hbm_capacity=180 * GB, capacity_unit="GB",

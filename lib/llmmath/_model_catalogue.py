@@ -49,6 +49,25 @@ MODELS: tuple[Model, ...] = (
         ),
     ),
 
+    Model(
+        name="BLOOM-176B", n_layers=70, d_model=14336, d_ff=57344, n_heads=112, head_dim=128,
+        vocab_size=250880, tied_embeddings=True, gated_mlp=False, attention_bias=True,
+        mlp_bias=True, max_context=2048, published_params=176_247_271_424,
+        published_active_params=176_247_271_424, source="hf_bloom", year=2022,
+        notes=(
+            "Model card of bigscience/bloom [hf_bloom]: '176,247,271,424 parameters', of them "
+            "'3,596,615,680 embedding parameters' (= 250880 x 14336: one table, input and output "
+            "embeddings tied; the training notes print the embedding as '250880*14336' "
+            "[bigscience_tr11_176b]), '70 layers, 112 attention heads', 'Hidden layers are "
+            "14336-dimensional', 'Sequence length of 2048 tokens used', ALiBi positional "
+            "encodings with GeLU. d_ff = 4 d_model is fixed in the code (BloomMLP's "
+            "dense_h_to_4h), plain GELU MLP, biases on every linear layer. ALiBi has no "
+            "parameters. The count is 2,050,048 (143 x 14336, 0.001%) below the card's: the "
+            "LayerNorm biases and the embedding LayerNorm are not counted. Training: 384 A100 "
+            "80GB, TP 4 PP 12 DP 8 [bigscience_tr11_176b]."
+        ),
+    ),
+
     # ----- PaLM: multi-query attention, parallel block, tied 256k vocabulary ------------------
 
     Model(

@@ -246,6 +246,23 @@ def _by_size(points, size):
     return np.interp(np.log2(np.asarray(size, dtype=float)), xs, [p[1] for p in points])
 
 
+def _rates_by_shape(chip, rows, sequence_length, dtype="bf16", latent_attention=False):
+    """The measured kernel rates by shape, the one lookup :func:`estimate_step` (prefill) and
+    :func:`llmmath.layout.step_time` (training) share: ``(matmul, attention)``, the fraction of
+    the peak a dense GEMM of ``rows`` activation rows reaches (:data:`GEMM_EFFICIENCY_BY_ROWS`;
+    a format the chip's table lacks reads its bf16 curve) and the fraction a causal attention
+    over ``sequence_length`` tokens reaches (:data:`CONTEXT_ATTENTION_EFFICIENCY`), each None
+    where the tables do not cover the chip, and the attention None for multi-head latent
+    attention (``latent_attention``: head dimension 192, not in the tables). Arguments already
+    checked by the caller."""
+    gemm = GEMM_EFFICIENCY_BY_ROWS.get(chip.name)
+    matmul = _by_size(gemm.get(dtype, gemm["bf16"]), rows) if gemm else None
+    attention = None
+    if chip.name in CONTEXT_ATTENTION_EFFICIENCY and not latent_attention:
+        attention = _by_size(CONTEXT_ATTENTION_EFFICIENCY[chip.name], sequence_length)
+    return matmul, attention
+
+
 #: Achievable fraction of the bf16 peak for multi-head latent attention's decode FLOPs (the
 #: absorbed form, scores and values in the latent): FlashMLA's dense decoding kernel, 660 of 989
 #: TFLOP/s compute-bound on an H800 SXM5 [deepseek_flashmla]. Used in decode for models with
@@ -720,11 +737,12 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     shared_ce = ce
     if o.shape_efficiency and phase == "prefill":
         # kernel efficiency by shape: the engines' measured rates at this step's rows and prompt
-        gemm = GEMM_EFFICIENCY_BY_ROWS.get(chip.name, {})
-        if o.matmul_efficiency is None and gemm:
-            shared_ce = _by_size(gemm.get(dtype, gemm["bf16"]), tokens)
-        if chip.name in CONTEXT_ATTENTION_EFFICIENCY and model.kv_lora_rank is None:
-            ae = _by_size(CONTEXT_ATTENTION_EFFICIENCY[chip.name], context)
+        by_rows, by_length = _rates_by_shape(chip, tokens, context, dtype,
+                                             model.kv_lora_rank is not None)
+        if o.matmul_efficiency is None and by_rows is not None:
+            shared_ce = by_rows
+        if by_length is not None:
+            ae = by_length
     gme, xme = o.gemm_memory_efficiency, o.grouped_memory_efficiency
     if (o.shape_efficiency and dtype == "fp8" and chip.name in FP8_GEMM_MEMORY_EFFICIENCY
             and gme == GEMM_MEMORY_EFFICIENCY):  # an explicit gemm_memory_efficiency wins

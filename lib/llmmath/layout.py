@@ -25,11 +25,22 @@ Conventions and assumptions (each one named where it is used):
   (their Table 2). Context parallelism divides the tokens. The first stage holds the most
   micro-batches (:data:`IN_FLIGHT`); the transient working set of the layer being recomputed,
   the logits and the communication buffers are left out.
-- **Compute** runs at cited kernel rates: matmuls at :data:`llmmath.estimate.MATMUL_EFFICIENCY`
-  (FlashAttention-3's 740 of 989 TFLOP/s in bf16 on an H100), the experts' grouped matmuls
-  additionally at :data:`llmmath.estimate.GROUPED_MATMUL_DERATE`, attention at
-  :data:`llmmath.estimate.ATTENTION_EFFICIENCY`; applied to every chip, as the estimate does.
-  Selective recomputation re-runs attention's forward, full recomputation the whole forward.
+- **Compute** runs at cited kernel rates, by shape where measured. On the chips NVIDIA's
+  aiconfigurator tables cover (H100 SXM, H200, A100 SXM 80GB) the dense matmuls run at the
+  fraction of the peak TensorRT-LLM's GEMMs reach at the micro-batch's rows
+  (:data:`llmmath.estimate.GEMM_EFFICIENCY_BY_ROWS`) and attention at the fraction its
+  context-attention kernel reaches at the sequence length
+  (:data:`llmmath.estimate.CONTEXT_ATTENTION_EFFICIENCY`). These are **inference-engine
+  kernels**, timed forward only, used here for the training GEMMs of the same shapes: the
+  forward ``X W`` and the backward ``dY W^T`` have the micro-batch's ``T`` tokens as rows and
+  the chip's weight shard as ``N`` and ``K``; the weight gradient ``X^T dY`` contracts over
+  those ``T`` tokens and is charged the same rate (the tables have no axis for it); attention's
+  backward pass is charged its forward kernel's rate. Elsewhere, and for the experts' grouped
+  matmuls, the best-case constants: :data:`llmmath.estimate.MATMUL_EFFICIENCY`
+  (FlashAttention-3's 740 of 989 TFLOP/s in bf16 on an H100), the experts additionally at
+  :data:`llmmath.estimate.GROUPED_MATMUL_DERATE`, attention at
+  :data:`llmmath.estimate.ATTENTION_EFFICIENCY`. Selective recomputation re-runs attention's
+  forward, full recomputation the whole forward.
 - **Overlap** (:data:`OVERLAP`): tensor-parallel collectives, expert all-to-alls and pipeline
   sends are not overlapped with compute; the context-parallel K/V exchange hides behind the same
   layer's attention arithmetic (ring attention's design) and only its excess counts; the
@@ -57,6 +68,7 @@ from .estimate import (
     HOP_LATENCY,
     LINK_EFFICIENCY,
     MATMUL_EFFICIENCY,
+    _rates_by_shape,
 )
 from .moe import expert_all_to_all
 from .parallel import tensor_parallel_layer_comm_time
@@ -392,9 +404,15 @@ def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16
 
     - compute: ``D (6 N_act + a) / n`` FLOP for ``D`` tokens and ``a``
       (:func:`~llmmath.training.attention_training_flops_per_token`), plus the recomputed
-      forward (``a/3`` selective, ``2 N_act + a/3`` full); matmuls at ``matmul_efficiency``
-      (default :data:`llmmath.estimate.MATMUL_EFFICIENCY`), routed experts also at
-      :data:`llmmath.estimate.GROUPED_MATMUL_DERATE`, attention at ``attention_efficiency``;
+      forward (``a/3`` selective, ``2 N_act + a/3`` full); dense matmuls at
+      ``matmul_efficiency``, by default the measured rate at the micro-batch's ``b S / cp``
+      rows on the chips :data:`llmmath.estimate.GEMM_EFFICIENCY_BY_ROWS` covers, else
+      :data:`llmmath.estimate.MATMUL_EFFICIENCY`; routed experts at ``matmul_efficiency`` (or
+      the constant) times :data:`llmmath.estimate.GROUPED_MATMUL_DERATE`; attention at
+      ``attention_efficiency``, by default the measured rate at ``sequence_length``
+      (:data:`llmmath.estimate.CONTEXT_ATTENTION_EFFICIENCY`, not for latent attention) else
+      :data:`llmmath.estimate.ATTENTION_EFFICIENCY` (module docstring: inference kernels
+      used for training shapes);
     - per micro-batch and stage (``L/pp`` layers, ``T = b S / cp`` tokens), with passes
       ``r = 2`` (forward, backward; 3 with full recomputation): tensor-parallel collectives
       ``r (L/pp) x`` :func:`~llmmath.parallel.tensor_parallel_layer_comm_time` of ``T`` tokens
@@ -433,6 +451,12 @@ def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16
     positive("grad_bytes", grad_bytes, maximum=8, single=True)
     tp, pp, cp, ep, v = layout.tp, layout.pp, layout.cp, layout.ep, layout.virtual_stages
     n = layout.n_chips
+    t_mb = layout.micro_batch * s / cp  # tokens of one micro-batch on one context shard
+    # kernel rates by shape: a dense GEMM's rows are the micro-batch's tokens (module docstring)
+    by_rows, by_length = _rates_by_shape(chip, t_mb, s, dtype, model.kv_lora_rank is not None)
+    eff_dense = float(by_rows) if matmul_efficiency is None and by_rows is not None else eff_m
+    if attention_efficiency is None and by_length is not None:
+        eff_a = float(by_length)
     dom = cluster.scale_up_size
     up = chip.scale_up_bandwidth * link
     out = cluster.scale_out_bandwidth
@@ -448,14 +472,13 @@ def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16
     flops_dense = 6.0 * (n_act - n_exp_act) * (1.0 + again)
     flops_exp = 6.0 * n_exp_act * (1.0 + again)
     flops_attn = attn * (1.0 + again_attn)
-    compute = tokens / n * (flops_dense / (peak * eff_m)
+    compute = tokens / n * (flops_dense / (peak * eff_dense)
                             + flops_exp / (peak * eff_m * GROUPED_MATMUL_DERATE)
                             + flops_attn / (peak * eff_a))
     model_flops = float(training_flops(model, tokens)) + attn * tokens
 
     # per micro-batch, on one stage
     passes = 3.0 if layout.recompute == "full" else 2.0
-    t_mb = layout.micro_batch * s / cp  # tokens of one micro-batch on one context shard
     layers = model.n_layers / pp
     t_tp = 0.0
     if tp > 1:
