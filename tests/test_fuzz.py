@@ -72,6 +72,8 @@ VALID = {
     # issue 33, layout: a cluster of 8 H100s (the layout below fills it), a batch, failures
     "cluster": None, "global_batch": 64, "plan": (), "mtbf": 3.0 * 3600, "checkpoint_time": 60.0,
     "interval": 1200.0,
+    # kernel_rates.rates_by_shape: a GEMM's activation rows
+    "rows": 4096,
 }
 # Valid values for one callable where the name's usual value does not fit it.
 VALID_FOR = {"models.get": {"name": "Llama-3-70B"},

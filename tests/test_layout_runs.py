@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from llmmath import Model, chips, models
-from llmmath.estimate import GEMM_EFFICIENCY_BY_ROWS, MATMUL_EFFICIENCY
+from llmmath.kernel_rates import GEMM_EFFICIENCY_BY_ROWS, MATMUL_EFFICIENCY
 from llmmath.layout import Cluster, Layout, memory_per_chip, plan, step_time
 
 pytestmark = pytest.mark.physics

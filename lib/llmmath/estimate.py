@@ -6,33 +6,33 @@ bound leaves out. Each addition is a separate field of the result, so a reader (
 figure) sees where the time goes:
 
 1. ``kernel_time``: **kernel efficiency by shape.** Real kernels reach a measured fraction of the
-   datasheet (:data:`MATMUL_EFFICIENCY`, :data:`ATTENTION_EFFICIENCY`, and for an MLA model's
-   decode :data:`MLA_ATTENTION_EFFICIENCY`); a matmul reads its weights at the bandwidth
-   DeepGEMM's decode-sized GEMMs reach (:data:`GEMM_MEMORY_EFFICIENCY`, 0.67 of the datasheet),
-   attention its KV cache at FlashMLA's (:data:`MEMORY_EFFICIENCY`, 0.90); and a matmul whose
-   activations have ``R`` rows is computed in tensor-core tiles of :data:`TILE_M` rows: ``R`` is
+   datasheet (:data:`.MATMUL_EFFICIENCY`, :data:`.ATTENTION_EFFICIENCY`, and for an MLA model's
+   decode :data:`.MLA_ATTENTION_EFFICIENCY`); a matmul reads its weights at the bandwidth
+   DeepGEMM's decode-sized GEMMs reach (:data:`.GEMM_MEMORY_EFFICIENCY`, 0.67 of the datasheet),
+   attention its KV cache at FlashMLA's (:data:`.MEMORY_EFFICIENCY`, 0.90); and a matmul whose
+   activations have ``R`` rows is computed in tensor-core tiles of :data:`.TILE_M` rows: ``R`` is
    padded to ``ceil(R / 64) x 64``. At batch 8 a decode matmul does the arithmetic of 64 rows,
    eight times what the bound counts. **By shape**, on the chips NVIDIA's aiconfigurator
    kernel tables cover (H100, H200, A100): a prefill step's non-expert matmuls run at the
    fraction of the peak TensorRT-LLM's GEMMs are measured to reach at the step's rows
-   (:data:`GEMM_EFFICIENCY_BY_ROWS`: 0.22-0.47 at 128 rows, where neither the weight stream nor
+   (:data:`.GEMM_EFFICIENCY_BY_ROWS`: 0.22-0.47 at 128 rows, where neither the weight stream nor
    the arithmetic hides the other; 0.68-0.84 at 8,192), its attention at the fraction the
    engine's context-attention kernel reaches at the prompt's length
-   (:data:`CONTEXT_ATTENTION_EFFICIENCY`: 0.24-0.30 at 1,024 tokens, about 0.5 at 16,384, not
+   (:data:`.CONTEXT_ATTENTION_EFFICIENCY`: 0.24-0.30 at 1,024 tokens, about 0.5 at 16,384, not
    FlashAttention-3's best 0.75), and an fp8 matmul streams its weights at the engines'
-   per-tensor fp8 rate (:data:`FP8_GEMM_MEMORY_EFFICIENCY`, 0.55 of an H100's bandwidth), not
+   per-tensor fp8 rate (:data:`.FP8_GEMM_MEMORY_EFFICIENCY`, 0.55 of an H100's bandwidth), not
    DeepGEMM's 0.67. Other chips keep the best-case constants. This is the same term, not a
    new one: an achieved kernel rate, now a function of the shape instead of one number.
 2. ``moe_time``: **grouped expert matmuls at small batch.** With ``T_b`` tokens routed ``k`` at a
    time over ``E`` experts, ``E_t = E (1 - (1 - k/E)^T_b)`` experts are touched; each reads its
-   weights whole (:data:`GROUPED_GEMM_MEMORY_EFFICIENCY`, the dense GEMMs' 0.67), and multiplies
-   only ``T_b k / E_t`` rows, padded to a tile of its own, at :data:`GROUPED_MATMUL_DERATE` of the
+   weights whole (:data:`.GROUPED_GEMM_MEMORY_EFFICIENCY`, the dense GEMMs' 0.67), and multiplies
+   only ``T_b k / E_t`` rows, padded to a tile of its own, at :data:`.GROUPED_MATMUL_DERATE` of the
    dense matmul rate (DeepGEMM's grouped against its dense GEMMs). The shared
    matmuls and the experts' matmuls overlap their own weight reads separately.
    ``grouped_kernel_time``: **the engine's grouped-GEMM kernel.** Serving engines do not run
    DeepGEMM's grouped GEMMs: vLLM and SGLang run a Triton fused-MoE kernel, TensorRT-LLM a
    CUTLASS one. Their measured rates at prefill shapes (NVIDIA's aiconfigurator kernel tables,
-   16,384 tokens, H100 and H200) are about half of DeepGEMM's: :data:`GROUPED_GEMM_EFFICIENCY`,
+   16,384 tokens, H100 and H200) are about half of DeepGEMM's: :data:`.GROUPED_GEMM_EFFICIENCY`,
    Triton's by default (0.285 of the bf16 peak, 0.259 of fp8's, against DeepGEMM's 0.60-0.66).
    The experts' arithmetic runs at that rate (never credited above DeepGEMM's).
    ``replicated_weight_time``: **expert parallelism's replicated weights.** With
@@ -93,7 +93,7 @@ Qwen3-235B-A22B's experts: 0.118 ms for the 8 experts one token reaches, 1.63 ms
 16 tokens): 2,560 to 2,970 GB/s of weights, above the 0.67 of 3,350 GB/s used here, so MoE decode
 estimates that fall short at small batch do not fall short for the kernel's bandwidth. The
 routing and permutation kernels (``moe_align_block_size``, the activation, the top-k sum) are
-inside the measured fused-MoE time, hence inside :data:`GROUPED_GEMM_EFFICIENCY` at prefill; the
+inside the measured fused-MoE time, hence inside :data:`.GROUPED_GEMM_EFFICIENCY` at prefill; the
 router GEMM and top-k selection are not timed there and count only as launches
 (:data:`MOE_EXTRA_KERNELS`). The measured rate falls as the per-GPU expert width narrows with
 tensor parallelism (Qwen3-235B-A22B in fp8 on SGLang: 855 TFLOP/s at tp 1, 325 at tp 8); one
@@ -107,34 +107,30 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import chips as _chips
 from ._check import choice, fraction, positive
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
 from ._summary import SummaryRow
 from .collectives import NCCL_NVLINK_EFFICIENCY, STEP_LATENCIES
+from .kernel_rates import (
+    ATTENTION_EFFICIENCY,
+    FP8_GEMM_MEMORY_EFFICIENCY,
+    GEMM_MEMORY_EFFICIENCY,
+    GROUPED_GEMM_EFFICIENCY,
+    GROUPED_GEMM_MEMORY_EFFICIENCY,
+    GROUPED_MATMUL_DERATE,
+    MATMUL_EFFICIENCY,
+    MEMORY_EFFICIENCY,
+    MLA_ATTENTION_EFFICIENCY,
+    TILE_M,
+    rates_by_shape,
+)
 from .moe import imbalance_factor as _imbalance_factor
 from .parallel import expert_parallel_comm_time, tensor_parallel_comm_time
 from .step import decode_step, prefill_step
 from .units import fmt_time
 
 __all__ = [
-    "TILE_M",
-    "MATMUL_EFFICIENCY",
-    "ATTENTION_EFFICIENCY",
-    "MLA_ATTENTION_EFFICIENCY",
-    "GEMM_EFFICIENCY_BY_ROWS",
-    "CONTEXT_ATTENTION_EFFICIENCY",
-    "MEMORY_EFFICIENCY",
-    "DEEPGEMM_SMALL_M_TFLOPS",
-    "GEMM_MEMORY_EFFICIENCY",
-    "FP8_GEMM_MEMORY_EFFICIENCY",
-    "GROUPED_GEMM_MEMORY_EFFICIENCY",
-    "GROUPED_MATMUL_DERATE",
-    "TRITON_FUSED_MOE_TFLOPS",
-    "CUTLASS_MOE_TFLOPS",
-    "GROUPED_GEMM_EFFICIENCY",
-    "GROUPED_GEMM_TOKENS",
     "LINK_EFFICIENCY",
     "HOP_LATENCY",
     "RING_HOP_LATENCY",
@@ -157,211 +153,6 @@ __all__ = [
     "calibration_rows",
     "calibration_score",
 ]
-
-#: Rows of one tensor-core tile: Hopper's warpgroup matmul instruction is ``m64nNk16``
-#: (``wgmma.mma_async``, PTX ISA [nvidia_ptx_wgmma]), so a matmul's ``R`` rows are computed in
-#: multiples of 64; fewer rows waste the rest of the tile.
-TILE_M = 64
-
-#: Achievable fraction of the datasheet matmul peak, by compute format: DeepGEMM's FP8 GEMMs
-#: reach up to 1,350 of 1,979 TFLOP/s on an H800/H100-class die [deepseek_deepgemm]; the best
-#: measured bf16 kernel, FlashAttention-3's forward, 740 of 989 [shah2024flashattention3]
-#: (``llmmath.chips.MEASURED_H100``). A format not listed uses the bf16 fraction.
-MATMUL_EFFICIENCY = {
-    "fp8": _chips.MEASURED_H100["fp8_gemm"] / 1978.9e12,
-    "bf16": _chips.MEASURED_H100["bf16_matmul"] / 989.4e12,
-}
-
-#: Achievable fraction of the bf16 peak for attention's own FLOPs: FlashAttention-3's 740 of
-#: 989 TFLOP/s on an H100 SXM [shah2024flashattention3].
-ATTENTION_EFFICIENCY = _chips.MEASURED_H100["bf16_matmul"] / 989.4e12
-
-#: Measured fraction of the datasheet matmul peak reached by a serving engine's dense GEMMs, by the
-#: activation operand's rows ``M`` (the tokens of a prefill step), from NVIDIA's aiconfigurator
-#: kernel tables [nvidia_aiconfigurator_gemm] (snapshot commit 095f58a5, ``gemm_perf.parquet`` under
-#: ``systems/data/<gpu>/`` ``gemm/trtllm/<version>/``: TensorRT-LLM's ``Linear`` layer timed under
-#: CUDA-graph replay, 1.3.0rc10 on H100 and H200 SXM, 1.0.0 on A100 SXM 80GB). Each value is the
-#: median of ``2 M N K / (latency x peak)`` over the 114 weight shapes with ``N`` and ``K`` from
-#: 1,024 to 16,384 and ``N K >= 2^24`` (the widths of 7B-and-larger models' projections over their
-#: tensor-parallel ranks), peaks 989.4 (bf16) and 1,978.9 (fp8) TFLOP/s on H100/H200, 312 on A100.
-#: fp8 is per-tensor with a static activation scale: the table's dynamic-scale fp8 GEMM minus the
-#: same version's measured scale computation
-#: (``quantize/trtllm/1.3.0rc10/computescale_perf.parquet``, as aiconfigurator derives
-#: ``fp8_static``). Between two listed ``M`` the fraction is interpolated in ``log2 M``, outside
-#: them it is the end value; the A100 table stops at 8,192 rows. Half the spread (25th to 75th
-#: percentile over shapes) is about 0.03 of the peak at ``M >= 1,024``, up to 0.07 at 256. Used for
-#: a prefill step's non-expert matmuls on these chips (``Overheads(shape_efficiency=False)`` keeps
-#: :data:`MATMUL_EFFICIENCY`): at ``M = 128`` the GEMM is neither weight-bound nor compute-bound and
-#: reaches 0.22-0.47 of the peak, where the single best-case constant says 0.68-0.75; at ``M >=
-#: 4,096`` TensorRT-LLM's bf16 GEMMs reach 0.80, a little above FlashAttention-3's 0.75. Decode
-#: keeps the constants: at ``M <= 64`` the bf16 tables agree with the bound's weight stream at
-#: :data:`GEMM_MEMORY_EFFICIENCY` within 8% on these shapes.
-GEMM_EFFICIENCY_BY_ROWS = {
-    "H100-SXM": {
-        "bf16": ((64, 0.152), (128, 0.295), (256, 0.524), (512, 0.720), (1024, 0.758),
-                 (2048, 0.784), (4096, 0.797), (8192, 0.808), (16384, 0.808)),
-        "fp8": ((64, 0.115), (128, 0.222), (256, 0.378), (512, 0.516), (1024, 0.577),
-                (2048, 0.622), (4096, 0.655), (8192, 0.682), (16384, 0.684)),
-    },
-    "H200": {
-        "bf16": ((64, 0.200), (128, 0.382), (256, 0.608), (512, 0.734), (1024, 0.765),
-                 (2048, 0.785), (4096, 0.789), (8192, 0.799), (16384, 0.801)),
-        "fp8": ((64, 0.142), (128, 0.265), (256, 0.428), (512, 0.531), (1024, 0.580),
-                (2048, 0.623), (4096, 0.656), (8192, 0.685), (16384, 0.692)),
-    },
-    "A100-SXM-80GB": {
-        "bf16": ((64, 0.272), (128, 0.465), (256, 0.623), (512, 0.696), (1024, 0.799),
-                 (2048, 0.823), (4096, 0.838), (8192, 0.840)),
-    },
-}
-
-#: Measured fraction of the bf16 peak reached by a serving engine's context (prefill) attention
-#: kernel, by prompt length ``S`` (tokens per sequence), from the same tables
-#: [nvidia_aiconfigurator_gemm] (``context_attention_perf.parquet`` under ``systems/data/<gpu>/``
-#: ``attention/trtllm/<version>/``, TensorRT-LLM's attention op under CUDA-graph replay, the same
-#: versions as :data:`GEMM_EFFICIENCY_BY_ROWS`): the median, over batches of 1 to 64 sequences and
-#: every head configuration with head dimension 128 and at least 8 query heads (bf16 activations and
-#: KV cache, no sliding window), of the causal attention FLOPs ``2 h d S (S + 1) B`` (the count of
-#: :meth:`llmmath.models.Model.prefill_attention_flops`) over ``latency x peak``. Interpolated in
-#: ``log2 S`` like the GEMMs. The engines' kernels reach 0.24-0.30 of the peak at 1,024 tokens and
-#: about 0.5 at 16,384, where FlashAttention-3's best is 0.75 (:data:`ATTENTION_EFFICIENCY`) and
-#: FlashAttention-2 reached about 0.35 on an H100 [shah2024flashattention3]; a short prompt's
-#: attention is a few microseconds per layer whatever its FLOPs. Used for a prefill step's attention
-#: on these chips, except with multi-head latent attention (head dimension 192: not in the tables).
-CONTEXT_ATTENTION_EFFICIENCY = {
-    "H100-SXM": ((128, 0.029), (256, 0.071), (512, 0.141), (1024, 0.239), (2048, 0.334),
-                 (4096, 0.419), (8192, 0.479), (16384, 0.514)),
-    "H200": ((128, 0.033), (256, 0.075), (512, 0.147), (1024, 0.246), (2048, 0.330),
-             (4096, 0.412), (8192, 0.472), (16384, 0.508)),
-    "A100-SXM-80GB": ((128, 0.058), (256, 0.115), (512, 0.197), (1024, 0.295), (2048, 0.371),
-                      (4096, 0.424), (8192, 0.455), (16384, 0.473)),
-}
-
-
-def _by_size(points, size):
-    """A measured efficiency at ``size`` (rows or tokens, already checked) from ``points``,
-    ``((size, fraction), ...)`` in increasing size: linear in ``log2 size`` between two points,
-    the end value outside them (the tables' own range; nothing extrapolated)."""
-    xs = np.log2([p[0] for p in points])
-    return np.interp(np.log2(np.asarray(size, dtype=float)), xs, [p[1] for p in points])
-
-
-def _rates_by_shape(chip, rows, sequence_length, dtype="bf16", latent_attention=False):
-    """The measured kernel rates by shape, the one lookup :func:`estimate_step` (prefill) and
-    :func:`llmmath.layout.step_time` (training) share: ``(matmul, attention)``, the fraction of
-    the peak a dense GEMM of ``rows`` activation rows reaches (:data:`GEMM_EFFICIENCY_BY_ROWS`;
-    a format the chip's table lacks reads its bf16 curve) and the fraction a causal attention
-    over ``sequence_length`` tokens reaches (:data:`CONTEXT_ATTENTION_EFFICIENCY`), each None
-    where the tables do not cover the chip, and the attention None for multi-head latent
-    attention (``latent_attention``: head dimension 192, not in the tables). Arguments already
-    checked by the caller."""
-    gemm = GEMM_EFFICIENCY_BY_ROWS.get(chip.name)
-    matmul = _by_size(gemm.get(dtype, gemm["bf16"]), rows) if gemm else None
-    attention = None
-    if chip.name in CONTEXT_ATTENTION_EFFICIENCY and not latent_attention:
-        attention = _by_size(CONTEXT_ATTENTION_EFFICIENCY[chip.name], sequence_length)
-    return matmul, attention
-
-
-#: Achievable fraction of the bf16 peak for multi-head latent attention's decode FLOPs (the
-#: absorbed form, scores and values in the latent): FlashMLA's dense decoding kernel, 660 of 989
-#: TFLOP/s compute-bound on an H800 SXM5 [deepseek_flashmla]. Used in decode for models with
-#: MLA; their prefill (un-absorbed, ordinary attention) uses :data:`ATTENTION_EFFICIENCY`.
-MLA_ATTENTION_EFFICIENCY = _chips.MEASURED_H100["mla_decode_flops"] / 989.4e12
-
-#: Achievable fraction of HBM bandwidth for attention's KV-cache reads: FlashMLA's decoding
-#: kernel reads at up to 3,000 of 3,350 GB/s on an H800 SXM5 [deepseek_flashmla] (0.90; applied
-#: to every chip, H200 included). Weight reads by matmuls use :data:`GEMM_MEMORY_EFFICIENCY`.
-MEMORY_EFFICIENCY = _chips.MEASURED_H100["hbm_read"] / 3350e9
-
-#: DeepGEMM's published small-M dense FP8 GEMMs on an H800 (3,350 GB/s HBM, 1,979 TFLOP/s FP8)
-#: [deepseek_deepgemm]: (M, TFLOP/s) of the six DeepSeek-V3 shapes with M = 64 rows, in the
-#: README's order. The README's own "memory bandwidth" column counts every operand's bytes
-#: (activations and outputs too); the time per *weight* byte, which is what the bound's weight
-#: term counts, follows from the FLOP rate: an FP8 weight (1 byte) does 2 M FLOP, so the
-#: weights stream at ``TFLOP/s / (2 M)`` bytes/s (M 64, 206 TFLOP/s: 1,609 GB/s). Only M = 64:
-#: at 128 FLOP per weight byte these shapes sit far below the H800's ridge (1,979 / 3.35 = 590
-#: FLOP/byte), so their time is the weight stream's; the M = 128 shapes (256 FLOP/byte) already
-#: spend part of their time on arithmetic, which the estimate counts separately.
-DEEPGEMM_SMALL_M_TFLOPS = ((64, 206e12), (64, 289e12), (64, 219e12), (64, 336e12),
-                           (64, 287e12), (64, 295e12))
-
-#: Achievable fraction of HBM bandwidth for a matmul's weight reads at decode-sized M: the median
-#: weight-streaming rate of :data:`DEEPGEMM_SMALL_M_TFLOPS` (of 1,609, 2,258, 1,711, 2,625,
-#: 2,242 and 2,305 GB/s the 3rd and 4th: 2,242 and 2,258, median 2,250 GB/s) over the H800's
-#: 3,350 GB/s: 0.67, where FlashMLA's attention kernel reaches 0.90. Applied to every chip (an
-#: H100-class measurement; no like-for-like one is cited for the others).
-GEMM_MEMORY_EFFICIENCY = (
-    float(np.median([t / (2 * m) for m, t in DEEPGEMM_SMALL_M_TFLOPS])) / 3350e9)
-
-#: Fraction of HBM bandwidth at which a serving engine's per-tensor fp8 GEMM streams its weights
-#: at decode-sized ``M`` (1, 8 and 16 rows), from the same aiconfigurator tables as
-#: :data:`GEMM_EFFICIENCY_BY_ROWS` [nvidia_aiconfigurator_gemm] (TensorRT-LLM 1.3.0rc10, static
-#: activation scale, the 114 shapes with ``N K >= 2^24``): the median of
-#: ``N K / (latency x bandwidth)``: 0.553 of an H100's 3,350 GB/s (25th-75th percentile 0.46 to
-#: 0.63), 0.479 of an H200's 4,800 GB/s (0.38 to 0.57). DeepGEMM's block-scaled kernels reach
-#: 0.67 (:data:`GEMM_MEMORY_EFFICIENCY`); the same tables' bf16 GEMMs reach 0.73 (H100), 0.67
-#: (H200) and 0.69 (A100), so bf16 keeps the constant. Used with ``dtype="fp8"`` on these chips
-#: (in both phases) unless ``Overheads(shape_efficiency=False)`` or an explicit
-#: ``gemm_memory_efficiency``.
-FP8_GEMM_MEMORY_EFFICIENCY = {"H100-SXM": 0.553, "H200": 0.479}
-
-#: Achievable fraction of HBM bandwidth for the experts' grouped matmuls at few tokens per
-#: expert: the dense rate, :data:`GEMM_MEMORY_EFFICIENCY`. DeepGEMM's smallest published grouped
-#: GEMMs (masked layout, 4 groups of 256 rows: 932 and 815 TFLOP/s [deepseek_deepgemm]) do 512
-#: FLOP per weight byte, near the H800's ridge of 590, so their time is not a weight-streaming
-#: time and would count the arithmetic twice here; no memory-bound grouped measurement is
-#: published there. Their arithmetic rate enters through :data:`GROUPED_MATMUL_DERATE`.
-GROUPED_GEMM_MEMORY_EFFICIENCY = GEMM_MEMORY_EFFICIENCY
-
-#: Grouped matmuls' arithmetic rate relative to the best dense one in the same library on the same
-#: GPU: DeepGEMM's contiguous-layout grouped GEMMs (4 and 8 groups, the prefill layout) reach
-#: 1,297, 1,099, 1,288 and 1,093 TFLOP/s, median 1,193.5, against 1,358 for its best dense
-#: shape (M 4096, N 7168, K 16384) [deepseek_deepgemm]: 0.879. Multiplies the matmul
-#: efficiency of the experts' arithmetic.
-GROUPED_MATMUL_DERATE = ((1099e12 + 1288e12) / 2) / 1358e12
-
-#: Measured rates of the grouped-expert kernels that serving engines run at prefill shapes, from
-#: NVIDIA's aiconfigurator kernel database [nvidia_aiconfigurator_moe] (snapshot commit 095f58a5,
-#: ``aic-core/src/aiconfigurator_core/systems/data/{h100_sxm,h200_sxm}/moe/<engine>/<version>/
-#: moe_perf.parquet``): the fused-MoE layer (token alignment, the two grouped GEMMs, activation,
-#: the top-k sum; router GEMM and top-k left out) timed under CUDA-graph replay, routing balanced
-#: (every expert the same tokens), no expert parallelism. Each value is the median of the rate
-#: ``6 d_model d_ff_expert k T / (tp x latency)`` at the largest measured batch, T = 16,384 tokens
-#: (at least 512 per expert: the compute-bound end), over the expert shapes of Qwen3-30B-A3B,
-#: Qwen3-235B-A22B, Mixtral 8x7B and DeepSeek-V3 at expert tensor parallelism 1, 2, 4 and 8,
-#: on H100 and H200 SXM (the same datasheet peak). Triton ``fused_moe`` (vLLM 0.14.0's
-#: ``vllm_fused_moe`` and SGLang 0.5.9's ``sglang_fused_moe_triton``, the default MoE kernel of
-#: both on Hopper): bf16 282.4 TFLOP/s (60 cases, 183 to 617), fp8 with 128 x 128 block scales
-#: (the format of the published FP8 MoE checkpoints) 513.4 TFLOP/s (56 cases, 286 to 1,084).
-#: The rate falls as the per-GPU expert width ``d_ff_expert / tp`` narrows (SGLang, fp8,
-#: Qwen3-235B-A22B on H100: 855 TFLOP/s at tp 1, 325 at tp 8), which a single median leaves
-#: in its spread.
-TRITON_FUSED_MOE_TFLOPS = {"bf16": 282.4e12, "fp8": 513.4e12}
-
-#: Tokens per MoE layer at which :data:`TRITON_FUSED_MOE_TFLOPS` and :data:`CUTLASS_MOE_TFLOPS`
-#: were taken: the largest batch of the measured tables [nvidia_aiconfigurator_moe].
-GROUPED_GEMM_TOKENS = 16384
-
-#: The same median for TensorRT-LLM 1.3.0rc10's CUTLASS MoE (``moe_torch_flow_cutlass``), same
-#: shapes, chips and batch [nvidia_aiconfigurator_moe]: bf16 531.0 TFLOP/s (30 cases, 184 to
-#: 806), fp8 with one scale per tensor 723.1 TFLOP/s (30 cases, 194 to 1,458; with 128 x 128
-#: block scales it is 362.2, 26 cases).
-CUTLASS_MOE_TFLOPS = {"bf16": 531.0e12, "fp8": 723.1e12}
-
-#: Fraction of the datasheet matmul peak the experts' grouped GEMMs reach in an engine at prefill
-#: shapes, by kernel and compute format: :data:`TRITON_FUSED_MOE_TFLOPS` and
-#: :data:`CUTLASS_MOE_TFLOPS` over the H100 SXM peaks (989.4 bf16, 1,978.9 fp8 TFLOP/s). Triton:
-#: 0.285 bf16, 0.259 fp8; CUTLASS: 0.537 and 0.365. DeepGEMM's grouped GEMMs reach 0.60 to 0.66
-#: (:data:`MATMUL_EFFICIENCY` x :data:`GROUPED_MATMUL_DERATE`), about twice the engine kernels.
-#: The default (``Overheads(grouped_matmul_efficiency=None)``) is Triton's, the kernel vLLM and
-#: SGLang run; a format not listed uses bf16's.
-GROUPED_GEMM_EFFICIENCY = {
-    "triton": {"bf16": TRITON_FUSED_MOE_TFLOPS["bf16"] / 989.4e12,
-               "fp8": TRITON_FUSED_MOE_TFLOPS["fp8"] / 1978.9e12},
-    "cutlass": {"bf16": CUTLASS_MOE_TFLOPS["bf16"] / 989.4e12,
-                "fp8": CUTLASS_MOE_TFLOPS["fp8"] / 1978.9e12},
-}
 
 #: Bus bandwidth NCCL reaches over NVLink line rate, about 370 of 450 GB/s [nccl_nvlink_busbw]
 #: (:data:`llmmath.collectives.NCCL_NVLINK_EFFICIENCY`).
@@ -451,7 +242,7 @@ SGLANG_STEP_OVERHEAD = 2e-3
 #: counted from its model file [vllm_llama_py]); SGLang's Python scheduler costs
 #: :data:`SGLANG_STEP_OVERHEAD` per step [sglang_decode_bubble]; TensorRT-LLM (and NVIDIA NIM,
 #: which serves through it) runs its experts in CUTLASS grouped GEMMs, not Triton's fused MoE
-#: (:data:`GROUPED_GEMM_EFFICIENCY`), and is otherwise the defaults. All three replay decode
+#: (:data:`.GROUPED_GEMM_EFFICIENCY`), and is otherwise the defaults. All three replay decode
 #: steps as CUDA graphs unless told not to: vLLM's ``enforce_eager`` defaults to False
 #: [vllm_engine_args], SGLang captures graphs unless ``--disable-cuda-graph``
 #: [sglang_server_args], TensorRT-LLM's PyTorch backend
@@ -488,29 +279,29 @@ class Overheads:
     """The coefficients of :func:`estimate_step`, each defaulting to its cited module constant.
 
     - ``matmul_efficiency``: achievable fraction of the matmul peak; ``None`` takes
-      :data:`MATMUL_EFFICIENCY` for the step's ``dtype`` (bf16's for a format not listed)
+      :data:`.MATMUL_EFFICIENCY` for the step's ``dtype`` (bf16's for a format not listed)
     - ``attention_efficiency``, ``memory_efficiency``: achievable fractions of the attention
       FLOP rate and of HBM bandwidth for the KV-cache reads, in (0, 1];
       ``mla_attention_efficiency``: the attention FLOP rate of an MLA model's decode
-      (:data:`MLA_ATTENTION_EFFICIENCY`)
+      (:data:`.MLA_ATTENTION_EFFICIENCY`)
     - ``gemm_memory_efficiency``: fraction of HBM bandwidth a matmul reads its weights at
-      (:data:`GEMM_MEMORY_EFFICIENCY`); ``grouped_memory_efficiency``: the same for the experts'
-      grouped matmuls (:data:`GROUPED_GEMM_MEMORY_EFFICIENCY`); ``grouped_matmul_derate``: the
-      experts' arithmetic rate relative to a dense matmul's (:data:`GROUPED_MATMUL_DERATE`);
+      (:data:`.GEMM_MEMORY_EFFICIENCY`); ``grouped_memory_efficiency``: the same for the experts'
+      grouped matmuls (:data:`.GROUPED_GEMM_MEMORY_EFFICIENCY`); ``grouped_matmul_derate``: the
+      experts' arithmetic rate relative to a dense matmul's (:data:`.GROUPED_MATMUL_DERATE`);
       ``grouped_matmul_efficiency``: fraction of the matmul peak the engine's grouped-expert
       kernel reaches; ``None`` takes ``grouped_kernel``'s measured fraction for the step's
-      ``dtype`` (:data:`GROUPED_GEMM_EFFICIENCY`: "triton", the fused MoE of vLLM and SGLang, the
+      ``dtype`` (:data:`.GROUPED_GEMM_EFFICIENCY`: "triton", the fused MoE of vLLM and SGLang, the
       default; "cutlass", TensorRT-LLM's)
     - ``routing_imbalance``: with expert parallelism, pace the experts' arithmetic by the busiest
       chip under uniform random routing (:func:`llmmath.moe.imbalance_factor`); ``False`` leaves
       it out
     - ``shape_efficiency``: in a prefill step on a chip the measured tables cover (H100, H200,
       A100), run the non-expert matmuls at the engine GEMMs' measured fraction of the peak for
-      the step's rows (:data:`GEMM_EFFICIENCY_BY_ROWS`) and attention at the engine kernel's
-      fraction for the prompt length (:data:`CONTEXT_ATTENTION_EFFICIENCY`), instead of the
+      the step's rows (:data:`.GEMM_EFFICIENCY_BY_ROWS`) and attention at the engine kernel's
+      fraction for the prompt length (:data:`.CONTEXT_ATTENTION_EFFICIENCY`), instead of the
       best-case constants; an explicit ``matmul_efficiency`` still wins for the matmuls; and
       with ``dtype="fp8"`` on H100 and H200 read the non-expert weights at the engines' fp8
-      GEMMs' measured bandwidth (:data:`FP8_GEMM_MEMORY_EFFICIENCY`), in both phases.
+      GEMMs' measured bandwidth (:data:`.FP8_GEMM_MEMORY_EFFICIENCY`), in both phases.
       ``False`` keeps the constants everywhere
     - ``tile_m``: rows of one tensor-core tile (``R``, the activation operand's rows, is padded
       to a multiple of it)
@@ -629,7 +420,7 @@ class Estimate:
     - ``kernel_time``: achievable kernel rates and tile padding of the matmuls' rows
     - ``moe_time``: grouped expert matmuls (few rows per touched expert, each padded); 0 for dense
     - ``grouped_kernel_time``: the experts' arithmetic at the engine kernel's measured rate
-      (:data:`GROUPED_GEMM_EFFICIENCY`) instead of DeepGEMM's; 0 for dense
+      (:data:`.GROUPED_GEMM_EFFICIENCY`) instead of DeepGEMM's; 0 for dense
     - ``replicated_weight_time``: with expert parallelism, each chip reading the attention and
       dense weights its tensor-parallel group holds (``ep`` times the bound's share); 0 without
     - ``imbalance_time``: with expert parallelism, the busiest chip's extra expert arithmetic under
@@ -737,7 +528,7 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     shared_ce = ce
     if o.shape_efficiency and phase == "prefill":
         # kernel efficiency by shape: the engines' measured rates at this step's rows and prompt
-        by_rows, by_length = _rates_by_shape(chip, tokens, context, dtype,
+        by_rows, by_length = rates_by_shape(chip, tokens, context, dtype,
                                              model.kv_lora_rank is not None)
         if o.matmul_efficiency is None and by_rows is not None:
             shared_ce = by_rows

@@ -28,18 +28,18 @@ Conventions and assumptions (each one named where it is used):
 - **Compute** runs at cited kernel rates, by shape where measured. On the chips NVIDIA's
   aiconfigurator tables cover (H100 SXM, H200, A100 SXM 80GB) the dense matmuls run at the
   fraction of the peak TensorRT-LLM's GEMMs reach at the micro-batch's rows
-  (:data:`llmmath.estimate.GEMM_EFFICIENCY_BY_ROWS`) and attention at the fraction its
+  (:data:`llmmath.kernel_rates.GEMM_EFFICIENCY_BY_ROWS`) and attention at the fraction its
   context-attention kernel reaches at the sequence length
-  (:data:`llmmath.estimate.CONTEXT_ATTENTION_EFFICIENCY`). These are **inference-engine
+  (:data:`llmmath.kernel_rates.CONTEXT_ATTENTION_EFFICIENCY`). These are **inference-engine
   kernels**, timed forward only, used here for the training GEMMs of the same shapes: the
   forward ``X W`` and the backward ``dY W^T`` have the micro-batch's ``T`` tokens as rows and
   the chip's weight shard as ``N`` and ``K``; the weight gradient ``X^T dY`` contracts over
   those ``T`` tokens and is charged the same rate (the tables have no axis for it); attention's
   backward pass is charged its forward kernel's rate. Elsewhere, and for the experts' grouped
-  matmuls, the best-case constants: :data:`llmmath.estimate.MATMUL_EFFICIENCY`
+  matmuls, the best-case constants: :data:`llmmath.kernel_rates.MATMUL_EFFICIENCY`
   (FlashAttention-3's 740 of 989 TFLOP/s in bf16 on an H100), the experts additionally at
-  :data:`llmmath.estimate.GROUPED_MATMUL_DERATE`, attention at
-  :data:`llmmath.estimate.ATTENTION_EFFICIENCY`. Selective recomputation re-runs attention's
+  :data:`llmmath.kernel_rates.GROUPED_MATMUL_DERATE`, attention at
+  :data:`llmmath.kernel_rates.ATTENTION_EFFICIENCY`. Selective recomputation re-runs attention's
   forward, full recomputation the whole forward.
 - **Overlap** (:data:`OVERLAP`): tensor-parallel collectives, expert all-to-alls and pipeline
   sends are not overlapped with compute; the context-parallel K/V exchange hides behind the same
@@ -62,13 +62,12 @@ from ._check import choice, positive
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
 from .collectives import collective_time
-from .estimate import (
+from .estimate import HOP_LATENCY, LINK_EFFICIENCY
+from .kernel_rates import (
     ATTENTION_EFFICIENCY,
     GROUPED_MATMUL_DERATE,
-    HOP_LATENCY,
-    LINK_EFFICIENCY,
     MATMUL_EFFICIENCY,
-    _rates_by_shape,
+    rates_by_shape,
 )
 from .moe import expert_all_to_all
 from .parallel import tensor_parallel_layer_comm_time
@@ -406,12 +405,12 @@ def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16
       (:func:`~llmmath.training.attention_training_flops_per_token`), plus the recomputed
       forward (``a/3`` selective, ``2 N_act + a/3`` full); dense matmuls at
       ``matmul_efficiency``, by default the measured rate at the micro-batch's ``b S / cp``
-      rows on the chips :data:`llmmath.estimate.GEMM_EFFICIENCY_BY_ROWS` covers, else
-      :data:`llmmath.estimate.MATMUL_EFFICIENCY`; routed experts at ``matmul_efficiency`` (or
-      the constant) times :data:`llmmath.estimate.GROUPED_MATMUL_DERATE`; attention at
+      rows on the chips :data:`llmmath.kernel_rates.GEMM_EFFICIENCY_BY_ROWS` covers, else
+      :data:`llmmath.kernel_rates.MATMUL_EFFICIENCY`; routed experts at ``matmul_efficiency`` (or
+      the constant) times :data:`llmmath.kernel_rates.GROUPED_MATMUL_DERATE`; attention at
       ``attention_efficiency``, by default the measured rate at ``sequence_length``
-      (:data:`llmmath.estimate.CONTEXT_ATTENTION_EFFICIENCY`, not for latent attention) else
-      :data:`llmmath.estimate.ATTENTION_EFFICIENCY` (module docstring: inference kernels
+      (:data:`llmmath.kernel_rates.CONTEXT_ATTENTION_EFFICIENCY`, not for latent attention) else
+      :data:`llmmath.kernel_rates.ATTENTION_EFFICIENCY` (module docstring: inference kernels
       used for training shapes);
     - per micro-batch and stage (``L/pp`` layers, ``T = b S / cp`` tokens), with passes
       ``r = 2`` (forward, backward; 3 with full recomputation): tensor-parallel collectives
@@ -453,7 +452,7 @@ def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16
     n = layout.n_chips
     t_mb = layout.micro_batch * s / cp  # tokens of one micro-batch on one context shard
     # kernel rates by shape: a dense GEMM's rows are the micro-batch's tokens (module docstring)
-    by_rows, by_length = _rates_by_shape(chip, t_mb, s, dtype, model.kv_lora_rank is not None)
+    by_rows, by_length = rates_by_shape(chip, t_mb, s, dtype, model.kv_lora_rank is not None)
     eff_dense = float(by_rows) if matmul_efficiency is None and by_rows is not None else eff_m
     if attention_efficiency is None and by_length is not None:
         eff_a = float(by_length)
