@@ -132,29 +132,26 @@ def layout_memory(p, model, chip, layout=None, sequence_length=8192, global_batc
 
 # ----- one step, term by term --------------------------------------------------------------
 
-def _cluster(chip, n, scale_up_size=None, scale_out_bandwidth=None):
-    return Cluster(chip, n, scale_up_size, scale_out_bandwidth)
-
-
 def _waterfall_size(args):
     return (6.4, 4.6)
 
 
 @builder(figsize=_waterfall_size)
 def layout_step_waterfall(p, model, chip, layout=None, global_batch=2048, sequence_length=8192,
-                          published_mfu=None, scale_up_size=None, scale_out_bandwidth=None):
+                          mfu=None):
     """One optimizer step of ``layout`` as a waterfall (:func:`llmmath.layout.step_time`): the
     model's FLOPs at the chips' peak, then what kernel rates and recomputation add, then each
     communication term that is not hidden (:data:`llmmath.layout.OVERLAP`), the pipeline
     bubble and the exposed gradient sync, summing to the step; its MFU is the first bar over the
-    step. ``published_mfu`` adds the step time that MFU implies. ``layout`` default DP64 TP8
-    PP2; the cluster is ``layout.n_chips`` of ``chip`` (scale-up and scale-out as given)."""
+    step. ``mfu`` (a published one) adds the step time that MFU implies. ``layout`` default DP64
+    TP8 PP2; the cluster is ``layout.n_chips`` of ``chip`` with its own networks."""
     m, c = model_of(model), chip_of(chip)
     lay = _default_layout(layout)
-    cl = _cluster(c, lay.n_chips, scale_up_size, scale_out_bandwidth)
-    st = step_time(m, lay, cl, global_batch, sequence_length)
+    dt, dnote = c.resolve_dtype("bf16")
+    cl = Cluster(c, lay.n_chips)
+    st = step_time(m, lay, cl, global_batch, sequence_length, dtype=dt)
     mem = memory_per_chip(m, lay, sequence_length, global_batch)
-    ideal = st.model_flops / (lay.n_chips * c.peak("bf16"))
+    ideal = st.model_flops / (lay.n_chips * c.peak(dt))
     terms = st.terms()
     names = ["ideal", "compute", "tp"] + (["ep"] if m.is_moe else []) + ["pp", "cp", "bubble",
                                                                            "dp"]
@@ -168,6 +165,7 @@ def layout_step_waterfall(p, model, chip, layout=None, global_batch=2048, sequen
     widths.append(st.time)
     lefts.append(0.0)
     colours = [TERM_COLOUR[k] for k in names] + [STEP_COLOUR]
+    published_mfu = mfu
     if published_mfu is not None:
         pub = ideal / float(published_mfu)
         labels.append("published MFU")
@@ -197,7 +195,7 @@ def layout_step_waterfall(p, model, chip, layout=None, global_batch=2048, sequen
     fits = mem.fits(c)
     ax.set_title(with_notes(f"{m.name} on {lay.n_chips:,} {c.name}: {short(lay)}",
                             f"{fmt_bytes(mem.total)} per chip"
-                            + ("" if fits else ": does not fit")), fontsize=SMALL)
+                            + ("" if fits else ": does not fit"), dnote), fontsize=SMALL)
     p.numbers = {"time": st.time, "ideal": ideal, "mfu": st.mfu, "hfu": st.hfu,
                  "memory": mem.total, "fits": fits, "micro_batches": st.micro_batches,
                  "terms": dict(terms), "bubble_fraction": st.bubble_fraction,
@@ -214,22 +212,27 @@ def layout_step_waterfall(p, model, chip, layout=None, global_batch=2048, sequen
 
 # ----- the planner's best layouts ----------------------------------------------------------
 
+#: Layouts :func:`plan_top_layouts` draws.
+TOP = 8
+
+
 def _plan_size(args):
-    return (6.4, 2.6 + 0.42 * (int(args["top"]) + (1 if args.get("published") else 0)))
+    return (6.4, 2.6 + 0.42 * (TOP + (1 if args.get("layout") else 0)))
 
 
 @builder(figsize=_plan_size)
 def plan_top_layouts(p, model, chip, n_chips=1024, global_batch=1024, sequence_length=8192,
-                     top=8, published=None):
-    """The planner's ``top`` fastest layouts that fit (:func:`llmmath.layout.plan`), one
-    stacked bar of step-time terms each, labelled with its MFU; ``published`` (a Layout) adds
-    that layout's bar at the bottom, whether or not it fits."""
+                     layout=None):
+    """The planner's :data:`TOP` fastest layouts that fit (:func:`llmmath.layout.plan`), one
+    stacked bar of step-time terms each, labelled with its MFU; ``layout`` (a published
+    :class:`~llmmath.layout.Layout`) adds its bar at the bottom, whether or not it fits."""
+    published = layout
     m, c = model_of(model), chip_of(chip)
-    cl = _cluster(c, int(n_chips))
+    cl = Cluster(c, int(n_chips))
     entries = plan(m, cl, global_batch, sequence_length)
     if not entries:
         raise ValueError(f"n_chips: no layout of {m.name} fits {int(n_chips):,} {c.name}")
-    rows = [(short(e.layout), e.step, True) for e in entries[:int(top)]]
+    rows = [(short(e.layout), e.step, True) for e in entries[:TOP]]
     if published is not None:
         st = step_time(m, published, cl, global_batch, sequence_length)
         fits = memory_per_chip(m, published, sequence_length, global_batch).fits(c)
@@ -387,17 +390,17 @@ def published_runs(path=None) -> list:
 
 
 def _runs_size(args):
-    runs = args["runs"] if args["runs"] is not None else published_runs()
+    runs = args["rows"] if args["rows"] is not None else published_runs()
     return (6.4, 1.9 + 0.42 * sum("skip" not in r for r in runs))
 
 
 @builder(figsize=_runs_size)
-def runs_utilisation(p, runs=None, band=0.05):
+def runs_utilisation(p, rows=None, band=0.05):
     """Each published run, one row: the utilisation its authors printed and this chapter's
     estimate (MFU against MFU, HFU against HFU) joined by a line, the gap in points at the
-    right, bold where it is more than ``band`` (5 points). ``runs`` default
+    right, bold where it is more than ``band`` (5 points). ``rows`` default
     :func:`published_runs`; runs that cannot be modelled are named in the alt text."""
-    runs = published_runs() if runs is None else runs
+    runs = published_runs() if rows is None else rows
     done = [r for r in runs if "skip" not in r]
     if not done:
         raise ValueError("runs: no run could be modelled")
@@ -505,17 +508,18 @@ CP_DEGREES = [1, 2, 4, 8, 16]
 LAYOUT_CHIPS = [64, 256, 1024, 2048, 4096, 8192, 16384]
 
 
-@explorer(main="pp", sweep=PP_DEGREES)
-def layout_explorer(model="Llama-3.1-405B", chip="H100-SXM", n_chips=8192, tp=8, pp=16, cp=1,
-                    zero_stage=1, recompute="selective", global_batch=2048,
-                    sequence_length=8192):
+@explorer(main="stages", sweep=PP_DEGREES)
+def layout_explorer(model="Llama-3.1-405B", chip="H100-SXM", n_chips=4096, tensor_parallel=8,
+                    stages=16, context_parallel=1, zero_stage=1, recompute="selective",
+                    global_batch=2048, sequence_length=8192):
     """Laying out a training run: one step's waterfall for the layout the controls set
     (``dp = n_chips / (tp pp cp)``), its MFU, memory per chip and whether it fits."""
     controls = {
         "model": model_picker(model), "chip": chip_picker(chip),
         "n_chips": steps("chips n", LAYOUT_CHIPS, n_chips),
-        "tp": steps("TP", TP_DEGREES, tp), "pp": steps("PP", PP_DEGREES, pp),
-        "cp": steps("CP", CP_DEGREES, cp),
+        "tensor_parallel": steps("TP", TP_DEGREES, tensor_parallel),
+        "stages": steps("PP", PP_DEGREES, stages),
+        "context_parallel": steps("CP", CP_DEGREES, context_parallel),
         "zero_stage": dropdown("ZeRO", [0, 1, 2, 3], zero_stage),
         "recompute": dropdown("recompute", ["none", "selective", "full"], recompute),
         "global_batch": steps("batch (seq.)", [256, 512, 1024, 2048, 4096], global_batch),
@@ -523,7 +527,8 @@ def layout_explorer(model="Llama-3.1-405B", chip="H100-SXM", n_chips=8192, tp=8,
     }
 
     def figure(v):
-        n, tp_, pp_, cp_ = (int(v[k]) for k in ("n_chips", "tp", "pp", "cp"))
+        n, tp_, pp_, cp_ = (int(v[k]) for k in ("n_chips", "tensor_parallel", "stages",
+                                                "context_parallel"))
         if n % (tp_ * pp_ * cp_):
             raise ValueError(f"n_chips: {n:,} chips do not divide by tp pp cp = "
                              f"{tp_ * pp_ * cp_}")
