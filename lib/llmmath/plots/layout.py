@@ -509,7 +509,7 @@ LAYOUT_CHIPS = [64, 256, 1024, 2048, 4096, 8192, 16384]
 
 
 @explorer(main="stages", sweep=PP_DEGREES)
-def layout_explorer(model="Llama-3.1-405B", chip="H100-SXM", n_chips=4096, tensor_parallel=8,
+def layout_explorer(model="Llama-3-70B", chip="H100-SXM", n_chips=4096, tensor_parallel=8,
                     stages=16, context_parallel=1, zero_stage=1, recompute="selective",
                     global_batch=2048, sequence_length=8192):
     """Laying out a training run: one step's waterfall for the layout the controls set
