@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 from .. import chips as _chips
 from .. import models as _models
@@ -33,7 +34,7 @@ from ..pipeline import SCHEDULES
 from ..units import fmt_bytes, fmt_percent, fmt_time
 from .explore import chip_picker, dropdown, explorer, model_picker, steps
 from .figure import builder, chip_of, model_of
-from .labels import fmt_b, fmt_t, set_log, with_notes
+from .labels import fmt_b, fmt_t, set_log, time_axis, with_notes
 from .style import PALETTE, ROLE, SMALL
 
 __all__ = ["layout_memory", "layout_step_waterfall", "plan_top_layouts", "runs_utilisation",
@@ -104,15 +105,15 @@ def layout_memory(p, model, chip, layout=None, sequence_length=8192, global_batc
     for xi, t in zip(x, total, strict=True):
         p.add(ax.annotate(fmt_bytes(t, 3), (xi, t), xytext=(0, 3), textcoords="offset points",
                           ha="center", va="bottom", fontsize=SMALL))
-    p.hline(c.hbm_capacity, f"{c.name} HBM {fmt_bytes(c.hbm_capacity)}", color=ROLE["capacity"],
-            x=0.99, ha="right")
+    hbm = p.add(ax.axhline(c.hbm_capacity, color=ROLE["capacity"], ls="--", lw=1.5))
     ax.set_xticks(x, ["ZeRO-0", "ZeRO-1", "ZeRO-2", "ZeRO-3"])
     ax.set_xlim(-0.6, 3.6)
     ax.set_ylim(0, top * 1.45)
     ax.yaxis.set_major_formatter(lambda v, _: fmt_b(v) if v > 0 else "0")
     ax.set_ylabel("HBM per chip (bytes)")
     ax.grid(axis="x", visible=False)
-    p.add(ax.legend(handles=[Patch(color=col, label=lab) for lab, col in parts],
+    hbm.set_label(f"{c.name} HBM, {fmt_bytes(c.hbm_capacity)}")
+    p.add(ax.legend(handles=[Patch(color=col, label=lab) for lab, col in parts] + [hbm],
                     loc="upper right"))
     degrees = short(lay).split(",")[0]
     ax.set_title(f"{m.name}, {degrees}, {lay.recompute} recompute, S = {sequence_length:,}",
@@ -179,6 +180,7 @@ def layout_step_waterfall(p, model, chip, layout=None, global_batch=2048, sequen
     ax.set_ylim(-0.6, len(labels) - 0.4)
     ax.set_yticks(y, labels, fontsize=SMALL)
     ax.grid(axis="y", visible=False)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 5, 10]))  # round times
     ax.xaxis.set_major_formatter(lambda v, _: fmt_t(v) if v > 0 else "0")
     for yi, lf, wd, lab in zip(y, lefts, widths, labels, strict=True):
         if lab == "= step":
@@ -223,7 +225,7 @@ def _plan_size(args):
 @builder(figsize=_plan_size)
 def plan_top_layouts(p, model, chip, n_chips=1024, global_batch=1024, sequence_length=8192,
                      layout=None):
-    """The planner's :data:`TOP` fastest layouts that fit (:func:`llmmath.layout.plan`), one
+    """The planner's ``TOP`` (8) fastest layouts that fit (:func:`llmmath.layout.plan`), one
     stacked bar of step-time terms each, labelled with its MFU; ``layout`` (a published
     :class:`~llmmath.layout.Layout`) adds its bar at the bottom, whether or not it fits."""
     published = layout
@@ -258,6 +260,7 @@ def plan_top_layouts(p, model, chip, n_chips=1024, global_batch=1024, sequence_l
     ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.set_xlim(0, left.max() * 1.6)
     ax.grid(axis="y", visible=False)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 5, 10]))  # round times
     ax.xaxis.set_major_formatter(lambda v, _: fmt_t(v) if v > 0 else "0")
     ax.set_xlabel("time per optimizer step")
     p.add(ax.legend(handles=handles, loc="lower right", ncol=2))
@@ -399,7 +402,8 @@ def runs_utilisation(p, rows=None, band=0.05):
     """Each published run, one row: the utilisation its authors printed and this chapter's
     estimate (MFU against MFU, HFU against HFU) joined by a line, the gap in points at the
     right, bold where it is more than ``band`` (5 points). ``rows`` default
-    :func:`published_runs`; runs that cannot be modelled are named in the alt text."""
+    ``llmmath.plots.layout.published_runs()``; runs that cannot be modelled are named in the
+    alt text."""
     runs = published_runs() if rows is None else rows
     done = [r for r in runs if "skip" not in r]
     if not done:
@@ -483,6 +487,8 @@ def goodput_vs_interval(p, mtbf, checkpoint_time, restart_time=0.0, intervals=No
     p.add(ax.plot([young], [g_young], "s", ms=6, color=PALETTE["green"], mec="white",
                   label=f"Young: {fmt_time(young, 2)}, {fmt_percent(g_young, 3)}")[0])
     ax.set_xlim(tau.min(), tau.max())
+    time_axis(ax, tau.min(), tau.max(), keep=("1 s", "10 s", "1 min", "10 min", "1 h", "10 h",
+                                              "1 day"), axis="x")
     ax.set_ylim(max(0.0, g.min() - 0.05), 1.0)
     ax.yaxis.set_major_formatter(lambda v, _: f"{v * 100:.0f}%")
     p.add(ax.legend(loc="lower center"))
