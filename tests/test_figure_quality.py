@@ -63,7 +63,10 @@ SAMPLE = {"model": LLAMA70, "chip": H100, "model_list": [LLAMA70, DSV3], "tokens
           # budget
           "loss": 1.9, "inference_tokens": 259.2e12, "compute": 1.5552e26, "sequence_length": 8192,
           # chapter 10 (estimate): a calibration row by index (NIM's Llama 3.3 70B decode row)
-          "row": 37}
+          "row": 37,
+          # training layout: Llama 3's one unexpected interruption per 54 days / 419 (s) and a
+          # checkpoint of 16,384 GPUs x 4 GB at 2 TB/s (llama3_herd, Sec. 3.3.1 and 3.3.4)
+          "mtbf": 54 * 86400 / 419, "checkpoint_time": 16384 * 4e9 / 2e12}
 
 
 ROOT = Path(__file__).resolve().parents[1]
