@@ -222,6 +222,10 @@ SUMMARY_BY_HAND = {
     # 989.4e12 / 450e9 = 1,283, overlaps)
     "per-chip batch that hides the gradient sync":
         ((1024 - 8) / 1024 * 2 / 3 * 989.4e12 / (8 * 50e9), 1e-12),
+    # Young: sqrt(2 delta M); delta = 16,384 GPUs x 4 GB / 2 TB/s = 32.8 s (Llama 3, Sec. 3.3.1),
+    # M = 54 days / 419 unexpected interruptions = 11,135 s: 854 s, 14.2 min
+    "checkpoint interval (Young)":
+        (math.sqrt(2 * (16384 * 4e9 / 2e12) * (54 * 86400 / 419)), 1e-12),
     # D_pre = D_inf / (3 u): 50M tokens/s x 60 days = 2.592e14 served, u = 1/3
     "equalise pre-training, RL and inference compute": (50e6 * 60 * 86400, 1e-12),
     "FLOPs to rebuild a cached byte": (2 * N_MM_70 / B_KV_70, 1e-12),
@@ -373,6 +377,7 @@ SUMMARY_UNITS = {
     "context recomputed for free": (1, " tokens"),
     "full checkpointing's compute price": (1e-2, "% FLOPs"),
     "longest worthwhile hold of a prompt cache": (3600, " h"),
+    "checkpoint interval (Young)": (60, " min"),
 }
 
 

@@ -61,6 +61,7 @@ import numpy as np
 from ._check import choice, positive
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
+from ._summary import SummaryRow
 from .collectives import collective_time
 from .estimate import HOP_LATENCY, LINK_EFFICIENCY
 from .kernel_rates import (
@@ -87,6 +88,7 @@ __all__ = [
     "IN_FLIGHT",
     "OVERLAP",
     "LLAMA3_INTERRUPTIONS",
+    "LLAMA3_CHECKPOINT",
     "Layout",
     "Cluster",
     "check_layout",
@@ -134,6 +136,11 @@ OVERLAP = {
 #: Sec. 3.3.4 and Table 5 [llama3_herd]).
 LLAMA3_INTERRUPTIONS = {"days": 54, "interruptions": 466, "planned": 47, "unexpected": 419,
                         "gpus": 16384, "effective_training_time": 0.90}
+
+#: Llama 3's checkpoints [llama3_herd], Sec. 3.3.1: "ranging from 1 MB to 4 GB per GPU", and the
+#: storage "sustains 2 TB/s": with 4 GB on each of its 16,384 GPUs, a checkpoint takes at most
+#: 16,384 x 4 GB / 2 TB/s.
+LLAMA3_CHECKPOINT = {"bytes_per_gpu_max": 4e9, "storage_bandwidth": 2e12}
 
 
 def _whole(name, value, top=None):
@@ -675,3 +682,28 @@ def goodput(interval, checkpoint_time, mtbf, restart_time=0.0):
     R = positive("restart_time", restart_time, allow_zero=True)
     with np.errstate(over="ignore"):  # an hour-long restart on a minute's MTBF: goodput 0
         return _out(tau / (M * np.exp(R / M) * np.expm1((tau + d) / M)))
+
+
+def _llama3_mtbf():
+    """Llama 3's mean time between unexpected interruptions, seconds."""
+    li = LLAMA3_INTERRUPTIONS
+    return li["days"] * 86400.0 / li["unexpected"]
+
+
+def _llama3_checkpoint_time():
+    """The longest a Llama 3 checkpoint can take (every GPU writing its most), seconds."""
+    c = LLAMA3_CHECKPOINT
+    return LLAMA3_INTERRUPTIONS["gpus"] * c["bytes_per_gpu_max"] / c["storage_bandwidth"]
+
+
+#: This chapter's row of the book's summary table (tradeoffs.summary_bounds gathers them).
+SUMMARY = (
+    SummaryRow("training_layout", "checkpoint interval (Young)",
+               r"\tau^* = \sqrt{2\,\delta\,T_\text{int}}",
+               "Llama 3 405B: 419 unexpected interruptions in 54 days, 4 GB per GPU at 2 TB/s",
+               lambda lm: lm.layout.checkpoint_interval(_llama3_mtbf(), _llama3_checkpoint_time(),
+                                                        "young"),
+               fmt_time,
+               by_formula=lambda lm: float(np.sqrt(2 * _llama3_checkpoint_time()
+                                                   * _llama3_mtbf()))),
+)
