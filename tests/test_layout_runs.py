@@ -76,6 +76,11 @@ def _layouts(row, model):
         ([1, 2, 4] if sched == "interleaved" else [1])
     mbs = [int(row["micro_batch"])] if row["micro_batch"] else [1, 2, 4]
     rcs = [row["recompute"]] if row["recompute"] else ["none", "selective", "full"]
+    # what the software did, where the README sources it; empty: the Layout's default
+    software = {k: row[k] == "true" for k in ("sequence_parallel", "fused_attention",
+                                                "dp_overlap") if row.get(k)}
+    software.update({k: int(row[k]) for k in ("first_stage_layers", "last_stage_layers")
+                     if row.get(k)})
     out = []
     for v in vs:
         for mb in mbs:
@@ -85,7 +90,7 @@ def _layouts(row, model):
                 out.append(Layout(dp=int(row["dp"]), tp=int(row["tp"]), pp=int(row["pp"]),
                                   ep=int(row["ep"] or 1), cp=int(row["cp"] or 1),
                                   zero_stage=int(row["zero_stage"]), micro_batch=mb,
-                                  virtual_stages=v, schedule=sched, recompute=rc))
+                                  virtual_stages=v, schedule=sched, recompute=rc, **software))
     return out
 
 

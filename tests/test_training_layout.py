@@ -185,17 +185,34 @@ def test_in_flight_table():
 # 8 sequences of 1,024 = 8,192 tokens, 8 chips, m = 4. Model FLOPs per token 6 x 99,886,080 +
 # 25,190,400 = 624,506,880; the step's 8,192 x that = 5,115,960,360,960.
 MODEL_FLOPS = 8192 * (6 * 99_886_080 + ATTN)
-# Selective recomputation adds attention's forward, a third: 599,316,480 + 4/3 x 25,190,400 =
-# 632,903,680 FLOP per token; 1,024 tokens per chip at 0.5 x 1e15: 1.29618673664e-3 s.
-COMPUTE = 1024 * (6 * 99_886_080 + 4 * ATTN / 3) / 0.5e15
+# Per micro-batch and chip: 1,024 tokens, the work split over tp 2, so 512 tokens' worth.
+# A layer: 6 x 16,779,520 = 100,677,120 matmul FLOP per token (its 16,779,520 parameters: the
+# 99,886,080 less the tied 32,768,000 embedding, over 4 layers) plus attention 25,190,400 / 4 x
+# 4/3 (selective) = 8,396,800: 512 x 109,073,920 / 0.5e15 = 1.1169169408e-4 s.
+C_LAYER = 512 * (100_677_120 + 8_396_800) / 0.5e15
+# The LM head on the last rank: 6 x 32,768,000 = 196,608,000 FLOP per token, 2.01326592e-4 s.
+C_HEAD = 512 * 196_608_000 / 0.5e15
+# compute: the mean rank's arithmetic, m (4 C_LAYER + C_HEAD) / 2 = 1.29618673664e-3 s, the
+# same as the step's FLOPs over all chips: 1,024 x (6 x 99,886,080 + 4/3 ATTN) / 0.5e15.
+COMPUTE = 4 * (4 * C_LAYER + C_HEAD) / 2
+# elementwise per layer and token (sequence parallel, fused attention, selective): norms 10 x
+# 1,024 / 2 = 5,120 B, MLP activation 2 x 4,096 / 2 = 4,096 B, each moved 2 + 3 = 5 times:
+# 46,080 B; 1,024 tokens at 1e12 B/s x 3,000/3,350 (FlashMLA's read rate): 5.269094e-5 s.
+E_LAYER = 1024 * 46_080 / (1e12 * 3000 / 3350)
 # TP: per layer 2 all-reduces of 1,024 x 1,024 x 2 = 2,097,152 B over 2 chips at 1e11:
-# 2 x (1/2) x 2,097,152 / 1e11 = 2.097152e-5 each; 2 passes x 2 layers x 2 = 8 per micro-batch,
-# 4 micro-batches: 32 x 2.097152e-5 = 6.7108864e-4 s.
-TP = 32 * 2.097152e-5
+# 2 x (1/2) x 2,097,152 / 1e11 = 2.097152e-5 each, 2 passes: 8.388608e-5 s a layer;
+# 2 layers per rank, 4 micro-batches: 6.7108864e-4 s.
+TP_LAYER = 2 * 2 * 2.097152e-5
+TP = 4 * 2 * TP_LAYER
 # PP: 8 chips fill one domain (scale-up 1e11); each hop sends 1,024 / 2 tokens x 1,024 x 2 B =
 # 1,048,576 B = 1.048576e-5 s; 2 per micro-batch, 4 micro-batches: 8.388608e-5 s.
 PP = 8 * 1.048576e-5
-BUSY = COMPUTE + TP + PP
+# the ranks hold 2 and 2 layers; the last also the head, so it is the slowest:
+# 2 (C_LAYER + E_LAYER + TP_LAYER) + C_HEAD; the mean rank is C_HEAD / 2 faster, and the
+# stages term is m x C_HEAD / 2 = 2 C_HEAD = 4.02653184e-4 s.
+SLOWEST = 2 * (C_LAYER + E_LAYER + TP_LAYER) + C_HEAD
+STAGES = 4 * C_HEAD / 2
+BUSY = 4 * (SLOWEST + PP / 4)
 # bubble: (p-1)/(m+p-1) = 1/5 of the step, busy x (1/5)/(4/5)
 BUBBLE = BUSY / 4
 # DP: 24,971,520 bf16 gradients all-reduced over 2 chips on scale-up at 1e11:
@@ -203,7 +220,10 @@ BUBBLE = BUSY / 4
 # (2/3 of COMPUTE / 4 = 2.1603112277e-4 s)
 DP_TOTAL = 49_943_040 / 1e11
 DP = DP_TOTAL - COMPUTE / 4 * 2 / 3
-TIME = BUSY + BUBBLE + DP
+# optimizer: ZeRO-1 over dp 2, each chip updates 24,971,520 / 2 = 12,485,760 parameters at 28 B
+# (Adam's reads and writes) = 349,601,280 B at 8.955e11 B/s: 3.903880e-4 s.
+OPTIMIZER = 12_485_760 * 28 / (1e12 * 3000 / 3350)
+TIME = BUSY + BUBBLE + DP + OPTIMIZER
 CLUSTER = Cluster(TOY_CHIP, 8)
 
 
@@ -211,17 +231,23 @@ def test_step_time_by_hand():
     st = step_time(TOY, LAYOUT, CLUSTER, 8, 1024, **ROUND)
     assert st.micro_batches == 4 and st.bubble_fraction == pytest.approx(0.2)
     assert st.compute == pytest.approx(COMPUTE, rel=1e-9)
+    assert st.compute == pytest.approx(1.29618673664e-3, rel=1e-9)
+    assert st.elementwise == pytest.approx(4 * 2 * E_LAYER, rel=1e-9)
+    assert E_LAYER == pytest.approx(5.269094e-5, rel=1e-6)
     assert st.tp == pytest.approx(TP, rel=1e-9)
     assert st.pp == pytest.approx(PP, rel=1e-9)
     assert st.ep == 0 and st.cp == 0
+    assert st.stages == pytest.approx(STAGES, rel=1e-9)
+    assert st.stages == pytest.approx(4.02653184e-4, rel=1e-9)
     assert st.bubble == pytest.approx(BUBBLE, rel=1e-9)
     assert st.dp_total == pytest.approx(DP_TOTAL, rel=1e-9)
     assert st.dp == pytest.approx(DP, rel=1e-9)
+    assert st.optimizer == pytest.approx(OPTIMIZER, rel=1e-9)
+    assert st.optimizer == pytest.approx(3.903880e-4, rel=1e-6)
     assert st.time == pytest.approx(TIME, rel=1e-9)
+    assert sum(st.terms().values()) == pytest.approx(st.time, rel=1e-12)
     assert st.model_flops == pytest.approx(MODEL_FLOPS, rel=1e-12)
-    # MFU = 5,115,960,360,960 / (2.84735e-3 s x 8 x 1e15) = 0.2246
     assert st.mfu == pytest.approx(MODEL_FLOPS / (TIME * 8 * 1e15), rel=1e-9)
-    assert st.mfu == pytest.approx(0.2246, abs=1e-4)
     # HFU counts the recomputed attention forward: 8,192 x 632,903,680 FLOP
     assert st.hardware_flops == pytest.approx(8192 * (6 * 99_886_080 + 4 * ATTN / 3))
     assert st.hfu == pytest.approx(st.hardware_flops / (TIME * 8 * 1e15), rel=1e-9)
@@ -292,8 +318,12 @@ def test_latent_attention_keeps_the_attention_constant():
 
 def test_full_recomputation_adds_a_forward_and_a_pass_of_collectives():
     st = step_time(TOY, Layout(dp=2, tp=2, pp=2, recompute="full"), CLUSTER, 8, 1024, **ROUND)
-    # (8 x 99,886,080 + 4/3 x 25,190,400) per token, 1,024 tokens, at 0.5e15
-    assert st.compute == pytest.approx(1024 * (8 * 99_886_080 + 4 * ATTN / 3) / 0.5e15)
+    # the layers' 67,118,080 parameters run 8 x (forward twice), the tied LM head's 32,768,000
+    # only 6 x (never recomputed, Narayanan et al. 2021's appendix), attention 4/3: per token
+    # 536,944,640 + 196,608,000 + 33,587,200 = 767,139,840, 1,024 tokens, at 0.5e15
+    assert st.compute == pytest.approx(1024 * (8 * 67_118_080 + 6 * 32_768_000
+                                               + 4 * ATTN / 3) / 0.5e15)
+    assert st.hardware_flops == pytest.approx(8192 * 767_139_840)
     assert st.tp == pytest.approx(TP * 3 / 2)            # 3 passes instead of 2
     # MFU's numerator never counts recomputation
     assert st.model_flops == pytest.approx(MODEL_FLOPS)
