@@ -111,7 +111,9 @@ def reproduce(row):
     chip = chips.get(name)
     try:
         model = _model(row)
-        cluster = Cluster(chip, int(row["n_chips"]))
+        # the run's own scale-out rate where the README derives one (PaLM's cross-pod burst)
+        bw = float(row["scale_out_bandwidth"]) if row.get("scale_out_bandwidth") else None
+        cluster = Cluster(chip, int(row["n_chips"]), scale_out_bandwidth=bw)
     except (LookupError, ValueError) as exc:
         return {"run": row["run"], "skip": str(exc)}
     if row["schedule"] not in SCHEDULE and row["schedule"] not in \

@@ -15,9 +15,17 @@ Conventions and assumptions (each one named where it is used):
   [megatron_parallel_state]; DeepSeek-V3's EP64 at TP1 sits inside its 128-way data
   parallelism [deepseek_v3]. Expert weights are ZeRO-sharded over the ``tp cp dp / ep``
   chips that hold the same experts (Megatron's expert data-parallel group).
-- **Balanced stages.** Every stage holds ``L / pp`` layers and ``1/pp`` of the parameters and
-  FLOPs (embedding and LM head included: real runs move a layer off the end stages to pay for
-  them, as Llama 3 did [llama3_herd]). The layer count need not divide by ``pp``.
+- **Stages.** Memory: every stage holds ``1/pp`` of the parameters (``first_stage_layers``
+  layers' activations on the first where the layout fixes it, else ``L / pp``). Time: each rank
+  holds whole layers (:class:`Layout`'s end-stage counts, else the even split), the last also
+  the LM head (``6 V D`` per token, never recomputed); the pipeline runs at its slowest rank,
+  and the ``stages`` term is that rank's excess over the mean. The input embedding is a lookup
+  (no FLOPs). Real runs move a layer off the end stages to pay for them, as Llama 3 did
+  [llama3_herd].
+- **Memory-bound kernels** (``elementwise``): the bytes Korthikanti et al. count as stored and
+  that no matmul writes (:data:`KORTHIKANTI_ELEMENTWISE`), moved :data:`ELEMENTWISE_PASSES`
+  times at the chip's HBM bandwidth times :data:`llmmath.kernel_rates.MEMORY_EFFICIENCY`; the
+  ``S x S`` scores only with ``fused_attention=False``.
 - **Activations** are Korthikanti et al.'s per-layer bytes
   (:func:`llmmath.training.activation_bytes_per_token_per_layer`): with sequence parallelism
   all of them divide by ``tp``; without it the ``10 D`` of layer norms and dropout stay whole
@@ -45,7 +53,8 @@ Conventions and assumptions (each one named where it is used):
   sends are not overlapped with compute; the context-parallel K/V exchange hides behind the same
   layer's attention arithmetic (ring attention's design) and only its excess counts; the
   data-parallel gradient sync overlaps the last micro-batch's backward pass (gradients are final
-  only then), and only its excess counts. The optimizer step itself is left out.
+  only then), and only its excess counts (``dp_overlap=False``: all of it); the Adam update
+  (:data:`ADAM_BYTES_PER_PARAM` per parameter it updates, at HBM speed) follows it.
 
 SI units; one configuration per call (arrays are refused by name) except the checkpoint
 formulas, which broadcast.
@@ -190,8 +199,8 @@ class Layout:
     HBM; False: Megatron-LM's 2021-22 path, a batched matmul, a fused scale-mask-softmax, dropout
     and a second batched matmul, each writing its ``S x S`` tensor), ``dp_overlap`` (whether the
     data-parallel gradient sync overlaps the backward pass), and ``first_stage_layers`` /
-    ``last_stage_layers`` (transformer layers on the first and last pipeline rank, as Megatron-Core's
-    ``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers``; None: the
+    ``last_stage_layers`` (transformer layers on the first and last pipeline rank, as Llama 3
+    moved one off each end to pay for the embedding and the LM head [llama3_herd]; None: the
     even split, ``L/pp`` rounded up on the first ranks).
     """
 
@@ -406,7 +415,8 @@ def memory_per_chip(model, layout, sequence_length, global_batch=None, optimizer
             whole = KORTHIKANTI_REPLICATED * model.d_model
             a = whole + (a - whole) / layout.tp
     flight = float(IN_FLIGHT[layout.schedule](layout.pp, m, layout.virtual_stages))
-    acts = model.n_layers / layout.pp * flight * layout.micro_batch * s / layout.cp * a
+    first = layout.first_stage_layers or model.n_layers / layout.pp
+    acts = first * flight * layout.micro_batch * s / layout.cp * a
     return MemoryBreakdown(states, weights, acts, flight, states + acts)
 
 
@@ -419,8 +429,8 @@ class StepBreakdown:
     gradient sync; ``dp_total`` before overlap), ``elementwise`` (memory-bound kernels: norms,
     dropout, residuals, activation, and the softmax with unfused attention), ``stages`` (the
     slowest pipeline rank's excess over the mean rank, times the micro-batches: uneven layers and
-    the LM head on the last rank), ``optimizer`` (the Adam update), ``time`` the step; ``micro_batches``,
-    ``bubble_fraction``; ``model_flops`` (6 N_act D plus attention, no recomputation) and
+    the LM head on the last rank), ``optimizer`` (the Adam update), ``time`` the step;
+    ``micro_batches``, ``bubble_fraction``; ``model_flops`` (6 N_act D plus attention, no recomputation) and
     ``mfu = model_flops / (time n C)``; ``hardware_flops`` (recomputation included) and
     ``hfu``, the same over the hardware FLOPs (what Megatron-LM and BLOOM report).
     """
@@ -532,9 +542,10 @@ def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16
     - data parallelism: :func:`~llmmath.training.dp_gradient_sync_time` of the dense shard over
       ``dp cp`` chips plus the experts' over their group, less the last micro-batch's backward.
 
-    ``time = m (compute/m + tp + ep + pp + cp) / (1 - f) + dp``. :data:`OVERLAP` states what
-    hides behind what. Load imbalance between experts, the optimizer step and kernel launch
-    overheads are left out.
+    ``time = m (slowest rank's time + pp) / (1 - f) + dp + optimizer``, split into the additive
+    :meth:`StepBreakdown.terms` (compute, elementwise, tp, ep, cp at the mean rank; ``stages``
+    the slowest rank's excess). :data:`OVERLAP` states what hides behind what. Load imbalance
+    between experts and kernel launch overheads are left out.
     """
     if not isinstance(cluster, Cluster):
         raise TypeError(f"cluster: got {cluster!r}; expected an llmmath.layout.Cluster")
