@@ -430,9 +430,10 @@ class StepBreakdown:
     dropout, residuals, activation, and the softmax with unfused attention), ``stages`` (the
     slowest pipeline rank's excess over the mean rank, times the micro-batches: uneven layers and
     the LM head on the last rank), ``optimizer`` (the Adam update), ``time`` the step;
-    ``micro_batches``, ``bubble_fraction``; ``model_flops`` (6 N_act D plus attention, no recomputation) and
-    ``mfu = model_flops / (time n C)``; ``hardware_flops`` (recomputation included) and
-    ``hfu``, the same over the hardware FLOPs (what Megatron-LM and BLOOM report).
+    ``micro_batches``, ``bubble_fraction``; ``model_flops`` (6 N_act D plus attention, no
+    recomputation) and ``mfu = model_flops / (time n C)``; ``hardware_flops`` (the recomputed
+    forward of the layers included, not of the LM head) and ``hfu``, the same over the hardware
+    FLOPs (what Megatron-LM and BLOOM report).
     """
 
     compute: float
