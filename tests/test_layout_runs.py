@@ -76,6 +76,11 @@ def _layouts(row, model):
         ([1, 2, 4] if sched == "interleaved" else [1])
     mbs = [int(row["micro_batch"])] if row["micro_batch"] else [1, 2, 4]
     rcs = [row["recompute"]] if row["recompute"] else ["none", "selective", "full"]
+    # what the software did, where the README sources it; empty: the Layout's default
+    software = {k: row[k] == "true" for k in ("sequence_parallel", "fused_attention",
+                                                "dp_overlap") if row.get(k)}
+    software.update({k: int(row[k]) for k in ("first_stage_layers", "last_stage_layers")
+                     if row.get(k)})
     out = []
     for v in vs:
         for mb in mbs:
@@ -85,7 +90,7 @@ def _layouts(row, model):
                 out.append(Layout(dp=int(row["dp"]), tp=int(row["tp"]), pp=int(row["pp"]),
                                   ep=int(row["ep"] or 1), cp=int(row["cp"] or 1),
                                   zero_stage=int(row["zero_stage"]), micro_batch=mb,
-                                  virtual_stages=v, schedule=sched, recompute=rc))
+                                  virtual_stages=v, schedule=sched, recompute=rc, **software))
     return out
 
 
@@ -106,7 +111,9 @@ def reproduce(row):
     chip = chips.get(name)
     try:
         model = _model(row)
-        cluster = Cluster(chip, int(row["n_chips"]))
+        # the run's own scale-out rate where the README derives one (PaLM's cross-pod burst)
+        bw = float(row["scale_out_bandwidth"]) if row.get("scale_out_bandwidth") else None
+        cluster = Cluster(chip, int(row["n_chips"]), scale_out_bandwidth=bw)
     except (LookupError, ValueError) as exc:
         return {"run": row["run"], "skip": str(exc)}
     if row["schedule"] not in SCHEDULE and row["schedule"] not in \

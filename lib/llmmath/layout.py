@@ -15,9 +15,17 @@ Conventions and assumptions (each one named where it is used):
   [megatron_parallel_state]; DeepSeek-V3's EP64 at TP1 sits inside its 128-way data
   parallelism [deepseek_v3]. Expert weights are ZeRO-sharded over the ``tp cp dp / ep``
   chips that hold the same experts (Megatron's expert data-parallel group).
-- **Balanced stages.** Every stage holds ``L / pp`` layers and ``1/pp`` of the parameters and
-  FLOPs (embedding and LM head included: real runs move a layer off the end stages to pay for
-  them, as Llama 3 did [llama3_herd]). The layer count need not divide by ``pp``.
+- **Stages.** Memory: every stage holds ``1/pp`` of the parameters (``first_stage_layers``
+  layers' activations on the first where the layout fixes it, else ``L / pp``). Time: each rank
+  holds whole layers (:class:`Layout`'s end-stage counts, else the even split), the last also
+  the LM head (``6 V D`` per token, never recomputed); the pipeline runs at its slowest rank,
+  and the ``stages`` term is that rank's excess over the mean. The input embedding is a lookup
+  (no FLOPs). Real runs move a layer off the end stages to pay for them, as Llama 3 did
+  [llama3_herd].
+- **Memory-bound kernels** (``elementwise``): the bytes Korthikanti et al. count as stored and
+  that no matmul writes (:data:`KORTHIKANTI_ELEMENTWISE`), moved :data:`ELEMENTWISE_PASSES`
+  times at the chip's HBM bandwidth times :data:`llmmath.kernel_rates.MEMORY_EFFICIENCY`; the
+  ``S x S`` scores only with ``fused_attention=False``.
 - **Activations** are Korthikanti et al.'s per-layer bytes
   (:func:`llmmath.training.activation_bytes_per_token_per_layer`): with sequence parallelism
   all of them divide by ``tp``; without it the ``10 D`` of layer norms and dropout stay whole
@@ -45,7 +53,8 @@ Conventions and assumptions (each one named where it is used):
   sends are not overlapped with compute; the context-parallel K/V exchange hides behind the same
   layer's attention arithmetic (ring attention's design) and only its excess counts; the
   data-parallel gradient sync overlaps the last micro-batch's backward pass (gradients are final
-  only then), and only its excess counts. The optimizer step itself is left out.
+  only then), and only its excess counts (``dp_overlap=False``: all of it); the Adam update
+  (:data:`ADAM_BYTES_PER_PARAM` per parameter it updates, at HBM speed) follows it.
 
 SI units; one configuration per call (arrays are refused by name) except the checkpoint
 formulas, which broadcast.
@@ -68,6 +77,7 @@ from .kernel_rates import (
     ATTENTION_EFFICIENCY,
     GROUPED_MATMUL_DERATE,
     MATMUL_EFFICIENCY,
+    MEMORY_EFFICIENCY,
     rates_by_shape,
 )
 from .moe import expert_all_to_all
@@ -85,6 +95,9 @@ from .units import fmt_bytes, fmt_time
 
 __all__ = [
     "KORTHIKANTI_REPLICATED",
+    "KORTHIKANTI_ELEMENTWISE",
+    "ELEMENTWISE_PASSES",
+    "ADAM_BYTES_PER_PARAM",
     "IN_FLIGHT",
     "OVERLAP",
     "LLAMA3_INTERRUPTIONS",
@@ -109,6 +122,31 @@ __all__ = [
 #: [korthikanti2022reducing].
 KORTHIKANTI_REPLICATED = 10.0
 
+#: Of Korthikanti et al.'s ``34 D + 5 n_q S`` bytes per token per layer (Sec. 4.1 lists them
+#: tensor by tensor [korthikanti2022reducing]), those written by kernels that are not matmuls,
+#: as ``(per D, per n_q S)``: the two layer-norm inputs (the residual sums, 4 D), the two
+#: layer-norm outputs (4 D), the two dropout masks (2 D), which are the ``10 D`` of
+#: :data:`KORTHIKANTI_REPLICATED`, and the GeLU output (``8 D``, that is ``2 d_ff`` bytes; the
+#: code takes the model's MLP width); with unfused attention also the softmax output, its dropout
+#: mask and the dropout output, ``5 n_q S``. The other ``16 D`` (Q, K, V, the attention context
+#: and the first MLP matmul's output) are matmul outputs, whose writes the measured GEMM rates
+#: already include.
+KORTHIKANTI_ELEMENTWISE = (18.0, 5.0)
+
+#: HBM passes over each elementwise tensor in one training step, by pass (a hand count, not a
+#: measurement): the forward writes it and its consumer reads it (2); the backward reads the
+#: saved tensor and the incoming gradient and writes the outgoing one, tensors of the same size
+#: (3); a recomputed forward repeats the 2. Intermediates Korthikanti does not store (bias adds,
+#: fp32 softmax copies) are left out, so the traffic is a lower bound.
+ELEMENTWISE_PASSES = {"forward": 2.0, "backward": 3.0}
+
+#: Bytes mixed-precision Adam moves per parameter it updates: it reads the 16-bit gradient (2)
+#: and the fp32 master weight, momentum and variance (12), and writes the three back (12) and the
+#: 16-bit weight (2): 28. The 16 bytes it holds per parameter are Rajbhandari et al.'s (ZeRO,
+#: Sec. 3.1 [rajbhandari2020zero]); each is read and written once per step, the gradient only
+#: read, the bf16 weight only written.
+ADAM_BYTES_PER_PARAM = 28.0
+
 #: Micro-batches whose activations the first stage holds at the peak, by schedule, with ``p``
 #: stages, ``m`` micro-batches per step and ``v`` chunks per chip: GPipe keeps all ``m``
 #: [huang2019gpipe]; 1F1B at most ``p`` [narayanan2021megatron]; interleaved 1F1B ``p`` times
@@ -128,7 +166,11 @@ OVERLAP = {
     "ep": "not overlapped: dispatch and combine sit between the router and the experts",
     "pp": "not overlapped: one send per micro-batch, chunk and direction",
     "cp": "overlapped with the same layer's attention arithmetic; only the excess counts",
-    "dp": "overlapped with the last micro-batch's backward pass; only the excess counts",
+    "dp": "overlapped with the last micro-batch's backward pass, only the excess counts "
+          "(Layout.dp_overlap=False: not overlapped, all of it counts)",
+    "elementwise": "not overlapped: memory-bound kernels between the matmuls",
+    "optimizer": "not overlapped: after the gradient sync, before the next step",
+    "stages": "the slowest pipeline rank sets the pace; the others wait",
 }
 
 #: Llama 3 405B's pre-training on up to 16K H100s, a 54-day snapshot: 466 job interruptions,
@@ -158,6 +200,15 @@ class Layout:
     "selective", "full", and ``sequence_parallel`` (Korthikanti et al.'s split of the layer
     norms and dropout over the tensor-parallel chips). ``n_chips = dp tp pp cp``; ``ep`` folds
     into a stage's ``tp cp dp`` chips (module docstring).
+
+    What the software does, for :func:`step_time`: ``fused_attention`` (True: one attention
+    kernel, FlashAttention-style [dao2022flashattention], never writes the ``n_q S x S`` scores to
+    HBM; False: Megatron-LM's 2021-22 path, a batched matmul, a fused scale-mask-softmax, dropout
+    and a second batched matmul, each writing its ``S x S`` tensor), ``dp_overlap`` (whether the
+    data-parallel gradient sync overlaps the backward pass), and ``first_stage_layers`` /
+    ``last_stage_layers`` (transformer layers on the first and last pipeline rank, as Llama 3
+    moved one off each end to pay for the embedding and the LM head [llama3_herd]; None: the
+    even split, ``L/pp`` rounded up on the first ranks).
     """
 
     dp: int
@@ -171,6 +222,10 @@ class Layout:
     schedule: str = "1f1b"
     recompute: str = "selective"
     sequence_parallel: bool = True
+    fused_attention: bool = True
+    dp_overlap: bool = True
+    first_stage_layers: int | None = None
+    last_stage_layers: int | None = None
 
     def __post_init__(self):
         for name in ("dp", "tp", "pp", "ep", "cp", "micro_batch", "virtual_stages"):
@@ -180,9 +235,15 @@ class Layout:
         choice("zero_stage", self.zero_stage, [0, 1, 2, 3])
         choice("schedule", self.schedule, SCHEDULES)
         choice("recompute", self.recompute, list(ACTIVATION_RECOMPUTE))
-        if not isinstance(self.sequence_parallel, bool):
-            raise TypeError(f"sequence_parallel: got {self.sequence_parallel!r}; "
-                            "expected True or False")
+        for name in ("sequence_parallel", "fused_attention", "dp_overlap"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name}: got {getattr(self, name)!r}; expected True or False")
+        for name in ("first_stage_layers", "last_stage_layers"):
+            if getattr(self, name) is not None:
+                _whole(name, getattr(self, name), 1e6)
+                if self.pp < 2:
+                    raise ValueError(f"{name}: got {getattr(self, name)}; a layer count for an "
+                                     f"end stage needs pp >= 2, not pp={self.pp}")
         if self.virtual_stages > 1 and self.schedule != "interleaved":
             raise ValueError(f"virtual_stages: got {self.virtual_stages}; more than one chunk "
                              f"per chip needs schedule='interleaved', not {self.schedule!r}")
@@ -263,6 +324,14 @@ def check_layout(model, layout, n_chips, global_batch=None, sequence_length=None
     if model.n_layers < layout.pp * layout.virtual_stages:
         bad.append(f"{model.n_layers} layers cannot fill pp x virtual_stages = "
                    f"{layout.pp * layout.virtual_stages} chunks")
+    ends = [x for x in (layout.first_stage_layers, layout.last_stage_layers) if x is not None]
+    if ends and layout.pp > 2 and model.n_layers - sum(ends) < layout.pp - 2:
+        bad.append(f"{model.n_layers} layers leave fewer than one per middle stage after "
+                   f"first/last stage layers {ends}")
+    if ends and layout.pp == 2 and len(ends) == 2 and sum(ends) != model.n_layers:
+        bad.append(f"first + last stage layers {ends} are not the {model.n_layers} layers")
+    if ends and max(ends) > model.n_layers:
+        bad.append(f"an end stage cannot hold {max(ends)} of {model.n_layers} layers")
     if layout.ep > 1 and not model.is_moe:
         bad.append(f"ep={layout.ep} on a dense model (it has no experts)")
     if model.is_moe and model.n_experts % layout.ep:
@@ -353,7 +422,8 @@ def memory_per_chip(model, layout, sequence_length, global_batch=None, optimizer
             whole = KORTHIKANTI_REPLICATED * model.d_model
             a = whole + (a - whole) / layout.tp
     flight = float(IN_FLIGHT[layout.schedule](layout.pp, m, layout.virtual_stages))
-    acts = model.n_layers / layout.pp * flight * layout.micro_batch * s / layout.cp * a
+    first = layout.first_stage_layers or model.n_layers / layout.pp
+    acts = first * flight * layout.micro_batch * s / layout.cp * a
     return MemoryBreakdown(states, weights, acts, flight, states + acts)
 
 
@@ -363,10 +433,14 @@ class StepBreakdown:
 
     ``compute`` (every chip's share of the step's arithmetic, recomputation included),
     ``tp``, ``ep``, ``pp`` (sends), ``cp`` (exposed K/V exchange), ``bubble``, ``dp`` (exposed
-    gradient sync; ``dp_total`` before overlap), ``time`` the step; ``micro_batches``,
-    ``bubble_fraction``; ``model_flops`` (6 N_act D plus attention, no recomputation) and
-    ``mfu = model_flops / (time n C)``; ``hardware_flops`` (recomputation included) and
-    ``hfu``, the same over the hardware FLOPs (what Megatron-LM and BLOOM report).
+    gradient sync; ``dp_total`` before overlap), ``elementwise`` (memory-bound kernels: norms,
+    dropout, residuals, activation, and the softmax with unfused attention), ``stages`` (the
+    slowest pipeline rank's excess over the mean rank, times the micro-batches: uneven layers and
+    the LM head on the last rank), ``optimizer`` (the Adam update), ``time`` the step;
+    ``micro_batches``, ``bubble_fraction``; ``model_flops`` (6 N_act D plus attention, no
+    recomputation) and ``mfu = model_flops / (time n C)``; ``hardware_flops`` (the recomputed
+    forward of the layers included, not of the LM head) and ``hfu``, the same over the hardware
+    FLOPs (what Megatron-LM and BLOOM report).
     """
 
     compute: float
@@ -384,11 +458,54 @@ class StepBreakdown:
     mfu: float
     hardware_flops: float
     hfu: float
+    elementwise: float = 0.0
+    stages: float = 0.0
+    optimizer: float = 0.0
 
     def terms(self) -> dict:
         """The additive terms of ``time``, by name."""
-        return {"compute": self.compute, "tp": self.tp, "ep": self.ep, "pp": self.pp,
-                "cp": self.cp, "bubble": self.bubble, "dp": self.dp}
+        return {"compute": self.compute, "elementwise": self.elementwise, "tp": self.tp,
+                "ep": self.ep, "pp": self.pp, "cp": self.cp, "stages": self.stages,
+                "bubble": self.bubble, "dp": self.dp, "optimizer": self.optimizer}
+
+
+def _stage_layers(model, layout):
+    """Transformer layers on each pipeline rank, first to last: the end ranks' counts where the
+    layout fixes them, the rest split as evenly as whole layers allow (the first ranks take the
+    extra one)."""
+    f, last = layout.first_stage_layers, layout.last_stage_layers
+    fixed = [x for x in (f, last) if x is not None]
+    k = layout.pp - len(fixed)
+    q, r = divmod(model.n_layers - sum(fixed), k) if k else (0, 0)
+    middle = [q + 1 if i < r else q for i in range(k)]
+    return ([f] if f is not None else []) + middle + ([last] if last is not None else [])
+
+
+def _elementwise_bytes(model, layout, sequence_length):
+    """HBM bytes per token per layer on one chip that a step's elementwise kernels move:
+    :data:`KORTHIKANTI_ELEMENTWISE` (the ``10 D`` over ``tp`` with sequence parallelism, the MLP
+    activation ``2 d_ff`` over ``tp``, the ``5 n_q S`` over ``tp`` only with unfused attention)
+    times :data:`ELEMENTWISE_PASSES` (the recomputed forward adds a forward pass: all of it under
+    full recomputation, the attention part under selective)."""
+    tp = layout.tp
+    if model.is_moe:
+        shared = model.n_shared_experts * (model.d_ff_shared or model.d_ff_expert) \
+            if model.n_shared_experts else 0
+        width = (model.n_dense_layers * model.d_ff + model.n_moe_layers
+                 * (model.experts_per_token * model.d_ff_expert + shared)) / model.n_layers
+    else:
+        width = model.d_ff
+    norms = KORTHIKANTI_REPLICATED * model.d_model / (tp if layout.sequence_parallel else 1)
+    mlp = 2.0 * width / tp
+    scores = 0.0 if layout.fused_attention else \
+        KORTHIKANTI_ELEMENTWISE[1] * model.n_heads * sequence_length / tp
+    fwd, bwd = ELEMENTWISE_PASSES["forward"], ELEMENTWISE_PASSES["backward"]
+    once = fwd + bwd
+    if layout.recompute == "full":
+        return (norms + mlp + scores) * (once + fwd)
+    if layout.recompute == "selective":
+        return (norms + mlp) * once + scores * (once + fwd)
+    return (norms + mlp + scores) * once
 
 
 def _kv_elements_training(model):
@@ -433,9 +550,10 @@ def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16
     - data parallelism: :func:`~llmmath.training.dp_gradient_sync_time` of the dense shard over
       ``dp cp`` chips plus the experts' over their group, less the last micro-batch's backward.
 
-    ``time = m (compute/m + tp + ep + pp + cp) / (1 - f) + dp``. :data:`OVERLAP` states what
-    hides behind what. Load imbalance between experts, the optimizer step and kernel launch
-    overheads are left out.
+    ``time = m (slowest rank's time + pp) / (1 - f) + dp + optimizer``, split into the additive
+    :meth:`StepBreakdown.terms` (compute, elementwise, tp, ep, cp at the mean rank; ``stages``
+    the slowest rank's excess). :data:`OVERLAP` states what hides behind what. Load imbalance
+    between experts and kernel launch overheads are left out.
     """
     if not isinstance(cluster, Cluster):
         raise TypeError(f"cluster: got {cluster!r}; expected an llmmath.layout.Cluster")
@@ -467,49 +585,65 @@ def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16
     up = chip.scale_up_bandwidth * link
     out = cluster.scale_out_bandwidth
 
-    # compute: the step's FLOPs, split evenly over every chip (balanced stages)
+    # per micro-batch, per chip, per transformer layer (t_mb tokens, the work split over tp)
     tokens = b * s
+    L = model.n_layers
     attn = float(attention_training_flops_per_token(model, s))
     n_act = float(model.active_params)
     n_exp_act = (float(model.n_moe_layers * model.experts_per_token * model.expert_params)
                  if model.is_moe else 0.0)
+    head = float(model.vocab_size * model.d_model)  # the output projection (LM head)
+    n_layer = (n_act - n_exp_act - model.embedding_params - model.lm_head_params) / L
     again = 1.0 / 3.0 if layout.recompute == "full" else 0.0  # forward = 1/3 of 6N
     again_attn = 0.0 if layout.recompute == "none" else 1.0 / 3.0
-    flops_dense = 6.0 * (n_act - n_exp_act) * (1.0 + again)
-    flops_exp = 6.0 * n_exp_act * (1.0 + again)
-    flops_attn = attn * (1.0 + again_attn)
-    compute = tokens / n * (flops_dense / (peak * eff_dense)
-                            + flops_exp / (peak * eff_m * GROUPED_MATMUL_DERATE)
-                            + flops_attn / (peak * eff_a))
+    flops_dense = 6.0 * n_layer * (1.0 + again)
+    flops_exp = 6.0 * n_exp_act / L * (1.0 + again)
+    flops_attn = attn / L * (1.0 + again_attn)
+    per_chip = t_mb / tp
+    c_layer = per_chip * (flops_dense / (peak * eff_dense)
+                          + flops_exp / (peak * eff_m * GROUPED_MATMUL_DERATE)
+                          + flops_attn / (peak * eff_a))
+    # the LM head: 6 V D per token at the dense rate, never recomputed (Narayanan et al. 2021,
+    # appendix: the logit layer is not part of the recomputed forward); the input embedding is a
+    # lookup, no FLOPs
+    c_head = per_chip * 6.0 * head / (peak * eff_dense)
+    e_layer = _elementwise_bytes(model, layout, s) * t_mb / (chip.hbm_bandwidth * MEMORY_EFFICIENCY)
     model_flops = float(training_flops(model, tokens)) + attn * tokens
 
-    # per micro-batch, on one stage
     passes = 3.0 if layout.recompute == "full" else 2.0
-    layers = model.n_layers / pp
-    t_tp = 0.0
+    tp_layer = 0.0
     if tp > 1:
         bw = up if tp <= dom else out  # tensor parallelism is the innermost group
-        t_tp = passes * layers * float(tensor_parallel_layer_comm_time(
+        tp_layer = passes * float(tensor_parallel_layer_comm_time(
             model, t_mb, tp, bw, ab, hop_latency=lat))
-    t_ep = 0.0
+    ep_layer = 0.0
     if ep > 1:
         a2a = expert_all_to_all(model, t_mb / tp, ep, cluster.network_chip(), domain=min(ep, dom),
                                 dispatch_bytes=ab, combine_bytes=ab)
-        t_ep = passes * model.n_moe_layers / pp * float(a2a.time)
+        ep_layer = passes * model.n_moe_layers / L * float(a2a.time)
     t_pp = 0.0
     if pp > 1:
         bw = out if n > dom else up
         t_pp = 2.0 * v * float(hop_time(t_mb / tp, model.d_model, bw, 0.0, ab))
-    t_cp = 0.0
+    cp_layer = 0.0
     if cp > 1:
         bw = up if tp * cp <= dom else out  # context parallelism comes next (Megatron's order)
         kv = layout.micro_batch * s * _kv_elements_training(model) * ab / min(tp, model.n_kv_heads
                                                                              or model.n_heads)
         per_layer = (passes + 1.0) * float(collective_time("all-gather", kv, cp, bw,
                                                            hop_latency=lat))
-        attn_layer = flops_attn / model.n_layers * t_mb / tp / (peak * eff_a)
-        t_cp = layers * max(0.0, per_layer - attn_layer)
-    busy = compute + m * (t_tp + t_ep + t_pp + t_cp)
+        attn_layer = flops_attn * t_mb / tp / (peak * eff_a)
+        cp_layer = max(0.0, per_layer - attn_layer)
+
+    # the pipeline runs at its slowest rank: layers per rank, the LM head on the last
+    layer_total = c_layer + e_layer + tp_layer + ep_layer + cp_layer
+    ranks = _stage_layers(model, layout)
+    slowest = max(k * layer_total + (c_head if i == pp - 1 else 0.0)
+                  for i, k in enumerate(ranks))
+    mean = (L * layer_total + c_head) / pp
+    compute = m * (L * c_layer + c_head) / pp
+    stages = m * (slowest - mean)
+    busy = m * (slowest + t_pp)
     f = float(bubble_fraction(pp, m, layout.schedule, v)) if pp > 1 else 0.0
     bubble = busy * f / (1.0 - f)
 
@@ -522,13 +656,21 @@ def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16
             network = "scale_out" if n > dom else "scale_up"
             dp_total += float(dp_gradient_sync_time(params, cluster.network_chip(per_domain), g,
                                                     network, grad_bytes, layout.zero_stage))
-    last_backward = compute / m * 2.0 / 3.0
+    last_backward = compute / m * 2.0 / 3.0 if layout.dp_overlap else 0.0
     dp = max(0.0, dp_total - last_backward)
-    time = busy + bubble + dp
-    hardware_flops = tokens * (flops_dense + flops_exp + flops_attn)
-    return StepBreakdown(compute, m * t_tp, m * t_ep, m * t_pp, m * t_cp, bubble, dp, dp_total,
-                         time, m, f, model_flops, model_flops / (time * n * peak),
-                         hardware_flops, hardware_flops / (time * n * peak))
+    # the optimizer step: Adam touches ADAM_BYTES_PER_PARAM per parameter it updates, at HBM speed
+    updated = sum(p / (g if layout.zero_stage >= 1 else 1)
+                  for p, g in ((dense, group), (experts, egroup)) if p)
+    optimizer = updated * ADAM_BYTES_PER_PARAM / (chip.hbm_bandwidth * MEMORY_EFFICIENCY)
+    time = busy + bubble + dp + optimizer
+    # hardware FLOPs: the model FLOPs plus the recomputed forward of the layers (not the head)
+    hardware_flops = model_flops + tokens * (6.0 * (n_layer * L + n_exp_act) * again
+                                             + attn * again_attn)
+    return StepBreakdown(compute, m * L / pp * tp_layer, m * L / pp * ep_layer, m * t_pp,
+                         m * L / pp * cp_layer, bubble, dp, dp_total, time, m, f, model_flops,
+                         model_flops / (time * n * peak), hardware_flops,
+                         hardware_flops / (time * n * peak),
+                         elementwise=m * L / pp * e_layer, stages=stages, optimizer=optimizer)
 
 
 @dataclass(frozen=True)
