@@ -3,23 +3,18 @@
 Every number drawn comes from :mod:`llmmath.layout`: a layout's memory per chip
 (:func:`~llmmath.layout.memory_per_chip`), its step term by term
 (:func:`~llmmath.layout.step_time`), the planner's ranking (:func:`~llmmath.layout.plan`), the
-checkpoint interval and goodput, and the published runs of ``data/training_runs/runs.csv``
-reproduced by :func:`published_runs`.
+checkpoint interval and goodput, and the published runs as :mod:`llmmath.published_runs`
+reproduces them.
 """
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import re
-from pathlib import Path
 
 import numpy as np
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from .. import chips as _chips
-from .. import models as _models
 from ..layout import (
     Cluster,
     Layout,
@@ -29,8 +24,7 @@ from ..layout import (
     plan,
     step_time,
 )
-from ..models import Model
-from ..pipeline import SCHEDULES
+from ..published_runs import published_runs
 from ..units import fmt_bytes, fmt_percent, fmt_time
 from .explore import chip_picker, dropdown, explorer, model_picker, steps
 from .figure import builder, chip_of, model_of
@@ -285,113 +279,6 @@ def plan_top_layouts(p, model, chip, n_chips=1024, global_batch=1024, sequence_l
 
 # ----- the published runs ------------------------------------------------------------------
 
-#: The runs' data (the repository's ``data/training_runs``; its README gives every source).
-RUNS_CSV = Path(__file__).resolve().parents[3] / "data" / "training_runs" / "runs.csv"
-_SHAPE = re.compile(r"(\d+) layers; hidden (\d+); (\d+) heads; vocab (\d+)")
-#: Catalogue entries added after runs.csv was written (its README lists them as missing), used
-#: where the catalogue has them.
-_ADDED_MODELS = {"bloom-176b": "BLOOM-176B"}
-_ADDED_CHIPS = {"deepseek-v3": "H800"}
-
-
-def _run_model(row):
-    name = row["catalogue_model"] or _ADDED_MODELS.get(row["run"])
-    if name and name in _models.names():
-        return _models.get(name)
-    shape = _SHAPE.search(row["model"])
-    if not shape:
-        raise LookupError(f"no catalogue model and no shape in {row['model']!r}")
-    L, D, H, V = (int(x) for x in shape.groups())
-    # GPT-shaped (4D plain MLP, multi-head attention, tied embeddings, biases), as Megatron-LM
-    # and BLOOM are
-    return Model(name=row["run"], n_layers=L, d_model=D, d_ff=4 * D, n_heads=H, vocab_size=V,
-                 tied_embeddings=True, gated_mlp=False, attention_bias=True, mlp_bias=True)
-
-
-def _run_utilisation(row, chip):
-    """(value, kind): the MFU or HFU printed, else the printed TFLOP/s over the bf16 peak, an
-    HFU where the source says it counts hardware FLOPs, else set beside the MFU."""
-    for kind in ("mfu", "hfu"):
-        if row[f"published_{kind}"]:
-            return float(row[f"published_{kind}"]), kind.upper()
-    tf = re.search(r"([\d.]+) (?:TFLOP/s|TFLOPs)", row["published_throughput"])
-    kind = "HFU" if "hardware flops" in row["published_throughput"].lower() else "MFU"
-    return float(tf.group(1)) * 1e12 / chip.peak("bf16"), kind + " (from TFLOP/s)"
-
-
-def _run_layouts(row, model):
-    """The published layout; each field the source leaves out takes every value the planner
-    tries (virtual stages 1, 2, 4; micro-batch 1, 2, 4; every recomputation)."""
-    sched = "1f1b" if row["schedule"] == "none" else row["schedule"]
-    vs = [int(row["virtual_stages"])] if row["virtual_stages"] else \
-        ([1, 2, 4] if sched == "interleaved" else [1])
-    mbs = [int(row["micro_batch"])] if row["micro_batch"] else [1, 2, 4]
-    rcs = [row["recompute"]] if row["recompute"] else ["none", "selective", "full"]
-    return [Layout(dp=int(row["dp"]), tp=int(row["tp"]), pp=int(row["pp"]),
-                   ep=int(row["ep"] or 1), cp=int(row["cp"] or 1),
-                   zero_stage=int(row["zero_stage"]), micro_batch=mb, virtual_stages=v,
-                   schedule=sched, recompute=rc)
-            for v in vs for mb in mbs for rc in rcs if model.n_layers >= int(row["pp"]) * v]
-
-
-def _run_batch(row):
-    if row["global_batch_sequences"]:
-        return int(row["global_batch_sequences"])
-    # a batch printed in tokens only ("2M"): the nearest whole number of sequences per replica
-    per = int(row["dp"]) * (int(row["micro_batch"]) if row["micro_batch"] else 1)
-    seqs = float(row["global_batch_tokens"]) / float(row["sequence_length"])
-    return max(1, round(seqs / per)) * per
-
-
-def published_runs(path=None) -> list:
-    """Every run of ``runs.csv`` reproduced: a list of dicts, one per row.
-
-    A modelled run has ``run``, ``chip``, ``model``, ``layout`` (the published degrees; a field
-    the source leaves out takes the fastest value that fits, the same rule for every run),
-    ``fits``, ``memory``, ``step`` (its :class:`~llmmath.layout.StepBreakdown`), ``published``
-    and ``kind`` (the utilisation printed and whether it is an MFU or an HFU), ``estimate``
-    (the step's MFU or HFU to match) and ``best`` (the planner's first
-    :class:`~llmmath.layout.PlanEntry`). A run that cannot be modelled has ``run`` and
-    ``skip`` (the reason). Nothing is tuned per run.
-    """
-    path = Path(path) if path is not None else RUNS_CSV
-    with path.open(newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    out = []
-    for row in rows:
-        name = row["chip"] or _ADDED_CHIPS.get(row["run"])
-        if not name or name not in _chips.names():
-            out.append({"run": row["run"], "skip": "chip not in the catalogue"})
-            continue
-        chip = _chips.get(name)
-        if row["schedule"] not in ("none", *SCHEDULES):
-            out.append({"run": row["run"], "skip": f"schedule {row['schedule']!r} not modelled"})
-            continue
-        try:
-            model = _run_model(row)
-            cluster = Cluster(chip, int(row["n_chips"]))
-        except (LookupError, ValueError) as exc:
-            out.append({"run": row["run"], "skip": str(exc)})
-            continue
-        b, s = _run_batch(row), int(row["sequence_length"])
-        tried = []
-        for lay in _run_layouts(row, model):
-            mem = memory_per_chip(model, lay, s, b)
-            st = step_time(model, lay, cluster, b, s)
-            tried.append((not mem.fits(chip), st.time, lay, mem, st))
-        tried.sort(key=lambda t: (t[0], t[1]))
-        _, _, lay, mem, st = tried[0]
-        published, kind = _run_utilisation(row, chip)
-        best = plan(model, cluster, b, s)
-        out.append({"run": row["run"], "chip": chip, "model": model, "layout": lay,
-                    "fits": mem.fits(chip), "memory": mem.total, "step": st,
-                    "published": published, "kind": kind,
-                    "estimate": st.hfu if kind.startswith("HFU") else st.mfu,
-                    "best": best[0] if best else None, "global_batch": b,
-                    "sequence_length": s})
-    return out
-
-
 def _runs_size(args):
     runs = args["rows"] if args["rows"] is not None else published_runs()
     return (6.4, 1.9 + 0.42 * sum("skip" not in r for r in runs))
@@ -402,7 +289,7 @@ def runs_utilisation(p, rows=None, band=0.05):
     """Each published run, one row: the utilisation its authors printed and this chapter's
     estimate (MFU against MFU, HFU against HFU) joined by a line, the gap in points at the
     right, bold where it is more than ``band`` (5 points). ``rows`` default
-    ``llmmath.plots.layout.published_runs()``; runs that cannot be modelled are named in the
+    ``llmmath.published_runs.published_runs()``; runs that cannot be modelled are named in the
     alt text."""
     runs = published_runs() if rows is None else rows
     done = [r for r in runs if "skip" not in r]
