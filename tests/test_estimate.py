@@ -142,6 +142,7 @@ def test_decode_terms_by_hand_dense_one_chip():
     assert e.comm_time == 0.0                          # one chip: nothing to all-reduce
     assert e.layer_overhead_time == pytest.approx(2 * 10 * 1e-6)   # 2 layers x 10 kernels x 1 us
     assert e.step_overhead_time == pytest.approx(1e-3)
+    assert e.elementwise_time == 0.0                   # counted in prefill steps only
     assert e.time == pytest.approx(2 * 1.32655104e-4 + 2e-5 + 1e-3)
     assert e.overheads is ROUND            # the coefficients used travel with the result
 
