@@ -644,7 +644,8 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
             and o.hop_latency is None and o.link_efficiency == LINK_EFFICIENCY):
         # the engine's all-reduce as measured at this message size, where the table has the
         # chip and the chip count (the alpha-beta time elsewhere)
-        tp_b, tok_b = np.broadcast_arrays(np.asarray(tp, dtype=float), np.asarray(tokens, dtype=float))
+        tp_b, tok_b = np.broadcast_arrays(np.asarray(tp, dtype=float),
+                                          np.asarray(tokens, dtype=float))
         tp_comm = np.array(np.broadcast_to(tp_comm, tp_b.shape), dtype=float)
         for size in np.unique(tp_b[tp_b > 1]):
             sel = tp_b == size
@@ -668,8 +669,8 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     layer_overhead = kernels * per_kernel + 0.0 * kernel_time
     step_overhead = o.step_overhead + 0.0 * kernel_time
     comm = tp_comm + ep_comm
-    time = (np.asarray(step.time) + kernel_time + elementwise + moe_time + grouped_kernel_time + replicated_time
-            + imbalance_time + comm + layer_overhead + step_overhead)
+    time = (np.asarray(step.time) + kernel_time + elementwise + moe_time + grouped_kernel_time
+            + replicated_time + imbalance_time + comm + layer_overhead + step_overhead)
     return Estimate(bound=step, kernel_time=_out(kernel_time),
                     elementwise_time=_out(elementwise), moe_time=_out(moe_time),
                     grouped_kernel_time=_out(grouped_kernel_time),
