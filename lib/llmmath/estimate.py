@@ -23,6 +23,13 @@ figure) sees where the time goes:
    per-tensor fp8 rate (:data:`.FP8_GEMM_MEMORY_EFFICIENCY`, 0.55 of an H100's bandwidth), not
    DeepGEMM's 0.67. Other chips keep the best-case constants. This is the same term, not a
    new one: an achieved kernel rate, now a function of the shape instead of one number.
+   ``elementwise_time``: **memory-bound elementwise kernels** of a prefill step, which the
+   bound does not count: the two residual-add-and-norm kernels of every layer and the gated
+   activation of each dense MLP layer, as aiconfigurator lists a Llama layer's operations
+   (:data:`ADD_NORM_ELEMENTS`, :data:`GATED_ACTIVATION_ELEMENTS`), their bytes at
+   :data:`.MEMORY_EFFICIENCY` of the bandwidth. Decode steps leave it out (at a few hundred
+   rows it is a few per cent of a step, at most about a tenth at batch 256, and the chapter's
+   from-scratch cell does not count it).
 2. ``moe_time``: **grouped expert matmuls at small batch.** With ``T_b`` tokens routed ``k`` at a
    time over ``E`` experts, ``E_t = E (1 - (1 - k/E)^T_b)`` experts are touched; each reads its
    weights whole (:data:`.GROUPED_GEMM_MEMORY_EFFICIENCY`, the dense GEMMs' 0.67), and multiplies
@@ -50,7 +57,11 @@ figure) sees where the time goes:
    layer and the expert-parallel all-to-alls of each MoE layer, over the scale-up links at
    :data:`LINK_EFFICIENCY` of line rate, each step paying :data:`HOP_LATENCY` on an NVSwitch
    (NVIDIA chips: 2 steps per all-reduce) or :data:`RING_HOP_LATENCY` on a ring (other chips:
-   ``2 (n - 1)`` steps).
+   ``2 (n - 1)`` steps). In a prefill step on H100, H200 and A100 (``shape_efficiency``) the
+   tensor-parallel all-reduce takes the latency TensorRT-LLM's all-reduce is measured at for
+   the message's size (:data:`.ALL_REDUCE_LATENCY_MS`): at a prefill's millions of elements the
+   alpha-beta model is short (128 tokens of Llama 2 70B on 4 H100s: 25.9 us measured, about
+   14 us modelled).
 4. ``layer_overhead_time`` and ``step_overhead_time``: **fixed costs**: :data:`KERNELS_PER_LAYER`
    kernels per layer (vLLM's count from its model file: :data:`VLLM_KERNELS_PER_LAYER`),
    :data:`MOE_EXTRA_KERNELS` more per MoE layer and
@@ -437,6 +448,8 @@ class Estimate:
 
     - ``bound``: the per-operation lower bound (a :class:`llmmath.step.Step`), unchanged
     - ``kernel_time``: achievable kernel rates and tile padding of the matmuls' rows
+    - ``elementwise_time``: memory-bound elementwise kernels (add-norms, activation) of a
+      prefill step; 0 in decode
     - ``moe_time``: grouped expert matmuls (few rows per touched expert, each padded); 0 for dense
     - ``grouped_kernel_time``: the experts' arithmetic at the engine kernel's measured rate
       (:data:`.GROUPED_GEMM_EFFICIENCY`) instead of DeepGEMM's; 0 for dense
