@@ -177,13 +177,15 @@ def test_the_estimate_beats_the_fair_baseline_overall_and_held_out():
 
 
 def test_good_for_decode_weak_for_prefill():
-    # "decode steps are where it is good"; "prefill is where it is weakest ... mostly short ...
-    # no better than the scaled bound"
+    # "decode steps are where it is good"; prefill "mostly short", below the 80% target, but
+    # (since the elementwise kernels and the measured all-reduce, issue 32) ahead of the scaled
+    # bound: 18 of 29 within against its 11
     dec, pre = SCORE[("decode", "all")], SCORE[("prefill", "all")]
     assert dec["estimate"].share > 0.6 and dec["estimate"].gm_error < 1.3
     assert dec["estimate"].share > dec["baseline"].share
-    assert pre["estimate"].share < 0.5 and pre["estimate"].median_ratio > 1.2
-    assert pre["estimate"].within <= pre["baseline"].within
+    assert pre["estimate"].share < 0.8 and pre["estimate"].median_ratio > 1.1
+    assert pre["estimate"].within > pre["baseline"].within
+    assert pre["estimate"].gm_error < pre["baseline"].gm_error
     short = [r for r in ROWS if r["phase"] == "prefill" and _ratio(r) > 1]
     assert len(short) > 0.5 * sum(r["phase"] == "prefill" for r in ROWS)
 
@@ -205,7 +207,7 @@ def test_the_residual_groups_are_as_the_chapter_says():
     # TensorRT-LLM's first-token latencies on H100 are all long, the most at 128 tokens
     trt = [r for r in rows(phase="prefill", chip="H100-SXM", kind="dense")
            if r["source"].startswith("nvidia_trtllm_perf")]
-    assert trt and all(_ratio(r) > 1.1 for r in trt)
+    assert trt and all(_ratio(r) > 1.0 for r in trt)
     assert max(trt, key=_ratio)["input_tokens"] == 128
     # LLM-Inference-Bench's MI300X first tokens are many times the estimate; AMD's own table
     # for the same chip lands near it

@@ -142,6 +142,7 @@ def test_decode_terms_by_hand_dense_one_chip():
     assert e.comm_time == 0.0                          # one chip: nothing to all-reduce
     assert e.layer_overhead_time == pytest.approx(2 * 10 * 1e-6)   # 2 layers x 10 kernels x 1 us
     assert e.step_overhead_time == pytest.approx(1e-3)
+    assert e.elementwise_time == 0.0                   # counted in prefill steps only
     assert e.time == pytest.approx(2 * 1.32655104e-4 + 2e-5 + 1e-3)
     assert e.overheads is ROUND            # the coefficients used travel with the result
 
@@ -869,3 +870,58 @@ def test_calibration_score_groups_and_rejects_a_bad_split():
                if (p, "all") in sc) == len(ROWS)
     with pytest.raises(ValueError, match="split: got 'held-out'"):
         calibration_score(split="held-out")
+
+
+# ----- prefill terms of issue 32 (prefill helper): elementwise kernels, the measured all-reduce ---
+
+def test_prefill_elementwise_kernels_by_hand():
+    # TOY prefill, batch 1, 128 tokens, one chip: per token 2 layers x 2 add-norms x 4 x 1,024
+    # = 16,384 elements plus 2 dense MLP layers x 3 x 4,096 = 24,576: 40,960 elements x 2 B x 128
+    # tokens = 10,485,760 B at half of 1e12 B/s = 2.097152e-5 s
+    e = estimate_step(TOY, TOY_CHIP, batch=1, context=128, phase="prefill", overheads=ROUND)
+    assert e.elementwise_time == pytest.approx(2.097152e-5)
+    # on 2 chips the activation's 3 x 4,096 is split (2 x 3 x 2,048 = 12,288), the add-norms
+    # are not: 28,672 x 2 x 128 / 5e11 = 1.4680064e-5 s
+    e2 = estimate_step(TOY, TOY_CHIP, batch=1, context=128, n_chips=2, phase="prefill",
+                       overheads=ROUND)
+    assert e2.elementwise_time == pytest.approx(1.4680064e-5)
+    assert e.terms["elementwise kernels"] == e.elementwise_time
+
+
+def test_measured_all_reduce_time_is_the_table():
+    from llmmath.kernel_rates import measured_all_reduce_time
+    h100 = chips.get("H100-SXM")
+    # aiconfigurator, TensorRT-LLM 1.3.0rc10 custom all-reduce on 4 H100s: 1,048,576 bf16
+    # elements (2,097,152 B) in 0.025864 ms; 16,777,216 elements in 0.174426 ms
+    assert measured_all_reduce_time(h100, 4, 2 * 2**20) == pytest.approx(25.864e-6)
+    assert measured_all_reduce_time(h100, 4, 2 * 2**24) == pytest.approx(174.426e-6)
+    # halfway (in log2) between 2^20 and 2^21 elements: the geometric mean of 25.864 and 40.047 us
+    assert measured_all_reduce_time(h100, 4, 2 * 2**20.5) == pytest.approx(
+        (25.864e-6 * 40.047e-6) ** 0.5)
+    # below the table: its first latency (256 elements, 2.888 us); above it: scaled with the
+    # bytes from the last (2^28 elements, 2.305817 ms), so 2^29 elements take 4.611634 ms
+    assert measured_all_reduce_time(h100, 4, 2.0) == pytest.approx(2.888e-6)
+    assert measured_all_reduce_time(h100, 4, 2 * 2**29) == pytest.approx(4.611634e-3)
+    assert measured_all_reduce_time(h100, 1, 1e6) == 0.0
+    assert measured_all_reduce_time(h100, 16, 1e6) is None            # no such chip count
+    assert measured_all_reduce_time(chips.get("MI300X"), 4, 1e6) is None  # no such chip
+    with pytest.raises(ValueError, match="nbytes"):
+        measured_all_reduce_time(h100, 4, -1.0)
+    with pytest.raises(ValueError, match="chip"):
+        measured_all_reduce_time("H100-SXM", 4, 1.0)
+
+
+def test_prefill_all_reduce_uses_the_measured_table():
+    # Llama 2 70B, 128 tokens on 4 H100s: 80 layers x 2 all-reduces of 128 x 8,192 = 1,048,576
+    # elements, 25.864 us each (the table): 4.13824 ms; decode keeps the alpha-beta model, and
+    # an explicit hop latency or Overheads(shape_efficiency=False) restores it in prefill too
+    m, h100 = models.get("LLaMA-2-70B"), chips.get("H100-SXM")
+    e = estimate_step(m, h100, 1, 128, n_chips=4, phase="prefill")
+    assert e.tp_comm_time == pytest.approx(160 * 25.864e-6)
+    # the same with chip counts as an array, term by term
+    ea = estimate_step(m, h100, 1, 128, n_chips=np.array([4, 8]), phase="prefill")
+    assert ea.tp_comm_time[0] == pytest.approx(160 * 25.864e-6)
+    assert ea.tp_comm_time[1] == pytest.approx(160 * 35.195e-6)   # 8 GPUs: 0.035195 ms
+    off = estimate_step(m, h100, 1, 128, n_chips=4, phase="prefill",
+                        overheads=dataclasses.replace(DEFAULT_OVERHEADS, shape_efficiency=False))
+    assert off.tp_comm_time < e.tp_comm_time

@@ -28,7 +28,8 @@ from .estimate import DEFAULT_OVERHEADS, Overheads, estimate_step
 
 #: The calibration set inside the package (``importlib.resources``: it works from a wheel too).
 CSV_RESOURCE = resources.files("llmmath").joinpath("data").joinpath("measured_latency.csv")
-TERMS = ("bound", "kernel efficiency", "grouped experts", "grouped-GEMM kernel",
+TERMS = ("bound", "kernel efficiency", "elementwise kernels", "grouped experts",
+         "grouped-GEMM kernel",
          "expert-parallel replicated weights", "expert load imbalance",
          "tensor-parallel all-reduce", "expert-parallel all-to-all", "per-layer kernel overhead",
          "per-step overhead")

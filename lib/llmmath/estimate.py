@@ -23,6 +23,13 @@ figure) sees where the time goes:
    per-tensor fp8 rate (:data:`.FP8_GEMM_MEMORY_EFFICIENCY`, 0.55 of an H100's bandwidth), not
    DeepGEMM's 0.67. Other chips keep the best-case constants. This is the same term, not a
    new one: an achieved kernel rate, now a function of the shape instead of one number.
+   ``elementwise_time``: **memory-bound elementwise kernels** of a prefill step, which the
+   bound does not count: the two residual-add-and-norm kernels of every layer and the gated
+   activation of each dense MLP layer, as aiconfigurator lists a Llama layer's operations
+   (:data:`ADD_NORM_ELEMENTS`, :data:`GATED_ACTIVATION_ELEMENTS`), their bytes at
+   :data:`.MEMORY_EFFICIENCY` of the bandwidth. Decode steps leave it out (at a few hundred
+   rows it is a few per cent of a step, at most about a tenth at batch 256, and the chapter's
+   from-scratch cell does not count it).
 2. ``moe_time``: **grouped expert matmuls at small batch.** With ``T_b`` tokens routed ``k`` at a
    time over ``E`` experts, ``E_t = E (1 - (1 - k/E)^T_b)`` experts are touched; each reads its
    weights whole (:data:`.GROUPED_GEMM_MEMORY_EFFICIENCY`, the dense GEMMs' 0.67), and multiplies
@@ -50,7 +57,11 @@ figure) sees where the time goes:
    layer and the expert-parallel all-to-alls of each MoE layer, over the scale-up links at
    :data:`LINK_EFFICIENCY` of line rate, each step paying :data:`HOP_LATENCY` on an NVSwitch
    (NVIDIA chips: 2 steps per all-reduce) or :data:`RING_HOP_LATENCY` on a ring (other chips:
-   ``2 (n - 1)`` steps).
+   ``2 (n - 1)`` steps). In a prefill step on H100, H200 and A100 (``shape_efficiency``) the
+   tensor-parallel all-reduce takes the latency TensorRT-LLM's all-reduce is measured at for
+   the message's size (:data:`.ALL_REDUCE_LATENCY_MS`): at a prefill's millions of elements the
+   alpha-beta model is short (128 tokens of Llama 2 70B on 4 H100s: 25.9 us measured, about
+   14 us modelled).
 4. ``layer_overhead_time`` and ``step_overhead_time``: **fixed costs**: :data:`KERNELS_PER_LAYER`
    kernels per layer (vLLM's count from its model file: :data:`VLLM_KERNELS_PER_LAYER`),
    :data:`MOE_EXTRA_KERNELS` more per MoE layer and
@@ -123,6 +134,7 @@ from .kernel_rates import (
     MEMORY_EFFICIENCY,
     MLA_ATTENTION_EFFICIENCY,
     TILE_M,
+    measured_all_reduce_time,
     rates_by_shape,
 )
 from .moe import imbalance_factor as _imbalance_factor
@@ -140,6 +152,8 @@ __all__ = [
     "MLA_EXTRA_KERNELS",
     "KERNEL_OVERHEAD",
     "GRAPH_NODE_OVERHEAD",
+    "ADD_NORM_ELEMENTS",
+    "GATED_ACTIVATION_ELEMENTS",
     "STEP_OVERHEAD",
     "SGLANG_STEP_OVERHEAD",
     "ENGINE_PRESETS",
@@ -223,6 +237,22 @@ KERNEL_OVERHEAD = 2.65e-6
 #: CUDA graphs. (The first version used 0.58 us per graph node, measured on a laptop GPU
 #: [ocannl_launch_probe]: an H100-class measurement replaces it.)
 GRAPH_NODE_OVERHEAD = 1.3e-6
+
+#: Activation elements one token's memory-bound elementwise kernels read and write in one
+#: layer, per unit of width, as NVIDIA's aiconfigurator models a Llama layer on TensorRT-LLM
+#: [nvidia_aiconfigurator_llama] (``LLAMAModel``: ``ElementWise("context_add_norm_1", L, 2h,
+#: 2h)`` and ``context_add_norm_2`` the same, each ``dim_in + dim_out`` elements per token; and
+#: ``context_act_gate`` with ``2 F / tp`` in and ``F / tp`` out): each of the two fused
+#: residual-add-and-norm kernels reads the residual and the sublayer's output and writes the new
+#: residual and the normalised input, 4 ``d_model`` elements (:data:`ADD_NORM_ELEMENTS`, two per
+#: layer); the gated activation reads the gate and up projections and writes their product, 3
+#: ``d_ff / tp`` (:data:`GATED_ACTIVATION_ELEMENTS`; 2 for a plain GELU MLP, one in and one out).
+#: The bound counts none of these bytes (it reads weights and KV cache only); at a prefill step's
+#: thousands of rows they are a few per cent of the step (Llama 2 7B, 2,048 tokens: 8.6 GB over
+#: the 32 layers, about 2.9 ms on an H100). The experts' own activation is inside the fused-MoE
+#: rate (:data:`.GROUPED_GEMM_EFFICIENCY`), so an MoE layer pays the two add-norms only.
+ADD_NORM_ELEMENTS = 4
+GATED_ACTIVATION_ELEMENTS = 3
 
 #: Fixed cost per step outside the layers: the host loop that samples the next tokens, updates
 #: the batch and launches the step. SGLang measured a GPU bubble of about 2 ms before every
@@ -418,6 +448,8 @@ class Estimate:
 
     - ``bound``: the per-operation lower bound (a :class:`llmmath.step.Step`), unchanged
     - ``kernel_time``: achievable kernel rates and tile padding of the matmuls' rows
+    - ``elementwise_time``: memory-bound elementwise kernels (add-norms, activation) of a
+      prefill step; 0 in decode
     - ``moe_time``: grouped expert matmuls (few rows per touched expert, each padded); 0 for dense
     - ``grouped_kernel_time``: the experts' arithmetic at the engine kernel's measured rate
       (:data:`.GROUPED_GEMM_EFFICIENCY`) instead of DeepGEMM's; 0 for dense
@@ -435,6 +467,7 @@ class Estimate:
 
     bound: object
     kernel_time: float | np.ndarray
+    elementwise_time: float | np.ndarray
     moe_time: float | np.ndarray
     grouped_kernel_time: float | np.ndarray
     replicated_weight_time: float | np.ndarray
@@ -452,6 +485,7 @@ class Estimate:
     def terms(self) -> dict:
         """The waterfall from bound to estimate: name -> seconds, in the order they add."""
         return {"bound": self.bound.time, "kernel efficiency": self.kernel_time,
+                "elementwise kernels": self.elementwise_time,
                 "grouped experts": self.moe_time,
                 "grouped-GEMM kernel": self.grouped_kernel_time,
                 "expert-parallel replicated weights": self.replicated_weight_time,
@@ -592,6 +626,17 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
         grouped_kernel_time = replicated_time = imbalance_time = moe_time
 
     tp = np.asarray(n) / np.asarray(ep)
+    # memory-bound elementwise kernels over one data-parallel shard's tokens: the add-norms of
+    # every layer (one for a parallel block), the activation of each dense MLP layer (split
+    # over the tensor-parallel group), at the bandwidth a memory-bound kernel reaches
+    add_norms = 1 if model.parallel_block else 2
+    act = GATED_ACTIVATION_ELEMENTS if model.gated_mlp else 2
+    elements = (model.n_layers * add_norms * ADD_NORM_ELEMENTS * model.d_model
+                + (model.n_layers - model.n_moe_layers) * act * model.d_ff / tp)
+    elementwise = (tokens / np.asarray(ep) * elements * activation_bytes
+                   / (chip.hbm_bandwidth * me)) + 0.0 * kernel_time
+    if phase == "decode":  # decode keeps the chapter's count (see ADD_NORM_ELEMENTS)
+        elementwise = 0.0 * elementwise
     bw = chip.scale_up_bandwidth
     if bw is None:
         if np.any(np.asarray(n) > 1):
@@ -608,6 +653,19 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
         ep = n_chips_check(ep, "expert_parallel", single=True)
     tp_comm = np.asarray(tensor_parallel_comm_time(model, tokens, tp, bw, activation_bytes,
                                                    hop_latency=hop, topology=topology))
+    if (o.shape_efficiency and phase == "prefill" and topology == "switch"
+            and o.hop_latency is None and o.link_efficiency == LINK_EFFICIENCY):
+        # the engine's all-reduce as measured at this message size, where the table has the
+        # chip and the chip count (the alpha-beta time elsewhere)
+        tp_b, tok_b = np.broadcast_arrays(np.asarray(tp, dtype=float),
+                                          np.asarray(tokens, dtype=float))
+        tp_comm = np.array(np.broadcast_to(tp_comm, tp_b.shape), dtype=float)
+        for size in np.unique(tp_b[tp_b > 1]):
+            sel = tp_b == size
+            one = measured_all_reduce_time(chip, int(size),
+                                           tok_b[sel] * model.d_model * activation_bytes)
+            if one is not None:
+                tp_comm[sel] = model.n_layers * (1 if model.parallel_block else 2) * one
     if model.is_moe and np.any(np.asarray(ep) > 1):
         ep_comm = np.asarray(expert_parallel_comm_time(model, tokens, ep, bw, activation_bytes,
                                                        hop_latency=hop, topology=topology))
@@ -624,9 +682,10 @@ def estimate_step(model, chip, batch, context, n_chips=1, phase="decode", weight
     layer_overhead = kernels * per_kernel + 0.0 * kernel_time
     step_overhead = o.step_overhead + 0.0 * kernel_time
     comm = tp_comm + ep_comm
-    time = (np.asarray(step.time) + kernel_time + moe_time + grouped_kernel_time + replicated_time
-            + imbalance_time + comm + layer_overhead + step_overhead)
-    return Estimate(bound=step, kernel_time=_out(kernel_time), moe_time=_out(moe_time),
+    time = (np.asarray(step.time) + kernel_time + elementwise + moe_time + grouped_kernel_time
+            + replicated_time + imbalance_time + comm + layer_overhead + step_overhead)
+    return Estimate(bound=step, kernel_time=_out(kernel_time),
+                    elementwise_time=_out(elementwise), moe_time=_out(moe_time),
                     grouped_kernel_time=_out(grouped_kernel_time),
                     replicated_weight_time=_out(replicated_time),
                     imbalance_time=_out(imbalance_time),

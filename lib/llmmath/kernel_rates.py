@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import chips as _chips
+from ._check import n_chips as _n_chips
 from ._check import positive
 
 __all__ = [
@@ -33,7 +34,10 @@ __all__ = [
     "GROUPED_GEMM_TOKENS",
     "CUTLASS_MOE_TFLOPS",
     "GROUPED_GEMM_EFFICIENCY",
+    "ALL_REDUCE_ELEMENTS",
+    "ALL_REDUCE_LATENCY_MS",
     "rates_by_shape",
+    "measured_all_reduce_time",
 ]
 
 #: Rows of one tensor-core tile: Hopper's warpgroup matmul instruction is ``m64nNk16``
@@ -245,3 +249,79 @@ GROUPED_GEMM_EFFICIENCY = {
     "cutlass": {"bf16": CUTLASS_MOE_TFLOPS["bf16"] / 989.4e12,
                 "fp8": CUTLASS_MOE_TFLOPS["fp8"] / 1978.9e12},
 }
+
+
+#: Message sizes (bf16 elements per chip, ``2^8`` to ``2^28``) at which
+#: :data:`ALL_REDUCE_LATENCY_MS` was measured.
+ALL_REDUCE_ELEMENTS = tuple(2**k for k in range(8, 29))
+
+#: Measured latency (ms) of a serving engine's tensor-parallel all-reduce of a bf16 message of
+#: :data:`ALL_REDUCE_ELEMENTS` elements on 2, 4 and 8 GPUs of one NVLink domain, from NVIDIA's
+#: aiconfigurator tables [nvidia_aiconfigurator_allreduce] (snapshot commit 095f58a5,
+#: ``systems/data/<gpu>/comm/trtllm/<version>/custom_allreduce_perf.parquet``: TensorRT-LLM's
+#: own all-reduce, 1.3.0rc10 on H100 and H200 SXM, 1.0.0 on A100 SXM 80GB, the size the engine's
+#: model definition passes, ``tokens x hidden``), printed to 1 ns. The chapter's alpha-beta model
+#: (:mod:`llmmath.collectives`: 2 NVLink SHARP steps of 3 us plus the bytes at 0.82 of the NVLink
+#: line rate) is near it at a decode step's few thousand elements (the table: 2.7-3.8 us on
+#: H100) but short at a prefill step's millions: 128 tokens of an 8,192-wide model on 4 H100s
+#: (1,048,576 elements) take 25.9 us measured, about 14 us in the alpha-beta model; 2,048
+#: tokens (16,777,216 elements) 174 us, against 142 us.
+ALL_REDUCE_LATENCY_MS = {
+    "H100-SXM": {
+        2: (0.002665, 0.002655, 0.002764, 0.002870, 0.002796, 0.002980, 0.003010, 0.003040,
+            0.003285, 0.003859, 0.004620, 0.006161, 0.009360, 0.016889, 0.038340, 0.080784,
+            0.143897, 0.254900, 0.471014, 0.884075, 1.703273),
+        4: (0.002888, 0.002924, 0.003068, 0.003114, 0.003201, 0.003258, 0.003437, 0.003673,
+            0.004265, 0.005472, 0.007845, 0.012942, 0.025864, 0.040047, 0.064146, 0.099972,
+            0.174426, 0.324723, 0.613011, 1.180557, 2.305817),
+        8: (0.003373, 0.003536, 0.003768, 0.003599, 0.003608, 0.003837, 0.004197, 0.004814,
+            0.006395, 0.010243, 0.017558, 0.026019, 0.035195, 0.051927, 0.079020, 0.122395,
+            0.197349, 0.323459, 0.575853, 1.088697, 2.106644),
+    },
+    "H200": {
+        2: (0.002719, 0.002712, 0.002778, 0.002812, 0.002795, 0.002840, 0.002855, 0.002995,
+            0.003120, 0.003625, 0.004327, 0.005966, 0.009176, 0.016582, 0.034542, 0.070526,
+            0.136452, 0.246270, 0.465824, 0.889410, 1.700973),
+        4: (0.002904, 0.002977, 0.003107, 0.003114, 0.003122, 0.003176, 0.003217, 0.003576,
+            0.004172, 0.005409, 0.007693, 0.012842, 0.022014, 0.035947, 0.057932, 0.096997,
+            0.172380, 0.319657, 0.611745, 1.183605, 2.316150),
+        8: (0.003020, 0.003183, 0.003500, 0.003521, 0.003528, 0.003543, 0.003873, 0.004595,
+            0.006437, 0.010130, 0.017673, 0.025932, 0.030376, 0.048472, 0.077654, 0.121977,
+            0.195135, 0.317253, 0.563023, 1.054669, 2.042524),
+    },
+    "A100-SXM-80GB": {
+        2: (0.003820, 0.003840, 0.003963, 0.004198, 0.004680, 0.005110, 0.004895, 0.005100,
+            0.005192, 0.006154, 0.007844, 0.011561, 0.047647, 0.054303, 0.080865, 0.128911,
+            0.225935, 0.391598, 0.750909, 1.432320, 2.781205),
+        4: (0.003994, 0.004035, 0.004239, 0.004710, 0.006011, 0.006318, 0.006011, 0.006031,
+            0.007342, 0.009370, 0.013865, 0.023112, 0.048261, 0.069949, 0.112548, 0.185518,
+            0.291389, 0.549151, 1.003991, 1.926810, 3.723786),
+        8: (0.004588, 0.004588, 0.004782, 0.006062, 0.007997, 0.008376, 0.008356, 0.009001,
+            0.011725, 0.016282, 0.028252, 0.083220, 0.053586, 0.075858, 0.128799, 0.216822,
+            0.374456, 0.603412, 1.173699, 2.175877, 4.229816),
+    },
+}
+
+
+def measured_all_reduce_time(chip, n_chips, nbytes):
+    """Seconds of one tensor-parallel all-reduce of ``nbytes`` of activations (counted as bf16
+    elements, ``nbytes / 2``) on ``n_chips`` chips of ``chip``, from the measured table
+    :data:`ALL_REDUCE_LATENCY_MS`: log-log interpolation between two measured sizes, the smallest
+    size's latency below the table, and above it the largest size's latency scaled with the
+    bytes (the bandwidth regime). ``None`` where the table has no such chip or chip count (use
+    the alpha-beta model of :mod:`llmmath.collectives` there); 0 on one chip."""
+    if not isinstance(chip, _chips.Chip):
+        raise ValueError(f"chip must be a Chip (llmmath.chip(name)), got {chip!r}")
+    n = _n_chips(n_chips, single=True)
+    nbytes = positive("nbytes", nbytes)
+    if n == 1:
+        return 0.0 * np.asarray(nbytes) if np.ndim(nbytes) else 0.0
+    curve = ALL_REDUCE_LATENCY_MS.get(chip.name, {}).get(n)
+    if curve is None:
+        return None
+    x = np.log2(np.asarray(nbytes, dtype=float) / 2.0)
+    xs = np.log2(ALL_REDUCE_ELEMENTS)
+    t = 2.0 ** np.interp(x, xs, np.log2(curve)) * 1e-3
+    above = 2.0 ** (x - xs[-1]) * curve[-1] * 1e-3
+    t = np.where(x > xs[-1], above, t)
+    return float(t) if np.ndim(t) == 0 else t

@@ -53,3 +53,14 @@ for chip, f in FILES.items():
             g = g.merge(cs, on=["m", "k"]); g = g.assign(latency=g.latency - g.cs)
         fr = g.n * g.k * WB[dt] / (g.latency * 1e-3) / BW[chip]
         print(chip, dt, len(g), "weight-stream fraction median", round(float(fr.median()), 3), "q25-75", round(float(fr.quantile(.25)), 2), round(float(fr.quantile(.75)), 2))
+
+# ----- the tensor-parallel all-reduce (ALL_REDUCE_LATENCY_MS; references.bib nvidia_aiconfigurator_allreduce) -----
+# export <gpu>/comm/trtllm/<version>/custom_allreduce_perf.parquet as aic/<chip>_sxm_ar.csv
+for chip, ver in {"h100": "1.3.0rc10", "h200": "1.3.0rc10", "a100": "1.0.0"}.items():
+    d = pd.read_csv(f"aic/{chip}_sxm_ar.csv")
+    assert set(d.version.astype(str)) == {ver} and set(d.allreduce_dtype) == {"bfloat16"}
+    d = d[d.message_size.isin([2**k for k in range(8, 29)])]
+    for n in (2, 4, 8):
+        g = d[d.num_gpus == n].sort_values("message_size")
+        assert len(g) == 21
+        print(chip, n, tuple(round(float(x), 6) for x in g.latency))
