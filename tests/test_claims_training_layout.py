@@ -178,7 +178,8 @@ def test_from_scratch_cell_agrees_with_the_library():
             st = lay.step_time(m, base, lay.Cluster(H100, base.n_chips), 64, S,
                                matmul_efficiency=eta_mm, attention_efficiency=eta_attn)
             compute, bubble = ns["layout_step"](
-                m.active_params, float(attention_training_flops_per_token(m, S)), 64 * S,
-                base.n_chips, H100.peak("bf16"), eta_mm, eta_attn, base.pp, 64 // base.dp)
-            assert compute == pytest.approx(st.compute, rel=1e-12), m.name
+                m.matmul_params_active, float(attention_training_flops_per_token(m, S)),
+                64 * S, base.n_chips, H100.peak("bf16"), eta_mm, eta_attn, base.pp, 64 // base.dp)
+            # the library also charges the norms' few weights at the matmul rate (4e-5 of a 7B)
+            assert compute == pytest.approx(st.compute, rel=1e-4), m.name
             assert bubble == pytest.approx(st.bubble_fraction, rel=1e-12, abs=1e-15), m.name

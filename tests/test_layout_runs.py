@@ -19,7 +19,7 @@ import pytest
 
 from llmmath import chips
 from llmmath.kernel_rates import GEMM_EFFICIENCY_BY_ROWS, MATMUL_EFFICIENCY
-from llmmath.published_runs import published_utilisation, reproduce, rows, run_model
+from llmmath.published_runs import _published_utilisation, _reproduce, _run_model, rows
 
 pytestmark = pytest.mark.physics
 
@@ -44,7 +44,7 @@ ROWS = rows()
 
 
 def test_reproduction_table(capsys):
-    results = [reproduce(r) for r in ROWS]
+    results = [_reproduce(r) for r in ROWS]
     with capsys.disabled():
         print("\n" + table(results))
     done = [r for r in results if "skip" not in r]
@@ -69,7 +69,7 @@ def test_gpt_shapes_give_the_published_parameter_counts():
     for row in ROWS:
         m = re.match(r"GPT ([\d.]+)B", row["model"])
         if m and not row["catalogue_model"]:
-            assert run_model(row).total_params / 1e9 == pytest.approx(float(m.group(1)), abs=0.3)
+            assert _run_model(row).total_params / 1e9 == pytest.approx(float(m.group(1)), abs=0.3)
 
 
 def test_bloom_throughput_is_compared_with_the_hfu():
@@ -78,6 +78,6 @@ def test_bloom_throughput_is_compared_with_the_hfu():
     # peak, an HFU. OPT's "147 TFLOP/s" does not say which, so it stays beside the MFU.
     rows = {r["run"]: r for r in ROWS}
     a100 = chips.get("A100-SXM-80GB")
-    value, kind = published_utilisation(rows["bloom-176b"], a100)
+    value, kind = _published_utilisation(rows["bloom-176b"], a100)
     assert kind.endswith("HFU") and value == pytest.approx(0.48003, abs=1e-5)
-    assert published_utilisation(rows["opt-175b"], a100)[1].endswith("MFU")
+    assert _published_utilisation(rows["opt-175b"], a100)[1].endswith("MFU")

@@ -22,8 +22,7 @@ from .layout import Cluster, Layout, memory_per_chip, plan, step_time
 from .models import Model
 from .pipeline import SCHEDULES
 
-__all__ = ["RUNS_CSV", "rows", "run_model", "published_utilisation", "global_batch",
-           "reproduce", "published_runs"]
+__all__ = ["RUNS_CSV", "rows", "published_runs"]
 
 #: The table of published runs (one row per run; sources in data/training_runs/README.md).
 RUNS_CSV = Path(__file__).resolve().parent / "data" / "training_runs.csv"
@@ -36,13 +35,13 @@ _SOFTWARE_FLAGS = ("sequence_parallel", "fused_attention", "dp_overlap")
 _STAGE_LAYERS = ("first_stage_layers", "last_stage_layers")
 
 
-def rows(path=None) -> list[dict]:
-    """The CSV's rows, as strings (``path`` defaults to :data:`RUNS_CSV`)."""
-    with Path(path if path is not None else RUNS_CSV).open(newline="", encoding="utf-8") as f:
+def rows() -> list[dict]:
+    """The rows of :data:`RUNS_CSV`, as strings."""
+    with RUNS_CSV.open(newline="", encoding="utf-8") as f:
         return list(csv.DictReader(f))
 
 
-def run_model(row) -> Model:
+def _run_model(row) -> Model:
     """The run's catalogue model, or a GPT-shaped one (4D plain MLP, multi-head attention,
     tied embeddings, biases, as in Megatron-LM) built from the shape the row prints."""
     name = row["catalogue_model"] or _ADDED_MODELS.get(row["run"])
@@ -57,7 +56,7 @@ def run_model(row) -> Model:
                  tied_embeddings=True, gated_mlp=False, attention_bias=True, mlp_bias=True)
 
 
-def published_utilisation(row, chip) -> tuple[float, str]:
+def _published_utilisation(row, chip) -> tuple[float, str]:
     """(value, kind): the MFU or HFU the source prints, else its TFLOP/s over the bf16 peak,
     an HFU where the source says it counts hardware FLOPs (BLOOM's log: "hardware FLOPs
     counting recomputation"), else set beside the MFU (OPT does not say which)."""
@@ -97,7 +96,7 @@ def _layouts(row, model):
     return out
 
 
-def global_batch(row) -> int:
+def _global_batch(row) -> int:
     """Sequences per step: as printed, or for a batch printed in tokens only (OPT's "2M") the
     nearest whole number of sequences per replica."""
     if row["global_batch_sequences"]:
@@ -107,13 +106,8 @@ def global_batch(row) -> int:
     return max(1, round(seqs / per)) * per
 
 
-def reproduce(row) -> dict:
-    """One run estimated: ``run``, ``chip``, ``model``, ``layout`` (the published degrees, the
-    fastest fitting value for each unpublished field), ``fits``, ``memory``, ``step`` (its
-    :class:`~llmmath.layout.StepBreakdown`), ``published`` and ``kind`` (the utilisation
-    printed and whether it is an MFU or an HFU), ``estimate`` (the step's MFU or HFU to match),
-    ``best`` (the planner's first :class:`~llmmath.layout.PlanEntry`), ``global_batch`` and
-    ``sequence_length``; or ``run`` and ``skip`` (why it cannot be modelled yet)."""
+def _reproduce(row) -> dict:
+    """One run estimated (:func:`published_runs` says what the dict holds)."""
     name = row["chip"] or _ADDED_CHIPS.get(row["run"])
     if not name or name not in _chips.names():
         return {"run": row["run"], "skip": "chip not in the catalogue"}
@@ -121,13 +115,13 @@ def reproduce(row) -> dict:
         return {"run": row["run"], "skip": f"schedule {row['schedule']!r} not modelled"}
     chip = _chips.get(name)
     try:
-        model = run_model(row)
+        model = _run_model(row)
         # the run's own scale-out rate where the README derives one (PaLM's cross-pod burst)
         bw = float(row["scale_out_bandwidth"]) if row.get("scale_out_bandwidth") else None
         cluster = Cluster(chip, int(row["n_chips"]), scale_out_bandwidth=bw)
     except (LookupError, ValueError) as exc:
         return {"run": row["run"], "skip": str(exc)}
-    b, s = global_batch(row), int(row["sequence_length"])
+    b, s = _global_batch(row), int(row["sequence_length"])
     tried = []
     for lay in _layouts(row, model):
         try:
@@ -138,7 +132,7 @@ def reproduce(row) -> dict:
         tried.append((not mem.fits(chip), st.time, lay, mem, st))
     tried.sort(key=lambda t: (t[0], t[1]))
     _, _, lay, mem, st = tried[0]
-    published, kind = published_utilisation(row, chip)
+    published, kind = _published_utilisation(row, chip)
     best = plan(model, cluster, b, s)
     return {"run": row["run"], "chip": chip, "model": model, "layout": lay,
             "fits": mem.fits(chip), "memory": mem.total, "step": st,
@@ -147,6 +141,13 @@ def reproduce(row) -> dict:
             "best": best[0] if best else None, "global_batch": b, "sequence_length": s}
 
 
-def published_runs(path=None) -> list[dict]:
-    """Every run of the table reproduced (:func:`reproduce`), in the CSV's order."""
-    return [reproduce(r) for r in rows(path)]
+def published_runs() -> list[dict]:
+    """Every run of the table reproduced, in the CSV's order: a list of dicts, one per run.
+
+    A modelled run has ``run``, ``chip``, ``model``, ``layout`` (the published degrees, the
+    fastest fitting value for each unpublished field), ``fits``, ``memory``, ``step`` (its
+    :class:`~llmmath.layout.StepBreakdown`), ``published`` and ``kind`` (the utilisation printed
+    and whether it is an MFU or an HFU), ``estimate`` (the step's MFU or HFU to match),
+    ``best`` (the planner's first :class:`~llmmath.layout.PlanEntry`), ``global_batch`` and
+    ``sequence_length``; a run that cannot be modelled yet has ``run`` and ``skip`` (why)."""
+    return [_reproduce(r) for r in rows()]
