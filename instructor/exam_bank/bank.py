@@ -27,8 +27,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import llmmath as lm
-from llmmath import collectives, estimate, layout, lifetime, moe, parallel, pipeline, prices
-from llmmath import roofline, tradeoffs, training
+from llmmath import (
+    collectives,
+    estimate,
+    layout,
+    lifetime,
+    moe,
+    parallel,
+    pipeline,
+    prices,
+    roofline,
+    tradeoffs,
+    training,
+)
 from llmmath.units import (
     fmt_bandwidth,
     fmt_bytes,
@@ -37,7 +48,6 @@ from llmmath.units import (
     fmt_flops_rate,
     fmt_percent,
     fmt_time,
-    fmt_usd,
 )
 
 #: Full credit within this relative error (book/course_guide.md, "Grading").
@@ -187,6 +197,11 @@ def _n(x):
     return f"{x:,.0f}"
 
 
+def _usd(x):
+    """Dollars without a dollar sign, which Markdown renderers take for math: "1.50 USD"."""
+    return f"{x:.2f} USD" if x >= 1 else f"{x:.3g} USD"
+
+
 def _a(name):
     """The article before a name read letter by letter: "an H100-SXM", "a GB200"."""
     return "an" if name[0] in "AEFHILMNORSX" else "a"
@@ -227,7 +242,8 @@ def _ridge(rng):
     s.answer("(b) which resource binds", "compute" if i_op >= ridge.key else "memory",
              lambda v: "compute" if v["I"] >= v["C"] / v["W"] else "memory")
     return s.done(
-        f"{_a(chip.name).capitalize()} {chip.name} does dense bf16 arithmetic at {spec}. (a) What is its ridge point, in FLOP "
+        f"{_a(chip.name).capitalize()} {chip.name} does dense bf16 arithmetic at {spec}. (a) "
+        "What is its ridge point, in FLOP "
         f"per byte? (b) A kernel does {_n(i_op)} FLOP per byte it moves: what FLOP/s can it reach "
         "at best, and which resource binds?",
         [f"Ridge: $C/W$ = {ridge.shown(ridge.hand)} FLOP/byte (library: {ridge.shown()}).",
@@ -247,7 +263,8 @@ def _drain(rng):
     s.answer("(b) whole-memory reads per second", 1.0 / lm.roofline.drain_time(chip),
              lambda v: v["W"] / v["M"], _plain)
     return s.done(
-        f"{_a(chip.name).capitalize()} {chip.name} has {spec}. (a) How long does it take to read its whole memory once? "
+        f"{_a(chip.name).capitalize()} {chip.name} has {spec}. (a) How long does it take to "
+        "read its whole memory once? "
         "(b) How many times a second can a decode step that reads the whole memory run, at best?",
         [f"$t_\\text{{drain}} = M/W$ = {t.shown(t.hand)} (library: {t.shown()}).",
          "A decode step that reads everything it holds runs at most $1/t_\\text{drain}$ = "
@@ -275,7 +292,8 @@ def _matmul(rng):
     s.answer("(c) which resource binds", "compute" if i >= chip.ops_per_byte("bf16") else "memory",
              lambda v: "compute" if hand_i(v) >= v["C"] / v["W"] else "memory")
     return s.done(
-        f"On {_a(chip.name)} {chip.name} ({spec}) a bf16 matmul multiplies a batch of {_n(b)} activations of "
+        f"On {_a(chip.name)} {chip.name} ({spec}) a bf16 matmul multiplies a batch of {_n(b)} "
+        "activations of "
         f"width {_n(k)} by a {_n(k)} x {_n(k)} weight matrix, writing a {_n(b)} x {_n(k)} "
         "output. (a) What is its arithmetic intensity? (b) What FLOP/s can it reach? "
         "(c) Which resource binds?",
@@ -308,7 +326,8 @@ def _elementwise(rng):
     return s.done(
         f"A kernel {name} of {width[0]} values ({flops} FLOP per element, {inputs} input "
         f"vector{'s' if inputs > 1 else ''} read and one written, {width[1]} bytes per value) "
-        f"runs on {_a(chip.name)} {chip.name} ({spec}). (a) What is its arithmetic intensity? (b) What FLOP/s "
+        f"runs on {_a(chip.name)} {chip.name} ({spec}). (a) What is its arithmetic intensity? "
+        "(b) What FLOP/s "
         "can it reach? (c) What share of the peak is that?",
         [f"$I = f / ((r + 1) b)$ = {ia.shown(ia.hand)} FLOP/byte (library: {ia.shown()}).",
          f"$I W$ = {s.answers[1].shown(s.answers[1].hand)}, "
@@ -508,7 +527,8 @@ def _floor(rng):
     s.answer("(b) tokens per second for one user, at best", 1 / t,
              lambda v: v["n"] * v["W"] / (2 * v["N_read"]), lambda x: f"{x:,.0f}")
     return s.done(
-        f"{m.name} runs at batch 1 on {_chips(n, chip.name)} ({spec}{' each' if n > 1 else ''}) with "
+        f"{m.name} runs at batch 1 on {_chips(n, chip.name)} "
+        f"({spec}{' each' if n > 1 else ''}) with "
         f"bf16 weights; one decode step reads $N_\\text{{read}}$ = {fmt_count(s.v['N_read'])} "
         "parameters. (a) What is the lowest possible time per token (ignore the cache and any "
         "communication)? (b) How many tokens per second can one user see at most?",
@@ -517,7 +537,8 @@ def _floor(rng):
          f"$1/t_\\text{{min}}$ = {s.answers[1].shown(s.answers[1].hand)} tokens/s."])
 
 
-@question("p2-bstar", 2, "batching_cost", "multi-step", 2, 10, "The batch that pays for the weights")
+@question("p2-bstar", 2, "batching_cost", "multi-step", 2, 10,
+          "The batch that pays for the weights")
 def _bstar(rng):
     m = lm.model(_pick(rng, MOE))
     chip = lm.chip(_pick(rng, GPUS))
@@ -532,7 +553,8 @@ def _bstar(rng):
     return s.done(
         f"{m.name} ($N_\\text{{tot}}$ = {fmt_count(s.v['N_tot'])}, $N_\\text{{act}}$ = "
         f"{fmt_count(s.v['N_act'])}, of which $N_\\text{{mm}}$ = {fmt_count(s.v['N_mm'])} are "
-        f"multiplied per token: the input embedding is a lookup) decodes on {_a(chip.name)} {chip.name} "
+        f"multiplied per token: the input embedding is a lookup) decodes on {_a(chip.name)} "
+        f"{chip.name} "
         f"({spec}) with bf16 weights. (a) Ignoring the KV cache and assuming a large batch "
         "touches every expert, at what batch does the step turn compute-bound? (b) How many "
         "times the batch of a dense model of the same total size is that, and why? Name one "
@@ -555,20 +577,21 @@ def _cost(rng):
     price = _pick(rng, (1.5, 2.0, 2.5, 3.0, 4.0))
     s = _Sheet("p2-cost")
     spec = _decode_givens(s, m, chip, batch, ctx, n)
-    s.g("p", price, fmt_usd, None)
+    s.g("p", price, _usd, None)
     st = lm.decode_step(m, chip, batch, ctx, n_chips=n)
     tps = s.answer("(a) tokens per second of the replica", lm.tokens_per_second(st),
                    lambda v: v["B"] / max(_decode_hand(v)), lambda x: f"{x:,.0f}")
     usd = s.answer("(b) cost per million output tokens",
                    lm.cost_per_million_tokens(st, price_per_chip_hour=price),
                    lambda v: max(_decode_hand(v)) * v["n"] * v["p"] / 3600 / v["B"] * 1e6,
-                   fmt_usd)
+                   _usd)
     return s.done(
-        _decode_text(m, chip, spec, batch, ctx, n, s) + f" A chip-hour costs {fmt_usd(price)}. "
+        _decode_text(m, chip, spec, batch, ctx, n, s) + f" A chip-hour costs {_usd(price)}. "
         "(a) At the lower bound of the step, how many tokens per second does the replica "
         "produce? (b) What does a million output tokens cost? (c) Would doubling the batch "
         "halve the cost? Say why or why not.",
-        ["Step: $\\max(B(2N_\\text{mm} + aS)/(nC),\\ (N_\\text{read} b_w + B S b_\\text{kv})/(nW))$.",
+        ["Step: $\\max(B(2N_\\text{mm} + aS)/(nC),\\ (N_\\text{read} b_w + B S "
+         "b_\\text{kv})/(nW))$.",
          f"Tokens per second $B/t_\\text{{step}}$ = {tps.shown(tps.hand)} "
          f"(library: {tps.shown()}).",
          f"Cost $t_\\text{{step}}\\, n\\, p / B$ per token: {usd.shown(usd.hand)} per million "
@@ -684,7 +707,8 @@ def _pricestep(rng):
         "where one sequence's cache read starts to outlast its compute at a large batch. "
         "Derive the KV bytes per token $b_\\text{kv}$ this implies, from $N_\\text{act}$, "
         f"$S$ and the chip's $C/W$. (b) Evaluate it for $N_\\text{{act}}$ = "
-        f"{fmt_count(n_act)}, $S$ = {_n(ctx)} on {_a(chip.name)} {chip.name} ({spec}). (c) Name two reasons "
+        f"{fmt_count(n_act)}, $S$ = {_n(ctx)} on {_a(chip.name)} {chip.name} ({spec}). (c) "
+        "Name two reasons "
         "the real figure may differ.",
         ["Per sequence: $S b_\\text{kv}/W = 2 N_\\text{act}/C$, so "
          "$b_\\text{kv} = 2 N_\\text{act} / (I^* S)$.",
@@ -756,7 +780,8 @@ def _sparsity(rng):
         "(a) A mixture of experts has sparsity $s = N_\\text{tot}/N_\\text{act}$. Assuming a "
         "batch touches every expert and ignoring the cache, derive the batch $B^*$ at which a "
         "decode step's compute equals its weight read. (b) Evaluate it for $s$ = "
-        f"{sp} with {wb[1]} weights ($b_w$ = {wb[0]}) and bf16 arithmetic on {_a(chip.name)} {chip.name} "
+        f"{sp} with {wb[1]} weights ($b_w$ = {wb[0]}) and bf16 arithmetic on {_a(chip.name)} "
+        f"{chip.name} "
         f"({spec}). (c) Why is serving a sparse model cheaply a matter of large batches?",
         ["Compute $2 B N_\\text{act}/C$; weights $N_\\text{tot} b_w / W$; equal at "
          "$B^* = (C/W)(b_w/2)\\, s$.",
@@ -955,7 +980,8 @@ def _run(rng):
     t = s.answer("(b) wall-clock time", training.training_time(m, tokens, chip, n, u),
                  lambda v: 6 * v["N_act"] * v["D"] / (v["n"] * v["C"] * v["MFU"]), fmt_time)
     return s.done(
-        f"Suppose {m.name} ($N_\\text{{act}}$ = {fmt_count(s.v['N_act'])} active parameters) is trained "
+        f"Suppose {m.name} ($N_\\text{{act}}$ = {fmt_count(s.v['N_act'])} active parameters) "
+        "is trained "
         f"on {fmt_count(tokens)} tokens on {_n(n)} {chip.name}s ($C$ = "
         f"{fmt_flops_rate(s.v['C'])} bf16) at {fmt_percent(u)} MFU. (a) How many FLOPs? "
         "(b) How long? (c) Why is the 6 a lower bound on the FLOPs actually executed?",
@@ -1081,14 +1107,16 @@ def _acts(rng):
         "(34 D bytes per token per layer, divided by the tensor-parallel degree) and the 1F1B "
         "schedule. (a) How many bytes of activations does a chip of the first stage hold? "
         "(b) With mixed-precision Adam under ZeRO-1 (4 bytes per parameter kept, 12 sharded "
-        f"over the replicas), does {_a(chip.name)} {chip.name} ($M$ = {cap}) hold state and activations? "
+        f"over the replicas), does {_a(chip.name)} {chip.name} ($M$ = {cap}) hold state and "
+        "activations? "
         "(c) Why does the pipeline depth drop out of (a)?",
         ["Per token per layer $34D/d_\\text{TP}$; the first stage holds $L/d_\\text{PP}$ layers "
          "and, under 1F1B, $d_\\text{PP}$ micro-batches of $S$ tokens.",
          f"$M_\\text{{act}} = L S \\cdot 34 D / d_\\text{{TP}}$ = {a.shown(a.hand)} "
          f"(library: {a.shown()}).",
          f"Plus the state $N/(d_\\text{{TP}} d_\\text{{PP}}) (4 + 12/d_\\text{{DP}})$: "
-         f"{t.shown(t.hand)} (library: {t.shown()}), which {'fits' if mem.fits(chip) else 'does not fit'}.",
+         f"{t.shown(t.hand)} (library: {t.shown()}), which "
+         f"{'fits' if mem.fits(chip) else 'does not fit'}.",
          "(c) Fewer layers per stage, but as many more micro-batches in flight."])
 
 
@@ -1208,8 +1236,10 @@ def _recompute(rng):
         "$b_\\text{kv}$ bytes. Derive the FLOP spent per byte of cache rebuilt, and the "
         "condition under which rebuilding a cached prefix is faster than reading it back from "
         f"HBM. (b) Evaluate it for {m.name} ($N_\\text{{mm}}$ = {fmt_count(s.v['N_mm'])}, "
-        f"$b_\\text{{kv}}$ = {fmt_bytes(s.v['b_kv'])} in bf16) on {_a(chip.name)} {chip.name} ({spec}).",
-        ["Rebuild: $2 N_\\text{mm}$ FLOP per token; so $I_\\text{rb} = 2 N_\\text{mm}/b_\\text{kv}$ "
+        f"$b_\\text{{kv}}$ = {fmt_bytes(s.v['b_kv'])} in bf16) on {_a(chip.name)} {chip.name} "
+        f"({spec}).",
+        ["Rebuild: $2 N_\\text{mm}$ FLOP per token; so $I_\\text{rb} = 2 "
+         "N_\\text{mm}/b_\\text{kv}$ "
          "FLOP per byte.",
          "Reading a byte takes the time of $C/W$ FLOP: recompute only if $I_\\text{rb} < C/W$.",
          f"$I_\\text{{rb}}$ = {a.shown(a.hand)}, {s.answers[1].shown(s.answers[1].hand)} the "

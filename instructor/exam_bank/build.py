@@ -81,7 +81,8 @@ def readme_md(seed) -> str:
              "question, with different models, chips or numbers. Hand out `questions-A.md` "
              "(or B); keep `key-*.md` and `keys-*.json`. Rebuild with another seed for another "
              "term: `python -m instructor.exam_bank.build --out DIR --seed N`.", "",
-             "| question | Part | chapter | kind | difficulty | minutes |", "|---|---|---|---|---|---|"]
+             "| question | Part | chapter | kind | difficulty | minutes |",
+             "|---|---|---|---|---|---|"]
     lines += [f"| {q.qid}: {q.title} | {ROMAN[q.part]} | {q.chapter} | {q.kind} | "
               f"{q.difficulty} | {q.minutes} |" for q in bank.QUESTIONS]
     lines += ["", "Chapters covered:", ""]
