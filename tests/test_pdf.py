@@ -146,8 +146,8 @@ def test_bibliography_is_titled_once_with_no_blank_page(pdf_text):
 
 def test_parts_and_introduction_are_titled_once(pdf_text):
     flat = _squash(pdf_text)
-    # a part page reads "Part I" over its caption, the contents "I Foundations" (the exam bank's
-    # own sections, "H.1 Part I: Foundations", are not parts)
+    # a part page reads "Part I" over its caption, the contents "I Foundations" (a page's
+    # own sections, such as "H.1 Part I: Foundations", are not parts)
     twice = re.findall(r"^\s*(?:[IVX]+\s+)?Part [IVX]+:.*", pdf_text, re.M)
     assert not twice, f"a part is titled twice: {twice[:2]}"
     contents = flat[flat.find("CONTENTS"):flat.find("CHAPTER")]
@@ -249,7 +249,7 @@ def test_solutions_are_in_their_appendix_not_after_the_exercises(pdf_text):
     assert not inline, f"{len(inline)} solutions printed in the chapters: {inline[:3]}"
     solutions = _directives("solution")
     assert solutions >= 6 * len(_exercises_per_chapter())
-    printed = re.findall(r"Solution to Exercise \d+", appendix)  # the exam bank's: "Exercise 1"
+    printed = re.findall(r"Solution to Exercise \d+", appendix)  # also "Exercise 3" of "3.1"
     assert len(printed) == solutions, f"{len(printed)} solutions printed, {solutions} written"
     assert _squash(UNANSWERED) not in flat, "a check cell's 'replace None' prompt is printed"
 
