@@ -1,23 +1,26 @@
 """Lecture slides: one reveal.js deck per chapter, built offline from the executed notebooks.
 
 `make slides` runs this. For every chapter of _toc.yml (the documents of its numbered parts, read
-from _toc.yml each time: nothing here names a chapter) it writes `_build/slides/<chapter>.html`:
+from _toc.yml each time) it writes `_build/slides/<chapter>.html`, a deck for a 75-minute lecture
+(at least MIN_SLIDES slides, most of them built up in fragments):
 
-- a title slide with the chapter's number, title and opening question;
-- the learning goals;
-- the chapter's display math (numbered as the book numbers it) and every figure, in reading
-  order, each under the title of the section it belongs to; a figure's caption is shown, its alt
-  text is the image's `alt` and the speaker note;
-- the takeaways box;
-- two or three exercise prompts (the first, a middle one and the last: warm-up to open-ended),
-  never their solutions: slides are for class.
+- a title slide with the chapter's number, title and opening question; the learning goals;
+- in reading order, a slide per section (the idea its first paragraph states), every display
+  equation (its introducing sentence, the equation built line by line, then what it means), every
+  figure with its caption, and the chapter's worked example by hand, one step per fragment;
+- two or three in-class questions spread through the lecture, the answer on a fragment: exercises
+  the course guide leaves to class (never homework, exam-suitable or project exercises), or a
+  predict-then-check question on the chapter's own result;
+- the takeaways, and exercise prompts to try after class, never their solutions.
 
-Every number is the glued value stored in the executed notebook; cross-references, citations and
-glue roles are resolved by the reader's edition (scripts/reader_edition.py), with its student
-mode, so no solution block can reach a deck. Chapter, figure and equation numbers, titles and
-part captions are the HTML build's (_build/resolved.json): run `make book` first. Figures are
-the PNGs the notebook holds (what the book shows), written next to the deck as
-`<chapter>/<label>.png`. An index page lists the decks.
+What a deck holds is read by scripts/slide_deck.py; which cells are the worked example and which
+exercises are asked in class is scripts/slide_plan.yml. Speaker notes (key `S`) are the chapter's
+prose around each item, shortened. Every number is the glued value stored in the executed
+notebook, resolved as the reader's edition resolves it (scripts/reader_edition.py, student mode):
+chapter, figure and equation numbers and titles are the HTML build's (_build/resolved.json): run
+`make book` first. Figures are the PNGs the notebook holds, written next to the deck as
+`<chapter>/<label>.png`. An index page lists the decks; it links the figure export only when
+`make figures` has built it.
 
 Nothing is fetched when a deck is opened: reveal.js (and its notes plugin) comes from
 _vendor/reveal/ (npm `reveal.js` 5.2.1, MIT), MathJax 3 (SVG output, fonts inside the script)
@@ -30,27 +33,25 @@ Usage: python -m scripts.slides [--out DIR] [chapter docnames or stems ...]
 from __future__ import annotations
 
 import argparse
-import base64
 import html
-import json
 import re
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from scripts import reader_edition as rd  # the same MyST resolution as the reader's edition
+from scripts import reader_edition as rd
+from scripts import slide_deck as sd
+from scripts.slide_deck import Deck, Equation, Figure, Hand, Question, Section
 
 ROOT = rd.ROOT
 OUT = ROOT / "_build" / "slides"
 REVEAL = ROOT / "_vendor" / "reveal"
 ASSETS = "_assets"
-N_EXERCISES = 3
-# block tokens after which the paragraph before them no longer introduces a display equation
-LEAD_BREAKS = ("heading_open", "fence", "colon_fence", "math_block", "math_block_label", "amsmath",
-               "table_open", "html_block", "hr", "myst_block_break")
-CITE_LINK = re.compile(r"\[([^\[\]]+)\]\(#References\)")
+# The slide rule for a 75-minute lecture: about 1.5 minutes a slide (most are built up in several
+# clicks), plus about 5 minutes for each in-class question and the worked example at the board:
+# at least 32 slides (the decks have 33-46).
+MIN_SLIDES = 32
 
 
 def mathjax_dir() -> Path:
@@ -71,250 +72,177 @@ def mathjax_dir() -> Path:
                             "(requirements.txt) provides it; run in the project's .venv")
 
 
-# --------------------------------------------------------------------------------------------
-# Markdown -> HTML (markdown-it-py, which myst-parser brings; math left for MathJax)
-
-
-def _markdown():
-    from markdown_it import MarkdownIt
-    from mdit_py_plugins.dollarmath import dollarmath_plugin
-
-    def render_math(content, options):
-        body = html.escape(content.strip("\n"))
-        if options.get("display_mode"):
-            return f'<div class="math">\\[{body}\\]</div>\n'
-        return f"\\({body}\\)"
-
-    md = MarkdownIt("commonmark", {"html": True}).enable("table")
-    md.use(dollarmath_plugin, double_inline=True, renderer=render_math, allow_space=True,
-           allow_digits=True)
-    return md
-
-
-_MD = None
-
-
-def to_html(text: str) -> str:
-    global _MD
-    if _MD is None:
-        _MD = _markdown()
-    text = CITE_LINK.sub(r"\1", text)  # citations as author-year text: the deck has no list
-    text = re.sub(r"\]\(([\w.-]+)\.ipynb\)", r"](\1.html)", text)  # chapter links -> decks
-    return _MD.render(text)
-
-
-# --------------------------------------------------------------------------------------------
-# What a deck holds
-
-
-@dataclass
-class Figure:
-    label: str
-    number: str
-    caption: str  # HTML
-    alt: str
-    png: bytes
-    section: str
-
-
-@dataclass
-class Equation:
-    latex: str
-    number: str
-    section: str
-    lead: str = ""  # HTML: the sentence that introduces it in the chapter
-
-
-@dataclass
-class Exercise:
-    number: str
-    title: str
-    body: str  # HTML
-
-
-@dataclass
-class Deck:
-    doc: str
-    stem: str
-    number: str
-    title: str
-    question: str = ""  # HTML
-    goals: str = ""  # HTML
-    takeaways: str = ""  # HTML
-    items: list = field(default_factory=list)  # Figure | Equation, in reading order
-    exercises: list = field(default_factory=list)
-    n_exercises_total: int = 0
-
-    @property
-    def figures(self) -> list[Figure]:
-        return [i for i in self.items if isinstance(i, Figure)]
-
-
 def chapters(book: rd.Book) -> list[tuple[str, str]]:
     """(docname, number) of every numbered chapter in _toc.yml that is a notebook."""
     return [(doc, n) for doc, n in book.docs if n and (book.root / f"{doc}.ipynb").exists()]
 
 
-def _png(cell: dict) -> bytes | None:
-    for out in cell.get("outputs", []):
-        data = out.get("data", {}).get("image/png")
-        if data:
-            return base64.b64decode(rd._text(data))
-    return None
-
-
-def _question(text: str, ctx: rd.Context) -> str:
-    """The opening question: the first bold sentence ending in '?' of the chapter's first cell."""
-    m = re.search(r"\*\*([^*]+\?)\*\*", text)
-    return to_html(rd.transform_roles(m.group(1), ctx)) if m else ""
-
-
-def _plain_title(text: str) -> str:
-    """A heading's title as a reference shows it: no bold or code markup."""
-    return text.replace("**", "").replace("`", "").strip()
-
-
-def _lead(para: str, ctx: rd.Context) -> str:
-    """The last sentence of the paragraph right before a display equation (its introduction)."""
-    para = para.strip()
-    if not para or "$$" in para:
-        return ""
-    sentence = re.split(r"(?<=[.!?])\s+(?=[A-Z*])", para)[-1].strip()
-    return _strip_p(to_html(rd.transform_markdown(sentence, ctx)))
-
-
-def read_deck(book: rd.Book, doc: str, number: str) -> Deck:
-    nb = json.loads((book.root / f"{doc}.ipynb").read_text(encoding="utf-8"))
-    ctx = rd.Context(book, doc, rd.glue_values(nb), student=True)
-    deck = Deck(doc, Path(doc).name, number, book.titles.get(doc, Path(doc).name))
-    section = deck.title
-    exercises = []
-    for cell in nb["cells"]:
-        src = rd._source(cell)
-        if cell["cell_type"] == "code":
-            meta = cell.get("metadata", {}).get("mystnb", {})
-            fig = meta.get("figure", {})
-            if fig.get("name"):
-                png = _png(cell)
-                if png is None:
-                    raise ValueError(f"slides: {doc}: figure {fig['name']!r} has no stored PNG; "
-                                     "re-execute the notebook (make execute)")
-                caption = to_html(rd.transform_markdown(fig.get("caption", ""), ctx))
-                deck.items.append(Figure(fig["name"], book.labels[fig["name"]].number, caption,
-                                         meta.get("image", {}).get("alt", ""), png, section))
-            continue
-        if cell["cell_type"] != "markdown":
-            continue
-        if not deck.question:
-            deck.question = _question(src, ctx)
-        tokens = rd.parse(src)
-        lead = ""  # the last paragraph, while nothing else came after it
-        for i, tok in enumerate(tokens):
-            d = rd.directive(tok)
-            if d:
-                title = d.arg.strip()
-                if d.name == "admonition" and title.lower() == "learning goals":
-                    deck.goals = to_html(rd.transform_markdown(d.body, ctx))
-                elif d.name == "admonition" and title.lower() == "takeaways":
-                    deck.takeaways = to_html(rd.transform_markdown(d.body, ctx))
-                elif d.name == "exercise":
-                    label = d.options.get("label", "")
-                    n = book.labels[label].number if label in book.labels else ""
-                    exercises.append(Exercise(n, rd.transform_roles(title, ctx),
-                                              to_html(rd.transform_markdown(d.body, ctx))))
-            elif tok.type == "heading_open" and tok.tag == "h2" and tok.level == 0:
-                section = _plain_title(rd.transform_roles(tokens[i + 1].content, ctx))
-            elif tok.type in ("math_block", "math_block_label"):
-                label = tok.info if tok.type == "math_block_label" else ""
-                n = book.labels[label].number if label else ""
-                deck.items.append(Equation(tok.content.strip("\n"), n, section,
-                                           _lead(lead, ctx)))
-            elif tok.type == "inline" and tokens[i - 1].type == "paragraph_open":
-                lead = tok.content  # at any depth: a list item's paragraph leads its math too
-                continue
-            if tok.type in LEAD_BREAKS:
-                lead = ""
-    deck.n_exercises_total = len(exercises)
-    if exercises:
-        picks = sorted({0, len(exercises) // 2, len(exercises) - 1})[:N_EXERCISES]
-        deck.exercises = [exercises[i] for i in picks]
-    missing = [what for what, v in (("learning goals", deck.goals), ("takeaways", deck.takeaways))
-               if not v]
-    if missing:
-        raise ValueError(f"slides: {doc} has no {' and no '.join(missing)} admonition "
-                         "(CHAPTERS.md: every chapter has both)")
-    return deck
-
-
 # --------------------------------------------------------------------------------------------
 # HTML
 
+esc = html.escape
+
 
 def _section(inner: str, cls: str = "", notes: str = "") -> str:
-    attr = f' class="{cls}"' if cls else ""
-    note = f'\n<aside class="notes">{html.escape(notes)}</aside>' if notes else ""
+    attr = f' class="{cls.strip()}"' if cls.strip() else ""
+    note = f'\n<aside class="notes">{esc(notes)}</aside>' if notes else ""
     return f"<section{attr}>\n{inner}{note}\n</section>"
 
 
 def _density(fragment: str) -> str:
     """A class that shrinks long text so it fits a slide."""
     n = len(re.sub(r"<[^>]+>", "", fragment))
-    return "dense" if n > 700 else ("medium" if n > 420 else "")
+    return "dense" if n > 900 else ("medium" if n > 520 else "")
 
 
-def _group_equations(items: list) -> list:
-    """Consecutive equations of one section on one slide (at most three); figures alone."""
-    out: list = []
-    for item in items:
-        if (isinstance(item, Equation) and out and isinstance(out[-1], list)
-                and out[-1][0].section == item.section and len(out[-1]) < 3):
-            out[-1].append(item)
-        elif isinstance(item, Equation):
-            out.append([item])
+def _fragments(fragment: str) -> str:
+    """Each top-level list item of an HTML list revealed on its own fragment."""
+    return re.sub(r"<li>", '<li class="fragment">', fragment)
+
+
+def _math(e: Equation, upto: int) -> str:
+    body = " \\\\ ".join(e.lines[:upto])
+    if e.aligned:
+        body = f"\\begin{{aligned}}{body}\\end{{aligned}}"
+    tag = f"\\tag{{{esc(e.number)}}}" if e.number else ""
+    return f"\\[{esc(body)}{tag}\\]"
+
+
+def equation_slide(e: Equation) -> str:
+    """The lead, then the equation built line by line (a stack of ever longer versions, so the
+    lines stay aligned), then what it means."""
+    n = len(e.lines)
+    blocks = []
+    for k in range(1, n + 1):
+        if n == 1:
+            cls = "fragment"
+        elif k == 1:
+            cls = "fragment fade-out"  # shown from the start, replaced by the next line's block
+        elif k < n:
+            cls = "fragment current-visible"
         else:
-            out.append(item)
+            cls = "fragment"
+        index = max(k - 2, 0)
+        blocks.append(f'<div class="math {cls}" data-fragment-index="{index}">{_math(e, k)}</div>')
+    stack = f'<div class="r-stack">{"".join(blocks)}</div>' if n > 1 else blocks[0]
+    meaning = (f'<p class="meaning fragment" data-fragment-index="{max(n - 1, 1)}">'
+               f"{e.meaning}</p>" if e.meaning else "")
+    lead = f'<p class="lead">{e.lead}</p>' if e.lead else ""
+    return _section(f"<h3>{esc(e.section)}</h3>\n{lead}\n{stack}\n{meaning}", "math-slide",
+                    e.notes)
+
+
+def hand_slides(h: Hand) -> list[str]:
+    """The worked example, at most 4 steps (about STEP_CHARS characters) a slide, a step a
+    fragment, numbered on across slides."""
+    chunks, cur, size = [], [], 0
+    for step in h.steps:
+        n = len(re.sub(r"<[^>]+>", "", step))
+        if cur and (len(cur) == 4 or size + n > sd.STEP_CHARS):
+            chunks.append(cur)
+            cur, size = [], 0
+        cur.append(step)
+        size += n
+    chunks.append(cur)
+    out, start = [], 1
+    for k, chunk in enumerate(chunks, 1):
+        part = f" ({k}/{len(chunks)})" if len(chunks) > 1 else ""
+        items = "".join(f'<li class="fragment">{s}</li>' for s in chunk)
+        body = f'<ol start="{start}">{items}</ol>'
+        out.append(_section(f'<p class="kicker">Worked example</p>\n<h3>{h.title}{part}</h3>\n'
+                            f"{body}", "hand " + _density(body), h.notes))
+        start += len(chunk)
+    return out
+
+
+def points_slide(s: Section) -> str:
+    """A section's argument: the first sentence of each of its later paragraphs, one a fragment
+    (at most five)."""
+    items = "".join(f'<li class="fragment">{p}</li>' for p in s.points[:5])
+    body = f"<ul>{items}</ul>"
+    return _section(f'<p class="kicker">Section {esc(s.number)}</p>\n<h3>{s.title}</h3>\n{body}',
+                    "points " + _density(body), sd.shorten(" ".join(s.points_notes)))
+
+
+def question_slide(q: Question, k: int) -> str:
+    answer = f'<div class="answer fragment"><p class="kicker">Answer</p>\n{q.answer}</div>'
+    return _section(f'<p class="kicker">In-class question {k}</p>\n<h3>{q.title}</h3>\n'
+                    f'<div class="prompt">{q.prompt}</div>\n{answer}',
+                    "inclass", q.notes)
+
+
+def _with_questions(items: list, questions: list) -> list:
+    """The questions spread evenly through the lecture, each just before a section starts."""
+    out = list(items)
+    for k in range(len(questions), 0, -1):
+        at = round(k * len(items) / (len(questions) + 1))
+        while at < len(items) and not isinstance(items[at], Section):
+            at += 1
+        out.insert(at, (k, questions[k - 1]))
     return out
 
 
 def deck_html(deck: Deck) -> str:
-    esc = html.escape
     slides = [_section(
         f'<p class="kicker">The Roofline Book &middot; Chapter {esc(deck.number)}</p>\n'
         f"<h1>{esc(deck.title)}</h1>\n"
         + (f'<div class="question">{deck.question}</div>' if deck.question else ""),
         "title-slide")]
-    slides.append(_section(f"<h2>Learning goals</h2>\n{deck.goals}", _density(deck.goals)))
-    for item in _group_equations(deck.items):
-        if isinstance(item, Figure):
+    slides.append(_section(f"<h2>Learning goals</h2>\n{_fragments(deck.goals)}",
+                           "goals " + _density(deck.goals), deck.goals_notes))
+    outline = "".join(f"<li>{s.title}</li>" for s in deck.items
+                      if isinstance(s, Section) and s.number.count(".") == 1)
+    slides.append(_section(f"<h2>Today</h2>\n<ol class=\"outline\">{outline}</ol>",
+                           "outline", "The lecture follows the chapter's sections: "
+                           + "; ".join(sd.plain(s.title) for s in deck.items
+                                       if isinstance(s, Section) and s.number.count(".") == 1)
+                           + "."))
+    open_section = None  # the section being drawn
+
+    def close_section():
+        # a section's argument, paragraph by paragraph, closes it (when it has two or more)
+        if open_section and len(open_section.points) >= 2:
+            slides.append(points_slide(open_section))
+
+    for item in _with_questions(deck.items, deck.questions) + [None]:
+        if item is None or isinstance(item, (tuple, Section)):
+            close_section()
+            open_section = item if isinstance(item, Section) else None
+        if item is None:
+            break
+        if isinstance(item, tuple):
+            slides.append(question_slide(item[1], item[0]))
+        elif isinstance(item, Section):
+            slides.append(_section(
+                f'<p class="kicker">Section {esc(item.number)}</p>\n<h2>{item.title}</h2>\n'
+                + (f'<p class="idea">{item.idea}</p>' if item.idea else ""),
+                "section-slide " + _density(item.idea), item.notes))
+        elif isinstance(item, Figure):
             src = f"{deck.stem}/{item.label}.png"
             slides.append(_section(
                 f'<h3>{esc(item.section)}</h3>\n<figure id="{esc(item.label)}">'
                 f'<img src="{esc(src)}" alt="{esc(item.alt)}" data-figure="{esc(item.label)}">\n'
                 f'<figcaption><strong>Fig. {esc(item.number)}.</strong> '
-                f"{_strip_p(item.caption)}</figcaption></figure>",
-                "figure-slide", notes=item.alt))
+                f"{sd.strip_p(item.caption)}</figcaption></figure>",
+                "figure-slide", item.notes))
+        elif isinstance(item, Hand):
+            slides += hand_slides(item)
         else:
-            body = "\n".join(
-                (f'<p class="lead">{e.lead}</p>' if e.lead else "")
-                + f'<div class="math">\\[{esc(e.latex)}'
-                + (f"\\tag{{{esc(e.number)}}}" if e.number else "") + "\\]</div>" for e in item)
-            slides.append(_section(f"<h3>{esc(item[0].section)}</h3>\n{body}", "math-slide"))
-    slides.append(_section(f"<h2>Takeaways</h2>\n{deck.takeaways}",
-                           "takeaways " + _density(deck.takeaways)))
-    for ex in deck.exercises:
+            slides.append(equation_slide(item))
+    slides.append(_section(f"<h2>Takeaways</h2>\n{_fragments(deck.takeaways)}",
+                           "takeaways " + _density(deck.takeaways), deck.takeaways_notes))
+    for ex in deck.prompts:
         head = f"Exercise {esc(ex.number)}" + (f": {esc(ex.title)}" if ex.title else "")
-        slides.append(_section(f'<p class="kicker">Try it</p>\n<h3>{head}</h3>\n{ex.body}',
-                               "exercise " + _density(ex.body)))
+        slides.append(_section(f'<p class="kicker">Try it after class</p>\n<h3>{head}</h3>\n'
+                               f"{ex.body}", "exercise " + _density(ex.body),
+                               "A prompt to try after class: the worked solution is in the "
+                               "full edition of the book, not on the slides."))
     slides.append(_section(
         f"<h2>Read on</h2>\n<p>The chapter has the derivations, the explorer and "
         f"{deck.n_exercises_total} exercises with worked solutions.</p>"
         f'<p class="small"><a href="index.html">All decks</a></p>', "end"))
     return PAGE.format(title=esc(f"{deck.number}. {deck.title}"), assets=ASSETS,
                        slides="\n\n".join(slides))
-
-
-def _strip_p(fragment: str) -> str:
-    return re.sub(r"^\s*<p>|</p>\s*$", "", fragment.strip())
 
 
 PAGE = """<!DOCTYPE html>
@@ -338,7 +266,7 @@ window.MathJax = {{
   svg: {{fontCache: "global"}},
   options: {{enableMenu: false}},
   startup: {{pageReady: () => MathJax.startup.defaultPageReady().then(() => {{
-    if (window.Reveal && Reveal.isReady()) Reveal.layout();
+    if (window.Reveal && Reveal.isReady()) {{ Reveal.sync(); Reveal.layout(); }}
   }})}}
 }};
 </script>
@@ -346,32 +274,40 @@ window.MathJax = {{
 <script src="{assets}/reveal/reveal.js"></script>
 <script src="{assets}/reveal/plugin/notes/notes.js"></script>
 <script>
-Reveal.initialize({{hash: true, slideNumber: "c/t", width: 1280, height: 800, margin: 0.04,
+Reveal.initialize({{hash: true, slideNumber: "c/t", width: 1280, height: 720, margin: 0.04,
                    center: false, transition: "none", plugins: [RevealNotes]}});
 </script>
 </body>
 </html>
 """
 
-CSS = """/* The Roofline Book: slide style (scripts/slides.py). */
-.reveal {{ font-size: 30px; }}
+CSS = """/* The Roofline Book: slide style (scripts/slides.py). 16:9, legible from the back. */
+.reveal {{ font-size: 32px; }}
 .reveal h1 {{ font-size: 2.0em; text-transform: none; }}
-.reveal h2 {{ font-size: 1.5em; text-transform: none; }}
+.reveal h2 {{ font-size: 1.45em; text-transform: none; }}
 .reveal h3 {{ font-size: 1.0em; text-transform: none; color: #1f4e79; margin-bottom: 0.4em; }}
-.reveal .kicker {{ font-size: 0.7em; color: #666; margin: 0 0 0.2em 0; text-transform: uppercase;
-  letter-spacing: 0.06em; }}
+.reveal .kicker {{ font-size: 0.6em; color: #666; margin: 0 0 0.2em 0; text-transform: uppercase;
+  letter-spacing: 0.06em; font-style: normal; }}
 .reveal .title-slide {{ padding-top: 12%; }}
 .reveal .question {{ margin-top: 1.2em; font-size: 0.95em; font-style: italic; }}
 .reveal ul, .reveal ol {{ display: block; margin-left: 1.2em; }}
-.reveal li {{ margin: 0.25em 0; }}
+.reveal li {{ margin: 0.3em 0; }}
 .reveal section {{ text-align: left; }}
 .reveal .medium {{ font-size: 0.85em; }}
 .reveal .dense {{ font-size: 0.72em; }}
+.reveal .idea {{ font-size: 1.0em; margin-top: 1em; }}
 .reveal figure {{ margin: 0; text-align: center; }}
-.reveal figure img {{ max-height: 560px; max-width: 100%; margin: 0.2em auto; }}
-.reveal figcaption {{ font-size: 0.55em; line-height: 1.3; text-align: left; color: #333; }}
-.reveal .lead {{ font-size: 0.75em; margin: 0.6em 0 0 0; color: #333; }}
+.reveal figure img {{ max-height: 470px; max-width: 100%; margin: 0.1em auto; }}
+.reveal figcaption {{ font-size: 0.62em; line-height: 1.3; text-align: left; color: #333; }}
+.reveal .lead {{ font-size: 0.9em; margin: 0.5em 0 0 0; }}
+.reveal .meaning {{ font-size: 0.9em; margin-top: 0.6em; }}
 .reveal .math {{ margin: 0.5em 0; text-align: center; font-size: 1.1em; }}
+.reveal .r-stack .math {{ margin: 0.3em 0; }}
+.reveal .hand ol {{ line-height: 1.35; }}
+.reveal .hand li, .reveal .points li {{ margin: 0.45em 0; }}
+.reveal .inclass .prompt {{ font-size: 0.9em; }}
+.reveal .inclass .answer {{ background: #f3f6fa; border-left: 5px solid #1f4e79;
+  padding: 0.3em 0.8em; margin-top: 0.6em; font-size: 0.78em; }}
 .reveal .takeaways li::marker {{ color: #1f4e79; }}
 .reveal blockquote {{ width: auto; font-style: normal; box-shadow: none;
   border-left: 4px solid #ccc; padding: 0.2em 0.8em; margin: 0.4em 0; font-size: 0.9em; }}
@@ -394,11 +330,14 @@ li {{ margin: 0.3em 0; }} .meta {{ color: #666; font-size: 0.9em; }}
 </head>
 <body>
 <h1>The Roofline Book: slides</h1>
-<p>One deck per chapter, built from the chapter's own figures, equations and takeaways
-(<code>make slides</code>). They work offline from this folder. Keys: arrows to move,
-<kbd>S</kbd> for speaker notes (figure descriptions), <kbd>F</kbd> full screen,
+<p>One deck per chapter, each a 75-minute lecture built from the chapter itself: its sections,
+equations built line by line, figures, its worked example step by step, two or three in-class
+questions whose answers appear on the next click, and the takeaways (<code>make slides</code>).
+They work offline from this folder. Keys: arrows or space to move (each click reveals the next
+step), <kbd>S</kbd> for the speaker view with notes on what to say, <kbd>F</kbd> full screen,
 <kbd>Esc</kbd> overview; add <code>?print-pdf</code> to a deck's address and print to get a PDF.
-Exercise prompts only: the worked solutions stay in the full edition of the book.</p>
+The exercise prompts at the end of each deck are for after class: their worked solutions stay in
+the full edition of the book.</p>
 <p>{figures}</p>
 {parts}
 </body>
@@ -406,8 +345,9 @@ Exercise prompts only: the worked solutions stay in the full edition of the book
 """
 
 
-def index_html(decks: list[Deck], parts: dict[str, str]) -> str:
-    esc = html.escape
+def index_html(decks: list[Deck], parts: dict[str, str], figures: Path | None = None) -> str:
+    """The list of decks by part; the figure export linked only when `figures` (its index page,
+    relative to the decks' folder) exists: no link to a page `make slides` did not build."""
     blocks, current = [], None
     for d in decks:
         part = parts.get(d.doc, "")
@@ -417,13 +357,16 @@ def index_html(decks: list[Deck], parts: dict[str, str]) -> str:
             blocks.append(f"<h2>{esc(part)}</h2>\n<ul>")
             current = part
         blocks.append(f'<li><a href="{esc(d.stem)}.html">{esc(d.number)}. {esc(d.title)}</a> '
-                      f'<span class="meta">({len(d.figures)} figures, '
+                      f'<span class="meta">({d.n_slides} slides, {len(d.figures)} figures, '
                       f"{sum(isinstance(i, Equation) for i in d.items)} equations, "
-                      f"{len(d.exercises)} exercise prompts)</span></li>")
+                      f"{len(d.questions)} in-class questions)</span></li>")
     if blocks:
         blocks.append("</ul>")
-    figs = ("Every figure as SVG and PNG for your own slides: "
-            '<a href="../figures/index.html">figure export</a> (<code>make figures</code>).')
+    figs = "Every figure as SVG and PNG for your own slides: "
+    if figures is not None:
+        figs += f'<a href="{esc(figures.as_posix())}">figure export</a>.'
+    else:
+        figs += "run <code>make figures</code> (then <code>make slides</code> links it here)."
     return INDEX.format(parts="\n".join(blocks), figures=figs)
 
 
@@ -453,23 +396,31 @@ def build(out: Path = OUT, only: list[str] | None = None, root: Path = ROOT) -> 
         todo = [(d, n) for d, n in todo if Path(d).name in want]
     out.mkdir(parents=True, exist_ok=True)
     copy_assets(out)
+    plan = sd.load_plan()
     decks = []
     for doc, number in todo:
-        deck = read_deck(book, doc, number)
+        deck = sd.read_deck(book, doc, number, plan)
         figdir = out / deck.stem
         if figdir.exists():
             shutil.rmtree(figdir)
         figdir.mkdir()
         for f in deck.figures:
             (figdir / f"{f.label}.png").write_bytes(f.png)
-        (out / f"{deck.stem}.html").write_text(deck_html(deck), encoding="utf-8")
+        page = deck_html(deck)
+        deck.n_slides = page.count("<section")
+        if deck.n_slides < MIN_SLIDES:
+            raise ValueError(f"slides: {doc}: {deck.n_slides} slides, fewer than a 75-minute "
+                             f"lecture's {MIN_SLIDES} (scripts/slides.py, MIN_SLIDES)")
+        (out / f"{deck.stem}.html").write_text(page, encoding="utf-8")
         decks.append(deck)
     if not only:
         for stale in out.glob("*.html"):
             if stale.name != "index.html" and stale.stem not in {d.stem for d in decks}:
                 stale.unlink()
-    (out / "index.html").write_text(index_html(decks, book.parts),
-                                    encoding="utf-8")
+    export = out.parent / "figures" / "index.html"  # where `make figures` writes it
+    (out / "index.html").write_text(
+        index_html(decks, book.parts, Path("..", "figures", "index.html") if export.exists()
+                   else None), encoding="utf-8")
     return decks
 
 
@@ -485,7 +436,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"slides: {exc}", file=sys.stderr)
         return 2
     n_fig = sum(len(d.figures) for d in decks)
-    print(f"slides: {len(decks)} decks, {n_fig} figures in {args.out} "
+    counts = sorted(d.n_slides for d in decks)
+    print(f"slides: {len(decks)} decks of {counts[0]}-{counts[-1]} slides, {n_fig} figures in "
+          f"{args.out} "
           f"({time.perf_counter() - start:.1f} s); open {args.out / 'index.html'}")
     return 0
 

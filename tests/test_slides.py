@@ -128,8 +128,8 @@ def test_every_chapter_has_a_deck_with_its_parts(doc):
     assert title in text and f"Chapter {number}" in text
     for part in ("Learning goals", "Takeaways"):
         assert part in text, f"{deck.name}: no {part!r} slide"
-    n_ex = len(re.findall(r'class="exercise', deck.read_text(encoding="utf-8")))
-    assert 2 <= n_ex <= 3, f"{deck.name}: {n_ex} exercise slides (want 2 or 3)"
+    n_q = len(re.findall(r'<section class="inclass', deck.read_text(encoding="utf-8")))
+    assert 2 <= n_q <= 3, f"{deck.name}: {n_q} in-class question slides (want 2 or 3)"
     index = _parse(SLIDES / "index.html")
     assert deck.name in index.links, f"index.html does not link {deck.name}"
 
@@ -187,19 +187,35 @@ def _words(text: str) -> str:
     return _plain(text)
 
 
+def _plan() -> dict:
+    import yaml
+
+    return yaml.safe_load((ROOT / "scripts" / "slide_plan.yml").read_text(encoding="utf-8"))
+
+
+def _solutions(src: str) -> list[tuple[str, str]]:
+    """(exercise label, body) of each solution block of a markdown cell."""
+    return [(d.arg.strip(), d.body) for d in map(rd.directive, rd.parse(src))
+            if d and d.name == "solution"]
+
+
 def _solution_phrases(doc: str) -> list[str]:
-    """Runs of plain words (>= 30 characters) that only the chapter's solution blocks contain
-    (not its student-visible text: a heading a solution repeats is no leak)."""
+    """Runs of plain words (>= 30 characters) that only the solution blocks of the exercises the
+    deck does not ask in class contain (not the student-visible text: a heading a solution
+    repeats is no leak)."""
     book = _book()
     nb = _nb(doc)
     ctx = rd.Context(book, doc, rd.glue_values(nb))
     student = rd.Context(book, doc, rd.glue_values(nb), student=True)
+    asked = {q for q in _plan()[Path(doc).name]["questions"] if isinstance(q, str)}  # revealed
     phrases, visible = [], []
     for cell in nb["cells"]:
         if cell["cell_type"] != "markdown":
             continue
         visible.append(_words(rd.transform_markdown(rd._source(cell), student)))
-        for body in rd.solution_bodies(rd._source(cell)):
+        for label, body in _solutions(rd._source(cell)):
+            if label in asked:
+                continue
             text = _words(rd.transform_markdown(body, ctx))
             phrases += [_plain(r) for r in re.findall(r"[A-Za-z][A-Za-z ,;'-]{29,}", text)]
     seen = " ".join(visible)
@@ -216,6 +232,185 @@ def test_no_solution_text_in_a_deck(doc):
     leaked = [p for p in phrases if p in text]
     assert not leaked, f"{deck.name} shows solution text: {leaked[:3]}"
     assert "Solution to" not in text and 'class="solution' not in deck.read_text(encoding="utf-8")
+
+
+# --------------------------------------------------------------------------------------------
+# Decks as lectures: slide count, worked example, in-class questions, notes, equations, links
+
+# A 75-minute lecture at about 1.5 minutes a slide, less the time of the in-class questions (about
+# 5 minutes each) and of the worked example at the board: at least 32 slides.
+LECTURE_SLIDES = 32
+SECTION = re.compile(r'<section(?: class="([^"]*)")?>(.*?)</section>', re.S)
+GLUE_SPAN = re.compile(r'<span class="glue" data-glue="([^"]+)">(.*?)</span>', re.S)
+NOTES = re.compile(r'<aside class="notes">(.*?)</aside>', re.S)
+
+
+def _slides(stem: str) -> list[tuple[str, str]]:
+    """(class, inner HTML) of every slide of a deck."""
+    return [(m.group(1) or "", m.group(2))
+            for m in SECTION.finditer((SLIDES / f"{stem}.html").read_text(encoding="utf-8"))]
+
+
+def _shown(glue: dict, name: str) -> str:
+    """A glued value as the page shows it: its text, unescaped (worked by hand from the bundle)."""
+    return html.unescape(rd._text(glue[name].get("text/plain", ""))).strip()
+
+
+def _span_text(fragment: str) -> str:
+    return _plain(html.unescape(re.sub(r"<[^>]+>", "", fragment).replace("\\", "")))
+
+
+@pytest.mark.parametrize("doc", CHAPTERS, ids=IDS)
+def test_a_deck_is_a_lecture(doc):
+    """A 75-minute lecture: at least LECTURE_SLIDES slides, most built up by fragments."""
+    _need(SLIDES, "LLMMATH_REQUIRE_SLIDES", "make slides")
+    slides = _slides(Path(doc).name)
+    assert len(slides) >= LECTURE_SLIDES, f"{doc}: {len(slides)} slides < {LECTURE_SLIDES}"
+    steps = sum(inner.count('fragment') for _, inner in slides)
+    assert steps >= len(slides), f"{doc}: {steps} fragment steps on {len(slides)} slides"
+
+
+def _hand_expected(doc: str) -> tuple[list[str], list[str]]:
+    """(glue names, printed lines) of the worked example's cells as the plan names them: a
+    markdown cell's paragraph that opens with **By hand (else its first paragraph), a code
+    cell's printed lines."""
+    cells = {c.get("id"): c for c in _nb(doc)["cells"]}
+    names, lines = [], []
+    for cid in _plan()[Path(doc).name]["hand"]:
+        cell = cells[cid]
+        if cell["cell_type"] == "code":
+            out = "".join(rd._text(o.get("text", "")) for o in cell.get("outputs", [])
+                          if o.get("output_type") == "stream")
+            lines += [x.strip() for ln in out.splitlines() for x in ln.split("; ") if x.strip()]
+            continue
+        paras = [p for p in re.split(r"\n\s*\n", rd._source(cell))
+                 if p.strip() and not p.lstrip().startswith(("#", "$$", "```", ":::"))]
+        para = next((p for p in paras if p.lstrip().startswith("**By hand")), paras[0])
+        names += [n.strip() for n in GLUE_USE.findall(para)]
+    return names, lines
+
+
+@pytest.mark.parametrize("doc", CHAPTERS, ids=IDS)
+def test_worked_example_steps_carry_the_notebooks_numbers(doc):
+    """Every number the chapter's worked example glues is on the deck's worked-example slides,
+    equal to the value stored in the notebook, and every printed line of its code; one step a
+    fragment."""
+    _need(SLIDES, "LLMMATH_REQUIRE_SLIDES", "make slides")
+    glue = rd.glue_values(_nb(doc))
+    hand = [inner for cls, inner in _slides(Path(doc).name) if cls.startswith("hand")]
+    assert hand, f"{doc}: no worked-example slide"
+    body = "".join(hand)
+    shown = {}
+    for name, text in GLUE_SPAN.findall(body):
+        shown.setdefault(name, set()).add(_span_text(text))
+    names, lines = _hand_expected(doc)
+    assert len(names) + len(lines) >= 2, f"{doc}: the worked example has too few numbers"
+    for name in names:
+        assert name in shown, f"{doc}: the worked example's {name!r} is not on its slides"
+        assert shown[name] == {_shown(glue, name)}, (name, shown[name], _shown(glue, name))
+    text = _span_text(body)
+    for line in lines:
+        assert _plain(line) in text, f"{doc}: printed line {line!r} is not on the slides"
+    steps = re.findall(r"<li( class=\"fragment\")?>", body)
+    assert len(steps) >= 3 and all(steps), f"{doc}: worked example steps not one per fragment"
+
+
+@pytest.mark.parametrize("doc", CHAPTERS, ids=IDS)
+def test_every_glued_number_on_a_deck_is_the_notebooks(doc):
+    _need(SLIDES, "LLMMATH_REQUIRE_SLIDES", "make slides")
+    glue = rd.glue_values(_nb(doc))
+    spans = GLUE_SPAN.findall((SLIDES / f"{Path(doc).name}.html").read_text(encoding="utf-8"))
+    assert len(spans) >= 20, f"{doc}: only {len(spans)} glued numbers on the deck"
+    wrong = [(n, _span_text(t)) for n, t in spans if _span_text(t) != _shown(glue, n)]
+    assert not wrong, f"{doc}: numbers that are not the notebook's: {wrong[:3]}"
+
+
+def _guide_assigned() -> set[str]:
+    """Exercises the course guide sets as homework, for the exam or as a project."""
+    guide = (ROOT / "book" / "course_guide.md").read_text(encoding="utf-8")
+    out = set()
+    for table in re.findall(r"(?:^\|.*\n)+", guide, re.M):
+        rows = [[c.strip() for c in r.strip().strip("|").split("|")] for r in table.splitlines()]
+        keep = [i for i, h in enumerate(rows[0]) if h in ("homework", "exam-suitable")]
+        for row in rows[2:]:
+            for i in keep:
+                out |= set(re.findall(r"\{ref\}`([\w-]+)`", row[i] if i < len(row) else ""))
+    projects = re.search(r"Each open-ended exercise(.*?)project", guide, re.S)
+    return out | set(re.findall(r"\{ref\}`([\w-]+)`", projects.group(1) if projects else ""))
+
+
+@pytest.mark.parametrize("doc", CHAPTERS, ids=IDS)
+def test_in_class_questions_reveal_their_answer_on_a_fragment(doc):
+    """Two or three questions, each answered on a fragment that carries the notebook's glued
+    values; never an exercise the course assigns as homework, exam or project."""
+    _need(SLIDES, "LLMMATH_REQUIRE_SLIDES", "make slides")
+    glue = rd.glue_values(_nb(doc))
+    asked = _plan()[Path(doc).name]["questions"]
+    taken = [q for q in asked if isinstance(q, str) and q in _guide_assigned()]
+    assert not taken, f"{doc}: in-class questions the course assigns: {taken}"
+    questions = [inner for cls, inner in _slides(Path(doc).name) if cls.startswith("inclass")]
+    assert 2 <= len(questions) <= 3
+    for inner in questions:
+        m = re.search(r'<div class="answer fragment">(.*?)</div>\s*(<aside|$)', inner, re.S)
+        assert m, f"{doc}: a question whose answer is not on a fragment"
+        spans = GLUE_SPAN.findall(m.group(1))
+        assert spans, f"{doc}: an answer with no glued value"
+        assert all(_span_text(t) == _shown(glue, n) for n, t in spans)
+        prompt = inner[:inner.index('<div class="answer')]
+        assert len(_span_text(prompt)) > 40, f"{doc}: a question with no prompt"
+
+
+@pytest.mark.parametrize("doc", CHAPTERS, ids=IDS)
+def test_speaker_notes_say_what_to_say(doc):
+    """Every content slide has notes, from the chapter's prose: a figure's are more than its
+    alt text."""
+    _need(SLIDES, "LLMMATH_REQUIRE_SLIDES", "make slides")
+    for cls, inner in _slides(Path(doc).name):
+        if cls.startswith(("title-slide", "end")):
+            continue
+        notes = NOTES.search(inner)
+        assert notes and len(notes.group(1)) > 40, f"{doc}: a {cls!r} slide without notes"
+        text = html.unescape(notes.group(1))
+        for alt in re.findall(r'<img [^>]*alt="([^"]*)"', inner):
+            assert len(text.replace(html.unescape(alt), "").strip()) > 80, (
+                f"{doc}: a figure's notes are only its alt text")
+
+
+@pytest.mark.parametrize("doc", CHAPTERS, ids=IDS)
+def test_no_slide_holds_only_an_equation(doc):
+    """Each equation comes with a sentence (what it means, or its lead), and is built up: a
+    fragment per line, all of an aligned block's lines in turn."""
+    _need(SLIDES, "LLMMATH_REQUIRE_SLIDES", "make slides")
+    builds = 0
+    for _cls, inner in _slides(Path(doc).name):
+        if '<div class="math' not in inner:
+            continue
+        words = re.sub(r'<div class="math[^"]*"[^>]*>.*?</div>|<h3>.*?</h3>|<aside.*?</aside>',
+                       " ", inner, flags=re.S)
+        assert len(_span_text(words)) >= 25, f"{doc}: a slide with only an equation: {inner[:200]}"
+        blocks = re.findall(r'<div class="math ([^"]*)"', inner)
+        assert blocks and all("fragment" in b for b in blocks), f"{doc}: equation not built"
+        builds += len(blocks) > 1
+    aligned = sum(c["source"].count("begin{aligned}") if isinstance(c["source"], str)
+                  else "".join(c["source"]).count("begin{aligned}")
+                  for c in _nb(doc)["cells"] if c["cell_type"] == "markdown")
+    assert builds >= min(aligned, 1), f"{doc}: no equation built line by line"
+
+
+@pytest.mark.parametrize("page", ["index"] + IDS)
+def test_every_link_on_a_deck_resolves(page):
+    """Every link of the index and the decks opens a file that `make slides` built (file://)."""
+    _need(SLIDES, "LLMMATH_REQUIRE_SLIDES", "make slides")
+    path = SLIDES / f"{page}.html"
+    links = _parse(path).links
+    if page == "index":
+        assert len(links) >= len(IDS)
+    for href in links:
+        if href.startswith("#"):
+            continue
+        assert not re.match(r"^[a-z][a-z0-9+.-]*:", href, re.I), f"{page}: {href} leaves the folder"
+        target = (path.parent / href.split("#")[0]).resolve()
+        assert target.is_file(), f"{page}.html links {href}, which does not exist"
 
 
 # --------------------------------------------------------------------------------------------
@@ -368,6 +563,7 @@ def test_decks_render_offline_in_a_browser():
 GLUE_USE = re.compile(r"\{glue(?::\w*)?\}`([^`:]+)(?::[^`]*)?`")
 
 
+@functools.cache
 def _answer_values() -> dict[str, set[str]]:
     """Per notebook page: the values only its solutions show (glued there and nowhere in the
     page's public text; at least three digits, so "8" or "64" are not taken for answers), as
@@ -419,3 +615,26 @@ def test_cheat_sheet_gives_away_no_exercise_answer():
               for doc, vals in answers.items()}
     leaked = {d: v for d, v in leaked.items() if v}
     assert not leaked, f"the cheat sheet prints exercise answers: {leaked}"
+
+
+@pytest.mark.parametrize("doc", CHAPTERS, ids=IDS)
+def test_a_deck_reveals_no_answer_but_its_in_class_ones(doc):
+    """No value that only the chapter's solutions show (as test_student_edition.py defines them:
+    glued in a solution and nowhere in the page's public text) is on the deck, except the
+    answers of the exercises it asks in class. A homework answer the chapter's body prints
+    is the body's leak (the student edition's leak scan), not the deck's."""
+    _need(SLIDES, "LLMMATH_REQUIRE_SLIDES", "make slides")
+    nb = _nb(doc)
+    glue = rd.glue_values(nb)
+    asked = {q for q in _plan()[Path(doc).name]["questions"] if isinstance(q, str)}
+    revealed = {_shown(glue, n.strip()) for c in nb["cells"] if c["cell_type"] == "markdown"
+                for label, body in _solutions(rd._source(c)) if label in asked
+                for n in GLUE_USE.findall(body) if n.strip() in glue}
+    alts = " ".join(c["metadata"]["mystnb"].get("image", {}).get("alt", "") for c in nb["cells"]
+                    if c.get("metadata", {}).get("mystnb", {}).get("figure"))
+    answers = {v for v in _answer_values()[doc] - revealed if v not in alts}  # alt text is public
+    assert len(answers) >= 3, f"{doc}: too few answer values to make this test mean much"
+    text = _span_text((SLIDES / f"{Path(doc).name}.html").read_text(encoding="utf-8"))
+    hits = sorted(v for v in answers
+                  if re.search(r"(?<![\d.,])" + re.escape(v) + r"(?!\d|[.,]\d)", text))
+    assert not hits, f"{doc}: the deck shows answers it does not ask in class: {hits}"
