@@ -98,7 +98,7 @@ check: $(STAMP)
 	  --ignore=tests/test_figure_quality.py --ignore=tests/test_frames.py; \
 	nbs=$$( { git diff --name-only $(BASE) -- 'book/*.ipynb'; \
 	  git ls-files --others --exclude-standard -- 'book/*.ipynb'; } | sort -u | \
-	  while read -r f; do [ -f "$$f" ] && echo "$$f"; done ); \
+	  while read -r f; do if [ -f "$$f" ]; then echo "$$f"; fi; done ); \
 	if [ -n "$$nbs" ]; then $(BIN)/python -m pytest -q -n auto --dist loadfile $$nbs; \
 	else echo "check: no notebook changed since $(BASE)"; fi; \
 	echo "make check: $$(( $$(date +%s) - start )) s"
