@@ -1065,9 +1065,9 @@ def _zero(rng):
         f"{m.name} ($N$ = {fmt_count(s.v['N'])} parameters) trains with mixed-precision Adam "
         "(16 bytes per parameter: 2 bf16 weights, 2 gradients, 12 of fp32 master weights and "
         f"moments) on TP{tp} PP{pp} DP{dp} under ZeRO-{z}, which leaves {kept} bytes per "
-        "parameter unsharded and shards the rest over the data-parallel replicas. How many "
-        "bytes of training state does each chip hold? What would ZeRO-3 change, and what does "
-        "it cost?",
+        "parameter unsharded and shards the rest over the data-parallel replicas. What is one "
+        "chip's share of the training state, in bytes? What would ZeRO-3 change, and what "
+        "does it cost?",
         [f"Each chip holds $N/(d_\\text{{TP}} d_\\text{{PP}})$ parameters, at $b_\\text{{kept}} + "
          f"(16 - b_\\text{{kept}})/d_\\text{{DP}}$ bytes: {st.shown(st.hand)} "
          f"(library: {st.shown()}).",

@@ -252,6 +252,8 @@ GRAPH_NODE_OVERHEAD = 1.3e-6
 #: the 32 layers, about 2.9 ms on an H100). The experts' own activation is inside the fused-MoE
 #: rate (:data:`.GROUPED_GEMM_EFFICIENCY`), so an MoE layer pays the two add-norms only.
 ADD_NORM_ELEMENTS = 4
+#: Elements per token the gated activation moves per ``d_ff / tp``: the gate and up projections
+#: read, their product written (see :data:`ADD_NORM_ELEMENTS`).
 GATED_ACTIVATION_ELEMENTS = 3
 
 #: Fixed cost per step outside the layers: the host loop that samples the next tokens, updates
