@@ -50,9 +50,12 @@ PDF_NAME = "the-roofline-book.pdf"
 SOLUTIONS_TITLE = "Solutions to the exercises"
 INTRO_TITLE = "Introduction"
 # Tables: a line of body text holds about this many characters; a table whose estimated
-# height passes TALL_LINES lines (most of a page) becomes a longtable (tabulary cannot break).
+# height passes TALL_LINES lines becomes a longtable (tabulary cannot break). Less than half a
+# page: a table printed in a cell's output shares an unbreakable box with the cell's code, and
+# tabulary's own widths wrap narrow columns more than the estimate does (the published-runs
+# table of "Laying out a training run", 21 lines estimated, ran 114 pt off its page).
 LINE_CHARS = 100
-TALL_LINES = 50
+TALL_LINES = 20
 
 
 def _is_bundle(node):
