@@ -164,21 +164,21 @@ def test_a_submission_that_patches_the_keys_or_the_checker_scores_zero(built, tm
 def test_one_tolerance_and_partial_credit_for_a_named_slip(built, tmp_path):
     """q1 in ms instead of s (x1000: a slip check names) earns SLIP_CREDIT of its points; q2 8%
     off is right under the guide's 10% (it was wrong under the old 5%); q3 12% off (check hints
-    at GB vs GiB, a factor the tolerance cannot tell from rounding) and q4 x37 (no named slip) earn
+    at TB vs TiB, a factor the tolerance cannot tell from rounding) and q4 x37 (no named slip) earn
     nothing."""
     part = "part1"
     edits = {"q1": " * 1000", "q2": " * 1.08", "q3": " * 1.12", "q4": " * 37"}
 
-    def slips(cells):
-        for q, tail in edits.items():
-            _answer_cell(cells, q).source += f"\n{q}_answer = {q}_answer{tail}"
+    def slips(cells):  # in a last cell: q4's solution uses q3's answer
+        cells.append(nbformat.v4.new_code_cell("\n".join(f"{q}_answer = {q}_answer{tail}"
+                                                         for q, tail in edits.items())))
     result = _grade(built, part, _submission(built, part, tmp_path, slips))
     q = result["questions"]
     # part1's questions are worth 2, 2, 3 and 3 points (its source): 0.5 x 2 + 2 + 0 + 0 = 3
     assert [q[n]["possible"] for n in edits] == [2, 2, 3, 3]
     assert q["q1"]["score"] == 1 and "unit prefix slip of 1000" in q["q1"]["verdict"]
     assert q["q2"]["score"] == 2 and q["q2"]["verdict"] == "right"
-    assert q["q3"]["score"] == 0 and "GiB" in q["q3"]["verdict"]
+    assert q["q3"]["score"] == 0 and "TiB" in q["q3"]["verdict"]
     assert q["q4"]["score"] == 0 and q["q4"]["verdict"] == "off by a factor of ~37 (too high)"
     assert result["score"] == 3
 
