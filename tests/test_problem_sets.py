@@ -218,20 +218,22 @@ def test_per_student_seeds_are_stable_and_graded_by_the_students_id(built, tmp_p
 
 
 def test_the_gradebook_csv_has_one_row_per_student_and_question(built, tmp_path):
+    import csv
+    import shutil
+
     part = "week03"
     ag = built[SEEDS[0]] / part / "autograder"
+    shutil.copy(ag / f"{part}.ipynb", tmp_path / "s1.ipynb")  # the solution, as student s1
+    shutil.copy(ag.parent / "student" / f"{part}.ipynb", tmp_path / "s2.ipynb")  # blank
     out = tmp_path / "grades.csv"
-    assert build.main(["grade", part, str(ag / f"{part}.ipynb"),
-                       str(ag.parent / "student" / f"{part}.ipynb"),
+    assert build.main(["grade", part, str(tmp_path / "s1.ipynb"), str(tmp_path / "s2.ipynb"),
                        "--out", str(built[SEEDS[0]]), "--csv", str(out)]) == 0
-    import csv
     rows = list(csv.DictReader(out.open()))
     assert list(rows[0]) == ["student_id", "set", "part", "points", "max"]
-    # the solution (file week03.ipynb, so student "week03") twice: 3 + 3 + 4 points, then zeros
-    assert [(r["part"], r["points"], r["max"]) for r in rows] == [
-        ("q1", "3", "3"), ("q2", "3", "3"), ("q3", "4", "4"),
-        ("q1", "0", "3"), ("q2", "0", "3"), ("q3", "0", "4")]
-    assert {r["student_id"] for r in rows} == {"week03"} and {r["set"] for r in rows} == {part}
+    # week03's questions are worth 3, 3 and 4 points: s1 has them all, s2 none
+    assert [tuple(r.values()) for r in rows] == [
+        ("s1", part, "q1", "3", "3"), ("s1", part, "q2", "3", "3"), ("s1", part, "q3", "4", "4"),
+        ("s2", part, "q1", "0", "3"), ("s2", part, "q2", "0", "3"), ("s2", part, "q3", "0", "4")]
 
 
 def test_the_library_version_is_recorded_and_a_moved_key_is_refused(built, tmp_path):
