@@ -535,7 +535,7 @@ def test_check_cells_ship_blank():
 
 def test_student_site_source_has_no_solution(tmp_path):
     site = re_ed.build_student_site(tmp_path / "site")
-    assert {p.name for p in site} >= {"course_guide.md", "exam_bank.ipynb"}
+    assert "course_guide.md" in {p.name for p in site}
     for p in site:
         assert "{solution}" not in p.read_text(encoding="utf-8"), f"{p.name}: a solution block"
 
@@ -565,5 +565,5 @@ def test_course_guide_refers_to_exercises_and_chapters_that_exist(book):
     assert len(scheduled) >= 13 and scheduled <= pages, f"not in the book: {scheduled - pages}"
     exam = {lb for lb, t in book.labels.items()
             if t.doc == "book/exam_bank" and t.kind == "exercise"}
-    assert exam and exam <= set(labels), (
+    assert exam <= set(labels), (  # the exam bank left the site for the instructor kit (issue 34)
         f"exam bank questions the guide does not list: {exam - set(labels)}")
