@@ -16,8 +16,8 @@ grader checks before grading.
 ``grade`` runs each submission in a child process without the keys and grades the answers it
 printed (grader.py); a submission's file name (without ``.ipynb``) is the student's id, and with
 ``--per-student`` it picks the student's variant (``pset.student_seed``: students fill in
-``STUDENT_ID``); without it everyone is graded on the term's variant. ``--csv`` writes one row per student and question (student id, set,
-part, points, max) for the course platform's gradebook.
+``STUDENT_ID``); without it everyone is graded on the term's variant. ``--csv`` writes one row per
+student and question (student id, set, part, points, max) for the course platform's gradebook.
 """
 
 from __future__ import annotations

@@ -191,6 +191,7 @@ def grade(submission, autograder, student_id: str | None = None, student_files=N
     part = issue["set"]
     import keys
     import pset
+
     from llmmath.exercises import check
 
     seed = pset.student_seed(issue["seed"], student_id)

@@ -5,9 +5,9 @@ CONFIG), never to students. ``key(part, question, seed)`` is the expected value;
 ``grade(part, question, seed, answer)`` is what each hidden test calls: it passes when
 ``llmmath.exercises.check`` says "right" (within ``pset.TOLERANCE``, the course guide's 10%) and
 otherwise fails with check's verdict, slip hint included. The grader (grader.py) computes the same
-keys in its own process; these hidden tests serve ``otter grade`` in its container. The solutions in the source
-notebooks work by hand from the catalogue's fields, not through these calls, so a solution that
-passes is a second, independent computation of each key.
+keys in its own process; these hidden tests serve ``otter grade`` in its container. The solutions
+in the source notebooks work by hand from the catalogue's fields, not through these calls, so a
+solution that passes is a second, independent computation of each key.
 """
 
 from __future__ import annotations
