@@ -11,7 +11,7 @@ STUDENT := _build/student
 SLIDES := _build/slides
 FIGURES := _build/figures
 
-.PHONY: book pdf test check unit unit-baseline compat nbval build-check browser lab notebooks student psets psets-test slides figures execute bench mutate clean help
+.PHONY: book pdf test check unit unit-baseline compat nbval build-check browser lab notebooks student psets psets-test instructor slides figures execute bench mutate clean help
 
 help:
 	@echo "make book     build the HTML site into $(HTML) (warnings are errors)"
@@ -26,6 +26,8 @@ help:
 	@echo "make lab      open the reader's edition in JupyterLab with live widgets"
 	@echo "make student  the student edition (site and notebooks, no solutions or answers) into $(STUDENT), tested"
 	@echo "make psets    the autograded problem sets (otter-grader) into problem_sets/_build (SEED=N: a new variant)"
+	@echo "make instructor  the instructor kit (keys, solutions, sets, exam bank, grader) as one archive"
+	@echo "              in _build/instructor; never part of the site or the student edition"
 	@echo "make slides   one reveal.js deck per chapter (offline) into $(SLIDES), tested"
 	@echo "make figures  every chapter figure as SVG and PNG, by label, into $(FIGURES), tested"
 	@echo "make bench    measure library, explorer, notebook and build speed"
@@ -133,16 +135,23 @@ notebooks: $(STAMP)
 
 # Problem sets (issue 15): Otter Assign turns each problem_sets/partN.ipynb into a student and an
 # autograder version under problem_sets/_build/partN/; SEED=N issues another term's variant.
-# Grade a submission: $(BIN)/python problem_sets/build.py grade part1 SUBMISSION.ipynb
+# Grade submissions, each in its own process without the keys (problem_sets/grader.py):
+# $(BIN)/python problem_sets/build.py grade part1 SUBMISSIONS.ipynb ... --csv grades.csv
 SEED ?= 2026
 psets: $(STAMP)
 	@start=$$(date +%s); \
 	$(BIN)/python problem_sets/build.py --seed $(SEED) && \
 	echo "make psets: $$(( $$(date +%s) - start )) s"
 
-# The problem sets' test step (also collected by `make unit`): solutions pass, blanks fail, no leaks.
+# The problem sets' test step (also collected by `make unit`): solutions pass, blanks and attacks
+# score zero, no leaks; and the instructor kit's (sealed check cells, the archive, no answer served).
 psets-test: $(STAMP)
-	$(BIN)/python -m pytest tests/test_problem_sets.py -q -p no:cacheprovider
+	$(BIN)/python -m pytest tests/test_problem_sets.py tests/test_instructor_kit.py -q -p no:cacheprovider
+
+# The instructor kit (issue 34): keys, solutions, every set built for SEED, the exam bank and the
+# grader's configuration in one archive, _build/instructor/roofline-instructor-kit.tar.gz.
+instructor: $(STAMP)
+	$(BIN)/python problem_sets/instructor_kit.py --seed $(SEED)
 
 # The student edition (course guide, README "For instructors"): the site and the notebooks with every
 # solution, answer cell (tag `answer`) and filled-in answer removed, then scanned for leaks and each

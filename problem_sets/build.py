@@ -1,28 +1,31 @@
-"""Build the problem sets with otter-grader and grade submissions without a container.
+"""Build the problem sets with otter-grader; grade submissions safely (grader.py).
 
     python problem_sets/build.py [--seed N] [--out DIR] [PART ...]    # make psets SEED=N
-    python problem_sets/build.py grade PART SUBMISSION.ipynb [--out DIR]
+    python problem_sets/build.py grade SET SUBMISSION.ipynb [...] [--out DIR] [--csv OUT.csv]
+                                 [--student-id ID] [--per-student]
 
-``build`` writes, for each part, the source notebook with the issued seed into
-``DIR/_src/PART/`` and runs Otter Assign on it: ``DIR/PART/student/`` is what students get (the
-notebook with every solution replaced by ``...``, ``pset.py`` and the public tests),
-``DIR/PART/autograder/`` what the instructor grades with (the solution notebook, public and
-hidden tests, ``pset.py`` and ``keys.py``). The seed is written into the notebook (``SEED = N``)
-and into every hidden test, so a student who changes ``SEED`` is graded on the issued variant.
+``build`` writes, for each set, the source notebook with the issued seed into ``DIR/_src/SET/``
+and runs Otter Assign on it: ``DIR/SET/student/`` is what students get (the notebook with every
+solution replaced by ``...``, ``pset.py`` and the public tests), ``DIR/SET/autograder/`` what the
+instructor grades with (the solution notebook, public and hidden tests, ``pset.py``, ``keys.py``
+and ``issue.json``). The seed is written into the notebook (``SEED = N``) and into every hidden
+test; the library version it is issued with (``llmmath.__version__`` and ``git describe``) into
+the notebook's seed cell and, with a digest of the issued keys, into ``issue.json``, which the
+grader checks before grading.
 
-``grade`` runs a submission in this process (its code cells in one namespace, as a kernel would,
-an error in a cell recorded and the rest run on) and then the autograder's OK-format tests,
-public and hidden, with otter's own test runner (``otter.test_files``), the runner behind
-``otter.Notebook.check``. ``otter grade`` would do the same inside a Docker container, which
-this machine does not have.
+``grade`` runs each submission in a child process without the keys and grades the answers it
+printed (grader.py); a submission's file name (without ``.ipynb``) is the student's id, and with
+``--per-student`` it picks the student's variant (``pset.student_seed``: students fill in
+``STUDENT_ID``); without it everyone is graded on the term's variant. ``--csv`` writes one row per
+student and question (student id, set, part, points, max) for the course platform's gradebook.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import io
+import json
 import os
 import re
 import shutil
@@ -32,6 +35,8 @@ from pathlib import Path
 import nbformat
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import grader  # noqa: E402  (safe grading, one tolerance)
 from pset import PARTS, SETS, WEEKS  # noqa: E402,F401  (the sets: parts, then weeks)
 
 DEFAULT_SEED = 2026
@@ -42,15 +47,24 @@ _SEED_LINE = re.compile(r"^(SEED = )\d+", flags=re.MULTILINE)
 _GRADE_CALL = re.compile(r"(keys\.grade\(\"(?:part\d|week\d\d)\", \"q\d+\", )\d+")
 
 
-def issue(source: Path, seed: int) -> nbformat.NotebookNode:
-    """The source notebook with ``seed`` written into its SEED line and its hidden tests."""
+def _issued_with(version: dict) -> str:
+    return f"llmmath {version['llmmath']}" + (f", git {version['git']}" if version["git"] else "")
+
+
+def issue(source: Path, seed: int, version: dict | None = None) -> nbformat.NotebookNode:
+    """The source notebook with ``seed`` written into its SEED line and its hidden tests, and
+    the library version it is issued with (``grader.library_version()``) above the SEED line."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed: got {seed!r}; allowed values are whole numbers >= 0")
+    version = version or grader.library_version()
     nb = nbformat.read(source, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
-            cell.source = _GRADE_CALL.sub(rf"\g<1>{seed}", _SEED_LINE.sub(rf"\g<1>{seed}",
-                                                                           cell.source))
+            src = _GRADE_CALL.sub(rf"\g<1>{seed}", _SEED_LINE.sub(rf"\g<1>{seed}", cell.source))
+            if _SEED_LINE.search(src):
+                src = _SEED_LINE.sub(lambda m: f"# issued with {_issued_with(version)}\n"
+                                     + m.group(0), src, count=1)
+            cell.source = src
     return nb
 
 
@@ -59,6 +73,7 @@ def build(out: Path = BUILD, seed: int = DEFAULT_SEED, parts=None) -> dict[str, 
     from otter.assign import main as assign
 
     out = Path(out).resolve()
+    version = grader.library_version()
     done = {}
     for part in available() if parts is None else parts:
         if part not in SETS:
@@ -68,7 +83,7 @@ def build(out: Path = BUILD, seed: int = DEFAULT_SEED, parts=None) -> dict[str, 
         src.mkdir(parents=True)
         for name in SHARED:
             shutil.copy(HERE / name, src / name)
-        nbformat.write(issue(HERE / f"{part}.ipynb", seed), src / f"{part}.ipynb")
+        nbformat.write(issue(HERE / f"{part}.ipynb", seed, version), src / f"{part}.ipynb")
         dest = out / part
         shutil.rmtree(dest, ignore_errors=True)
         cwd = os.getcwd()
@@ -79,6 +94,9 @@ def build(out: Path = BUILD, seed: int = DEFAULT_SEED, parts=None) -> dict[str, 
             os.chdir(cwd)
         # Otter copies `files` into both versions; the keys go to the autograder only.
         shutil.copy(HERE / "keys.py", dest / "autograder" / "keys.py")
+        record = {"set": part, "seed": seed, **version, "keys": grader.keys_digest(part, seed),
+                  "tolerance": grader.TOLERANCE, "slip_credit": grader.SLIP_CREDIT}
+        (dest / "autograder" / "issue.json").write_text(json.dumps(record, indent=1) + "\n")
         done[part] = dest
     return done
 
@@ -88,77 +106,33 @@ def available() -> tuple[str, ...]:
     return tuple(s for s in SETS if (HERE / f"{s}.ipynb").exists())
 
 
-def _run_cells(notebook: Path, env: dict) -> list[str]:
-    """Execute a notebook's code cells in ``env``; return the errors (cell index: message)."""
-    errors = []
-    nb = nbformat.read(notebook, as_version=4)
-    for i, cell in enumerate(nb.cells):
-        src = cell.source
-        if cell.cell_type != "code" or src.startswith("# Initialize Otter") or \
-                src.lstrip().startswith("grader."):
-            continue  # otter's own check cells: the grader runs every test below anyway
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                exec(compile(src, f"{notebook.name}[{i}]", "exec"), env)
-        except Exception as exc:  # a student's error is a result, not a crash of the grader
-            errors.append(f"cell {i}: {type(exc).__name__}: {exc}")
-    return errors
-
-
-def grade(submission, autograder) -> dict:
-    """Grade ``submission`` (a notebook) with the tests of ``autograder`` (a folder).
-
-    Returns ``{"questions": {name: {"score", "possible", "public", "hidden", "messages"}},
-    "score", "possible", "errors"}``, where ``public`` and ``hidden`` say whether every public
-    (hidden) test case of the question passed.
-    """
-    from otter.test_files.ok_test import OKTestFile
-
-    submission, autograder = Path(submission).resolve(), Path(autograder).resolve()
-    env: dict = {"__name__": "__main__"}
-    cwd, path = os.getcwd(), list(sys.path)
-    for mod in ("pset", "keys"):  # the variant's own copies, not another build's
-        sys.modules.pop(mod, None)
-    try:
-        os.chdir(autograder)
-        sys.path.insert(0, str(autograder))
-        errors = _run_cells(submission, env)
-        questions = {}
-        for test in sorted(glob.glob(str(autograder / "tests" / "*.py"))):
-            tf = OKTestFile.from_file(test)
-            tf.run(env)
-            res = tf.test_case_results
-            questions[tf.name] = {
-                "score": tf.score, "possible": tf.possible,
-                "public": all(r.passed for r in res if not r.test_case.hidden),
-                "hidden": all(r.passed for r in res if r.test_case.hidden),
-                "messages": [r.message for r in res],
-            }
-    finally:
-        os.chdir(cwd)
-        sys.path[:] = path
-    return {"questions": questions, "errors": errors,
-            "score": sum(q["score"] for q in questions.values()),
-            "possible": sum(q["possible"] for q in questions.values())}
-
-
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["grade"]:
         ap = argparse.ArgumentParser(prog="build.py grade")
         ap.add_argument("part", choices=SETS)
-        ap.add_argument("submission")
+        ap.add_argument("submissions", nargs="+")
         ap.add_argument("--out", default=str(BUILD))
+        ap.add_argument("--csv", default=None, help="write the gradebook rows here")
+        ap.add_argument("--student-id", default=None,
+                        help="the student's id (one submission; default: its file name)")
+        ap.add_argument("--per-student", action="store_true",
+                        help="grade each submission on its student's variant (pset.student_seed)")
         a = ap.parse_args(argv[1:])
-        r = grade(a.submission, Path(a.out) / a.part / "autograder")
-        for name, q in r["questions"].items():
-            print(f"{name}: {q['score']:g} / {q['possible']:g}")
-            for m in q["messages"]:
-                if not m.startswith("✅"):
-                    print("   " + m.strip().splitlines()[-1])
-        for e in r["errors"]:
-            print("error in " + e)
-        print(f"total: {r['score']:g} / {r['possible']:g}")
+        results = []
+        for sub in a.submissions:
+            sid = a.student_id or Path(sub).stem
+            r = grader.grade(sub, Path(a.out) / a.part / "autograder",
+                             student_id=sid if a.per_student else None)
+            r["student_id"] = sid
+            results.append(r)
+            print(f"{sid} ({a.part}, seed {r['seed']}): {r['score']:g} / {r['possible']:g}")
+            for name, q in r["questions"].items():
+                print(f"  {name}: {q['score']:g} / {q['possible']:g}  {q['verdict']}")
+            for e in r["errors"]:
+                print("  error in " + e)
+        if a.csv:
+            print(f"wrote {grader.write_csv(results, a.csv)}")
         return 0
     ap = argparse.ArgumentParser(prog="build.py")
     ap.add_argument("parts", nargs="*", default=None)

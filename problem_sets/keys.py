@@ -3,15 +3,16 @@
 This file ships with the autograder only (``autograder_files`` in each set's ASSIGNMENT
 CONFIG), never to students. ``key(part, question, seed)`` is the expected value;
 ``grade(part, question, seed, answer)`` is what each hidden test calls: it passes when
-``llmmath.exercises.check`` says "right" (within 5%) and otherwise fails with check's verdict,
-slip hint included, which the student reads in the graded report. The solutions in the source
-notebooks work by hand from the catalogue's fields, not through these calls, so a solution that
-passes is a second, independent computation of each key.
+``llmmath.exercises.check`` says "right" (within ``pset.TOLERANCE``, the course guide's 10%) and
+otherwise fails with check's verdict, slip hint included. The grader (grader.py) computes the same
+keys in its own process; these hidden tests serve ``otter grade`` in its container. The solutions
+in the source notebooks work by hand from the catalogue's fields, not through these calls, so a
+solution that passes is a second, independent computation of each key.
 """
 
 from __future__ import annotations
 
-from pset import problem
+from pset import TOLERANCE, problem
 
 import llmmath as lm
 from llmmath import collectives, moe, pipeline, training
@@ -370,5 +371,5 @@ def key(part: str, question: str, seed: int) -> float:
 
 def grade(part: str, question: str, seed: int, answer) -> None:
     """A hidden test: passes when check says "right", else fails with check's verdict."""
-    verdict = check(answer, key(part, question, seed), quiet=True)
+    verdict = check(answer, key(part, question, seed), rtol=TOLERANCE, quiet=True)
     assert verdict == "right", f"{question}: {verdict}"

@@ -12,6 +12,7 @@ this variant's key), names the classic slip that would bring it back in, with th
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 from types import SimpleNamespace
@@ -24,6 +25,9 @@ from llmmath.exercises import KNOWN_FACTORS
 PARTS = ("part1", "part2", "part3", "part4")  # one set per part of the book
 WEEKS = tuple(f"week{n:02d}" for n in range(1, 13))  # one set per week of the 12-week course
 SETS = PARTS + WEEKS
+# Full credit within 10% of the key: the course guide's tolerance ("Grading"), the one the grader
+# and the hidden tests apply; tests/test_problem_sets.py holds the guide to it.
+TOLERANCE = 0.10
 _WEEK_DRAWS = {}  # week -> draw(rng, p), registered by @_week below
 
 
@@ -375,6 +379,22 @@ def _week12(rng, p):
                         "context": r.choice([1024, 2048, 4096])},
         lambda **kw: kw["context"] < lm.model(kw["dense_model"]).max_context))
     p.dense_chips = _chips_to_hold(lm.model(p.dense_model), lm.chip(p.dense_chip), 0.5)
+
+
+def student_seed(seed: int, student_id: str | None = None) -> int:
+    """The variant of one student: ``seed`` itself when ``student_id`` is None (the term's
+    variant), else a stable hash of both: the first 4 bytes of SHA-256 of ``"seed:student_id"``
+    (the id stripped, as the course roster spells it), a whole number below 2**32. The same on
+    every machine and Python (no ``hash()``, which is salted per process)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed: got {seed!r}; allowed values are whole numbers >= 0")
+    if student_id is None:
+        return int(seed)
+    sid = str(student_id).strip()
+    if not sid:
+        raise ValueError(f"student_id: got {student_id!r}; allowed values are None (the term's "
+                         "variant) or a non-empty id")
+    return int.from_bytes(hashlib.sha256(f"{int(seed)}:{sid}".encode()).digest()[:4], "big")
 
 
 def describe(p: SimpleNamespace) -> str:

@@ -7,15 +7,24 @@ notebook runs top to bottom before the student has filled anything in. The facto
 are the classic back-of-envelope mistakes: 2 (a multiply-add is 2 FLOP; K and V are two tensors),
 8 (bits vs bytes), 1000 / 1e6 / 1e9 (a unit prefix), 1024 and 1.0737 / 1.0737^2 (GiB vs GB,
 binary vs decimal prefixes), and their inverses.
+
+A check cell that must not show its key (homework: the expression that computes the key would
+print it) passes ``sealed=seal(key, label)`` instead of the key: a salted SHA-256 of the bucket of
+``log |key|`` (0.1% wide), ``"label:digest"``. ``check`` then finds the verdict by hashing the
+buckets around the answer (and around the answer divided by each slip), so it can say "right",
+"close" or name the slip without the key on the page. A sealed verdict never says how far off an
+answer is beyond that (that would give the key away). It hides the key from the page, not from a
+determined student: hashing every bucket recovers it in seconds.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
 
-__all__ = ["check", "KNOWN_FACTORS", "UNANSWERED", "Verdict"]
+__all__ = ["check", "seal", "KNOWN_FACTORS", "UNANSWERED", "Verdict"]
 
 class Verdict(str):
     """A verdict `check` has already printed: a notebook does not echo it a second time.
@@ -59,7 +68,7 @@ def _as_float(x, name):
     return v
 
 
-def check(answer, expected, rtol=0.05, quiet=False) -> str:
+def check(answer, expected=None, rtol=0.05, quiet=False, *, sealed=None) -> str:
     """Compare ``answer`` with ``expected``; print (unless ``quiet``) and return a verdict.
 
     - ``"right"`` within ``rtol`` (relative, default 5%);
@@ -69,17 +78,88 @@ def check(answer, expected, rtol=0.05, quiet=False) -> str:
     - ``"wrong sign"`` when the signs differ;
     - ``UNANSWERED`` ("fill in your answer: ...") when ``answer`` is ``None`` or ``...`` (a blank
       check cell); ``expected`` and ``rtol`` are still validated.
+
+    With ``sealed=seal(key, label)`` in place of ``expected``, the same verdicts without the key
+    on the page: "close (high)" without the per cent, and "off" without the factor when no slip
+    explains it.
     """
+    if (expected is None) == (sealed is None):
+        raise ValueError(f"expected, sealed: got {expected!r} and {sealed!r}; give exactly one")
     blank = answer is None or answer is Ellipsis
     a = None if blank else _as_float(answer, "answer")
-    e = _as_float(expected, "expected")
     rtol = _as_float(rtol, "rtol")
     if rtol <= 0:
         raise ValueError(f"rtol: got {rtol:g}; allowed values are > 0")
-    verdict = Verdict(UNANSWERED if blank else _verdict(a, e, rtol))
+    if sealed is not None:
+        label, digest = _unseal(sealed)
+        verdict = UNANSWERED if blank else _sealed_verdict(a, label, digest, rtol)
+    else:
+        e = _as_float(expected, "expected")
+        verdict = UNANSWERED if blank else _verdict(a, e, rtol)
+    verdict = Verdict(verdict)
     if not quiet:
         print(verdict)
     return verdict
+
+
+_SEAL_STEP = math.log1p(1e-3)  # width of a sealed key's bucket in log space (0.1%)
+
+
+def _bucket(label, sign, b):
+    return hashlib.sha256(f"{label}:{sign}:{b}".encode()).hexdigest()[:16]
+
+
+def seal(value, label: str) -> str:
+    """``"label:digest"``: ``value`` (nonzero) sealed for ``check(answer, sealed=...)``."""
+    v = _as_float(value, "value")
+    if v == 0:
+        raise ValueError("value: got 0; a sealed key must be nonzero (check the key instead)")
+    if not isinstance(label, str) or not label or ":" in label:
+        raise ValueError(f"label: got {label!r}; expected a non-empty name without ':' "
+                         "(the exercise's label)")
+    b = math.floor(math.log(abs(v)) / _SEAL_STEP)
+    return f"{label}:{_bucket(label, '+' if v > 0 else '-', b)}"
+
+
+def _unseal(sealed):
+    label, _, digest = str(sealed).rpartition(":")
+    if not label or len(digest) != 16 or any(c not in "0123456789abcdef" for c in digest):
+        raise ValueError(f"sealed: got {sealed!r}; expected 'label:digest' from seal()")
+    return label, digest
+
+
+def _near(label, digest, sign, logx, width):
+    """log(x / key) when the sealed key's bucket lies within ``width`` of ``log x``, else None."""
+    for b in range(math.floor((logx - width) / _SEAL_STEP),
+                   math.floor((logx + width) / _SEAL_STEP) + 1):
+        if _bucket(label, sign, b) == digest:
+            return logx - (b + 0.5) * _SEAL_STEP
+    return None
+
+
+def _sealed_verdict(a, label, digest, rtol):
+    if a == 0:
+        return "off: got 0, expected a nonzero number (a unit or a missing term?)"
+    sign, other = ("+", "-") if a > 0 else ("-", "+")
+    la, tol = math.log(abs(a)), math.log1p(rtol)
+    if _near(label, digest, sign, la, tol) is not None:
+        return "right"
+    off = _near(label, digest, sign, la, min(math.log1p(3 * rtol), math.log(_GIB) * 0.9))
+    if off is not None:
+        return f"close ({'high' if off > 0 else 'low'})"
+    best = None
+    for factor, hint in KNOWN_FACTORS:
+        for direction, shifted in (("too high", la - math.log(factor)),
+                                   ("too low", la + math.log(factor))):
+            err = _near(label, digest, sign, shifted, tol)
+            if err is not None and (best is None or abs(err) < best[0]):
+                best = (abs(err), factor, direction, hint)
+    if best is not None:
+        return f"off by a factor of ~{_show(best[1])} ({best[2]}): {best[3]}"
+    if _near(label, digest, other, la, tol) is not None:
+        return "wrong sign"
+    return (f"off: not within {3 * rtol:.0%} of the key, nor one of the known slips away "
+            "(check the formula)")
 
 
 def _verdict(a, e, rtol):
