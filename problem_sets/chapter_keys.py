@@ -63,6 +63,10 @@ def _keys():
         "recompute-ex-reversible": (
             lambda: ck(l405, 8192, 8192, "full").activation_bytes
             / ck(l405, 8192, 8192, "reversible").activation_bytes, 0.05),
+        # ZeRO-1 on TP8 PP4 DP32: 4 bytes kept per parameter, 12 sharded over the replicas
+        "layout-ex-state": (lambda: 70e9 / (8 * 4) * (4 + 12 / 32), 0.02),
+        "layout-ex-bubble": (lambda: pipeline.bubble_fraction(16, 32, "interleaved", 4), 0.02),
+        "layout-ex-young": (lambda: lm.layout.checkpoint_interval(3 * 3600, 60, "young"), 0.02),
     }
 
 
