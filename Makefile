@@ -50,6 +50,8 @@ book: $(STAMP)
 	$(BIN)/jupyter-book build . --all --builder html -n -W --keep-going
 	@# The page's download button links _sources/book/NN.ipynb: hand out the reader's edition, whose
 	@# numbers, titles and citations are the ones this build resolved (_build/resolved.json).
+	@# (emptied first, so a chapter that left the book leaves no download behind)
+	rm -rf $(NOTEBOOKS)
 	$(BIN)/python -m scripts.reader_edition --out $(NOTEBOOKS)
 	cp $(NOTEBOOKS)/*.ipynb $(HTML)/_sources/book/
 	@echo "The book is at $(CURDIR)/$(HTML)/index.html"
