@@ -20,7 +20,6 @@ from types import SimpleNamespace
 import numpy as np
 
 import llmmath as lm
-from llmmath import training
 from llmmath.exercises import KNOWN_FACTORS
 
 PARTS = ("part1", "part2", "part3", "part4")  # one set per part of the book
@@ -370,14 +369,11 @@ def _week11(rng, p):
     p.layout_chip = rng.choice(_network_gpus(nvidia=True))
 
     def fits(layout_model, layout_tp, layout_pp, layout_dp, layout_zero, sequence_length):
-        m = lm.model(layout_model)
-        if (m.n_heads % layout_tp or m.d_ff % layout_tp or m.n_layers < layout_pp
-                or sequence_length > m.max_context):
-            return False
-        state = training.zero_memory_per_chip(m.total_params / (layout_tp * layout_pp),
-                                              layout_dp, layout_zero)
-        acts = m.n_layers * sequence_length * 34 * m.d_model / layout_tp  # 1F1B, selective
-        return state + acts < lm.chip(p.layout_chip).hbm_capacity
+        m = lm.model(layout_model)  # a layout the library accepts, bf16 weights in half the HBM
+        return (m.n_heads % layout_tp == 0 and m.d_ff % layout_tp == 0
+                and m.n_layers >= layout_pp and sequence_length <= m.max_context
+                and 2 * m.total_params / (layout_tp * layout_pp)
+                < 0.5 * lm.chip(p.layout_chip).hbm_capacity)
     p.__dict__.update(_redraw_until(
         rng, lambda r: {"layout_model": r.choice(_DENSE_GQA_LLAMAS),
                         "layout_tp": r.choice([2, 4, 8]), "layout_pp": r.choice([2, 4, 8, 16]),
