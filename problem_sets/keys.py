@@ -15,7 +15,7 @@ from __future__ import annotations
 from pset import TOLERANCE, problem
 
 import llmmath as lm
-from llmmath import collectives, moe, pipeline, training
+from llmmath import collectives, layout, moe, pipeline, training
 from llmmath._solve import bisect  # the library's one root-finder (increasing f)
 from llmmath.exercises import check
 
@@ -64,6 +64,9 @@ def _part3(q, p):
     if q == "q4":
         return moe.compute_cost_per_million_tokens(model.active_params, chip,
                                                    compute_efficiency=p.compute_efficiency)
+    if q == "q5":  # the estimate's kernel launches over the bound's step (batch, no context)
+        est = lm.estimate.estimate_step(model, chip, p.batch, 0, n_chips=p.tp_chips)
+        return est.layer_overhead_time / est.bound.time
     raise KeyError(q)
 
 
@@ -79,11 +82,19 @@ def _part4(q, p):
     if q == "q4":  # inference compute over pre-training compute
         served = p.tokens_per_second * p.serve_days * DAY
         return 2 * model.active_params * served / training.training_flops(model, p.tokens)
+    if q == "q5":  # the pipeline sends of one step (interleaved, micro-batches of one sequence)
+        lay = layout.Layout(dp=p.layout_dp, tp=p.layout_tp, pp=p.layout_pp,
+                            schedule="interleaved", virtual_stages=p.layout_v)
+        cluster = layout.Cluster(lm.chip(p.layout_chip), lay.n_chips)
+        return layout.step_time(model, lay, cluster, p.layout_dp * p.micro_batches,
+                                p.sequence_length).pp
     raise KeyError(q)
 
 
 _PARTS = {"part1": _part1, "part2": _part2, "part3": _part3, "part4": _part4}
 QUESTIONS = ("q1", "q2", "q3", "q4")  # a part's questions
+# parts 3 and 4 ask a fifth: chapter 10 (bound_to_estimate) and chapter 12 (training_layout)
+_PART_QUESTIONS = {"part3": QUESTIONS + ("q5",), "part4": QUESTIONS + ("q5",)}
 _WEEK_KEYS = {}  # week -> (its questions, key(q, p)), registered by @_week below
 
 
@@ -301,7 +312,7 @@ def _week10(q, p):
     raise KeyError(q)
 
 
-@_week("week11", questions=("q1", "q2", "q3", "q4"))
+@_week("week11", questions=("q1", "q2", "q3", "q4", "q5", "q6", "q7"))
 def _week11(q, p):
     model, chip = lm.model(p.model), lm.chip(p.chip)
     if q == "q1":  # sequence length at which attention takes attention_share of training FLOPs
@@ -324,6 +335,21 @@ def _week11(q, p):
                 + sync)
         return training.mfu(model, p.tokens_per_chip * p.dp_chips, step, chip,
                             n_chips=p.dp_chips)
+    # q5-q7: chapter 12 (training_layout), a dense model on TP x PP x DP, 1F1B, micro-batch 1
+    big = lm.model(p.layout_model)
+    lay = layout.Layout(dp=p.layout_dp, tp=p.layout_tp, pp=p.layout_pp, zero_stage=p.layout_zero)
+    if q == "q5":  # first-stage bytes per chip: training state and activations in flight
+        return layout.memory_per_chip(big, lay, p.sequence_length).total
+    if q == "q6":  # one step's tensor-parallel all-reduces on a chip
+        cluster = layout.Cluster(lm.chip(p.layout_chip), lay.n_chips)
+        return layout.step_time(big, lay, cluster, p.layout_dp * p.micro_batches,
+                                p.sequence_length).tp
+    if q == "q7":  # goodput at Daly's interval, Llama 3's interruption rate per GPU
+        li = layout.LLAMA3_INTERRUPTIONS
+        mtbf = li["days"] * DAY * li["gpus"] / (li["unexpected"] * p.job_chips)
+        write = training.zero_memory_per_chip(big, 1, zero_stage=0) / p.storage_bandwidth
+        return layout.goodput(layout.checkpoint_interval(mtbf, write, "daly"), write, mtbf,
+                              restart_time=p.restart_time)
     raise KeyError(q)
 
 
@@ -352,7 +378,7 @@ def _week12(q, p):
 def questions(part: str) -> tuple[str, ...]:
     """The question names of a set: q1-q4 for a part, a week's own list for a week."""
     if part in _PARTS:
-        return QUESTIONS
+        return _PART_QUESTIONS.get(part, QUESTIONS)
     if part in _WEEK_KEYS:
         return _WEEK_KEYS[part][0]
     raise KeyError(f"part: got {part!r}; allowed values are "

@@ -110,7 +110,28 @@ def problem(part: str, seed: int) -> SimpleNamespace:
         p.dp_chips = rng.choice([8, 16, 64, 256])
         p.tokens_per_second = rng.choice([1e6, 5e6, 20e6, 50e6])
         p.serve_days = rng.choice([90, 180, 365])
+        # q5 (training_layout): an interleaved pipeline whose stages span scale-up domains
+        p.__dict__.update(_redraw_until(rng, _draw_pipeline_layout, _pipeline_layout_ok(p.model)))
     return p
+
+
+def _draw_pipeline_layout(rng):
+    return {"layout_chip": rng.choice(_network_gpus()), "layout_tp": rng.choice([2, 4, 8]),
+            "layout_pp": rng.choice([4, 8, 16]), "layout_v": rng.choice([2, 4]),
+            "layout_dp": rng.choice([8, 16, 32, 64]), "micro_batches": rng.choice([8, 16, 32]),
+            "sequence_length": rng.choice([2048, 4096])}
+
+
+def _pipeline_layout_ok(model_name):
+    """A layout llmmath.layout accepts (heads and MLP divide by tp, a layer per chunk, the
+    sequence within the window) whose chips exceed one scale-up domain (sends go scale-out)."""
+    def ok(layout_chip, layout_tp, layout_pp, layout_v, layout_dp, micro_batches,
+           sequence_length):
+        m, chip = lm.model(model_name), lm.chip(layout_chip)
+        return (m.n_heads % layout_tp == 0 and m.d_ff % layout_tp == 0
+                and m.n_layers >= layout_pp * layout_v and sequence_length <= m.max_context
+                and layout_dp * layout_tp * layout_pp > (chip.scale_up_domain or 1))
+    return ok
 
 
 # ---- weeks 1-6 (chapters 1-6): each week's draw, registered with @_week("weekNN") ----
@@ -344,6 +365,26 @@ def _week11(rng, p):
     p.zero_stage = rng.choice([0, 1, 2, 3])
     p.tokens_per_chip = rng.choice([4096, 16384, 65536])
     p.busy_efficiency = rng.choice([0.4, 0.5, 0.6])
+    # q5-q7 (training_layout): a dense model laid out TP x PP x DP, micro-batches of one sequence
+    p.layout_chip = rng.choice(_network_gpus(nvidia=True))
+
+    def fits(layout_model, layout_tp, layout_pp, layout_dp, layout_zero, sequence_length):
+        m = lm.model(layout_model)  # a layout the library accepts, bf16 weights in half the HBM
+        return (m.n_heads % layout_tp == 0 and m.d_ff % layout_tp == 0
+                and m.n_layers >= layout_pp and sequence_length <= m.max_context
+                and 2 * m.total_params / (layout_tp * layout_pp)
+                < 0.5 * lm.chip(p.layout_chip).hbm_capacity)
+    p.__dict__.update(_redraw_until(
+        rng, lambda r: {"layout_model": r.choice(_DENSE_GQA_LLAMAS),
+                        "layout_tp": r.choice([2, 4, 8]), "layout_pp": r.choice([2, 4, 8, 16]),
+                        "layout_dp": r.choice([8, 16, 32, 64]),
+                        "layout_zero": r.choice([0, 1, 2, 3]),
+                        "sequence_length": r.choice([2048, 4096, 8192])},
+        fits))
+    p.micro_batches = rng.choice([8, 16, 32])
+    p.job_chips = rng.choice([1024, 4096, 16384])
+    p.storage_bandwidth = rng.choice([0.5e12, 1e12, 2e12])
+    p.restart_time = rng.choice([300.0, 600.0, 1200.0, 1800.0])
 
 
 @_week("week12")

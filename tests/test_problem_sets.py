@@ -393,3 +393,28 @@ def test_every_part_and_every_week_of_the_course_has_its_set():
     guide = (ROOT / "book" / "course_guide.md").read_text(encoding="utf-8")
     for name in pset.SETS:
         assert f"| `{name}`" in guide, name
+
+
+def test_every_chapter_is_assessed_by_a_part_set_and_by_a_weekly_set():
+    """The part sets together, and the weekly sets together, link every numbered chapter of
+    _toc.yml (issue 34: chapter 10 was in no part set; issue 33: training_layout in none).
+    (Planted: part3's link to bound_to_estimate removed fails here.)"""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    chapters = {Path(c["file"]).name for part in toc["parts"] if part.get("numbered")
+                for c in part["chapters"]}
+    assert len(chapters) == 14
+
+    def linked(sets):
+        out = set()
+        for s in sets:
+            intro = nbformat.read(PSETS / f"{s}.ipynb", as_version=4).cells[1].source
+            out |= set(re.findall(r"\(\.\./book/([\w-]+)\.ipynb\)", intro))
+        return out
+    assert linked(pset.PARTS) == chapters
+    assert linked(pset.WEEKS) == chapters
+    # each part-4 and week-11 question on the new chapter is keyed by llmmath.layout
+    src = (PSETS / "keys.py").read_text(encoding="utf-8")
+    assert src.count("layout.step_time(") >= 2 and "layout.memory_per_chip(" in src
+    assert "layout.goodput(" in src and "estimate.estimate_step(model, chip, p.batch, 0" in src

@@ -565,3 +565,133 @@ def test_course_guide_refers_to_exercises_and_chapters_that_exist(book):
     assert len(scheduled) >= 13 and scheduled <= pages, f"not in the book: {scheduled - pages}"
     # the exam bank is the instructor kit's (instructor/exam_bank), never a page of the book
     assert not any("exam" in doc for doc, _ in re_ed.toc_pages(ROOT))
+
+
+# --- the course guide's plans and the exercises' difficulty (issue 34) ----------------------------
+
+GUIDE = ROOT / "book" / "course_guide.md"
+LEVELS = ("Warm-up", "Intermediate", "Open-ended")  # the titles' prefix: "Warm-up: ..."
+
+
+def _chapters_of_the_toc() -> list[str]:
+    """The numbered chapters of _toc.yml (its parts with ``numbered: true``), by file name."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    return [Path(c["file"]).name for part in toc["parts"] if part.get("numbered")
+            for c in part["chapters"]]
+
+
+def _exercise_titles(name: str) -> dict[str, str]:
+    nb = json.loads((ROOT / "book" / f"{name}.ipynb").read_text(encoding="utf-8"))
+    text = "\n".join(re_ed._source(c) for c in nb["cells"] if c["cell_type"] == "markdown")
+    return {label: title.strip() for title, label in
+            re.findall(r"^```\{exercise\}([^\n]*)\n:label: ([\w-]+)", text, flags=re.M)}
+
+
+def test_every_exercise_carries_a_difficulty_label():
+    """Every exercise title opens with its level, and each chapter runs from a warm-up to an
+    open-ended exercise (CONTRIBUTING.md's chapter standard). (Planted: "Warm-up: " taken off
+    kv-ex-llama8b fails here; so does "Intermediate" spelled "Intermediate -".)"""
+    chapters = _chapters_of_the_toc()
+    assert len(chapters) == 14
+    total = 0
+    for name in chapters:
+        titles = _exercise_titles(name)
+        assert len(titles) >= 6, name
+        unlabelled = {lb: t for lb, t in titles.items()
+                      if not re.match(rf"({'|'.join(LEVELS)}): \S", t)}
+        assert not unlabelled, f"{name}: exercises without a difficulty label: {unlabelled}"
+        levels = {t.split(":")[0] for t in titles.values()}
+        assert {"Warm-up", "Open-ended"} <= levels, (name, levels)
+        total += len(titles)
+    assert total >= 94  # the review counted 94 before training_layout
+
+
+def _section(text: str, heading: str) -> str:
+    start = text.index(f"\n## {heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+def _table(section: str, first_header: str) -> list[dict[str, str]]:
+    """The rows of the section's markdown table whose first column is ``first_header``."""
+    lines = [ln for ln in section.splitlines() if ln.startswith("|")]
+    start = next(i for i, ln in enumerate(lines) if ln.strip("| ").startswith(first_header))
+    head = [c.strip() for c in lines[start].strip().strip("|").split("|")]
+    rows = []
+    for ln in lines[start + 2:]:
+        cells = [c.strip() for c in ln.strip().strip("|").split("|")]
+        if len(cells) != len(head):
+            break
+        rows.append(dict(zip(head, cells, strict=True)))
+    return rows
+
+
+def _docs(cell: str) -> list[str]:
+    return re.findall(r"\{doc\}`([\w-]+)`", cell)
+
+
+def test_the_12_week_course_gives_every_chapter_a_lecture_and_no_week_more_than_two():
+    """(Planted: training_layout dropped from week 11, or overtraining moved into week 11 beside
+    its two chapters, fails here.)"""
+    guide = GUIDE.read_text(encoding="utf-8")
+    section = _section(guide, "The 12-week course")
+    assert "two 75-minute lectures a week" in section
+    rows = _table(section, "week")
+    assert [int(r["week"]) for r in rows] == list(range(1, 13))
+    scheduled = []
+    for r in rows:
+        docs = _docs(r["chapter"])
+        assert 1 <= len(docs) <= 2, (r["week"], docs)  # two lectures: one or two chapters
+        scheduled += docs
+        # every week has work for class and for home, and a question fit for an exam
+        for col in ("class", "homework", "exam-suitable"):
+            assert re.search(r"\{ref\}`", r[col]), (r["week"], col)
+    assert sorted(scheduled) == sorted(_chapters_of_the_toc())  # each chapter once
+    # the new chapter is taught, set as homework and examined, like the others
+    week = next(r for r in rows if "training_layout" in _docs(r["chapter"]))
+    for col in ("class", "homework", "exam-suitable"):
+        assert "layout-ex-" in week[col], col
+
+
+def test_the_6_week_module_fits_and_says_what_it_leaves_out():
+    """(Planted: the old plan's week 4 with three chapters fails the two-chapter rule; a chapter
+    neither scheduled nor named as left out fails the last assert.)"""
+    section = _section(GUIDE.read_text(encoding="utf-8"), "The 6-week module")
+    rows = _table(section, "week")
+    assert [int(r["week"]) for r in rows] == list(range(1, 7))
+    scheduled = [d for r in rows for d in _docs(r["chapters"])]
+    for r in rows:
+        assert 1 <= len(_docs(r["chapters"])) <= 2, r["week"]
+    assert "review" in rows[-1]["chapters"]  # the last week leaves room for the review
+    assert len(scheduled) <= 11  # 12 lectures, one of them the review
+    left_out = set(_docs(section.split("leaves out", 1)[1].split("\n\n", 1)[0]))
+    assert left_out and not left_out & set(scheduled)
+    assert set(scheduled) | left_out == set(_chapters_of_the_toc())
+    assert "training_layout" in scheduled
+
+
+def test_the_project_has_dated_milestones_and_a_rubric_that_adds_up():
+    """(Planted: a rubric row with a 5-point level, or a milestone without a week, fails.)"""
+    section = _section(GUIDE.read_text(encoding="utf-8"), "The project")
+    milestones = _table(section, "milestone")
+    assert len(milestones) >= 3
+    for m in milestones:
+        assert re.search(r"week \d+", m["12-week course"]), m
+        assert re.search(r"week \d+", m["6-week module"]), m
+    weeks = [int(re.search(r"week (\d+)", m["12-week course"]).group(1)) for m in milestones]
+    assert weeks == sorted(weeks) and weeks[-1] <= 12
+    rubric = _table(section, "criterion")
+    levels = [h for h in rubric[0] if h != "criterion"]
+    top = max(int(re.match(r"(\d+)", h).group(1)) for h in levels)
+    total = re.search(r"(\d+) points, (\w+) criteria", section)
+    assert total and int(total.group(1)) == top * len(rubric)  # 5 criteria x 4 points = 20
+    assert all(len(r) == len(levels) + 1 and all(r.values()) for r in rubric)
+
+
+def test_the_guide_states_an_ai_use_and_collaboration_policy():
+    section = " ".join(_section(GUIDE.read_text(encoding="utf-8"),
+                                "AI use and collaboration").split())
+    for needed in ("AI use", "whom they worked with", "exam", "by hand"):
+        assert needed in section, needed
