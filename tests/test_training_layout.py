@@ -82,7 +82,7 @@ def test_layout_fields_are_checked():
     with pytest.raises(ValueError, match="virtual_stages"):
         Layout(dp=1, virtual_stages=2)                 # chunks need the interleaved schedule
     with pytest.raises(ValueError, match="schedule"):
-        Layout(dp=1, schedule="dualpipe")
+        Layout(dp=1, schedule="chimera")
     with pytest.raises(ValueError, match="recompute"):
         Layout(dp=1, recompute="some")
     with pytest.raises(TypeError, match="zero_stage"):
