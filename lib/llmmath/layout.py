@@ -461,7 +461,12 @@ def memory_per_chip(model, layout, sequence_length, global_batch=None, optimizer
         # flight on every chunk (1F1B), the stage's whole 16-bit weights, beside the shards
         weights = (dense + experts) * weight_bytes
         states += weights
-    a = float(activation_bytes_per_token_per_layer(model, s, layout.recompute))
+    # a fused attention kernel never stores the n_q S x S scores (FlashAttention keeps the output
+    # and one statistic per row [dao2022flashattention]): without recomputation it holds what
+    # selective recomputation keeps, Korthikanti et al.'s 34 D
+    kept = "selective" if layout.recompute == "none" and layout.fused_attention else \
+        layout.recompute
+    a = float(activation_bytes_per_token_per_layer(model, s, kept))
     if layout.recompute != "full":
         if layout.sequence_parallel:
             a /= layout.tp
