@@ -29,8 +29,8 @@ from . import chips as _chips
 from . import models as _models
 from .layout import Cluster, Layout, memory_per_chip, plan, step_time
 from .models import Model
-from .training import attention_training_flops_per_token, training_flops
 from .pipeline import SCHEDULES
+from .training import attention_training_flops_per_token, training_flops
 
 __all__ = ["RUNS_CSV", "TOKENS_PER_GPU_HOURS_FIGURE", "rows", "chip_hours_mfu", "published_runs"]
 
