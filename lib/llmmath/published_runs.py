@@ -22,12 +22,14 @@ the same bf16 peak.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import re
 from pathlib import Path
 
 from . import chips as _chips
 from . import models as _models
-from .layout import Cluster, Layout, memory_per_chip, plan, step_time
+from ._check import positive
+from .layout import Cluster, Layout, _candidates, memory_per_chip, plan, step_time
 from .models import Model
 from .pipeline import SCHEDULES
 from .training import attention_training_flops_per_token, training_flops
@@ -74,12 +76,11 @@ def chip_hours_mfu(model, chip, chip_hours, sequence_length, tokens=TOKENS_PER_G
     """MFU over the bf16 peak implied by ``chip_hours`` for ``tokens`` tokens of
     ``sequence_length``: ``(6 N_act + a(S)) D / (chip_hours x 3600 x C_bf16)`` (module
     docstring)."""
-    from ._check import positive
-
     h = positive("chip_hours", chip_hours, single=True)
     d = positive("tokens", tokens, single=True)
+    s = positive("sequence_length", sequence_length, integer=True, single=True)
     flops = float(training_flops(model, d)) + d * float(
-        attention_training_flops_per_token(model, sequence_length))
+        attention_training_flops_per_token(model, s))
     return flops / (h * 3600.0 * chip.peak("bf16"))
 
 
@@ -168,7 +169,11 @@ def _reproduce(row) -> dict:
     tried.sort(key=lambda t: (t[0], t[1]))
     _, _, lay, mem, st = tried[0]
     published, kind = _published_utilisation(row, chip, model)
-    best = plan(model, cluster, b, s, dtype=dtype)
+    # the planner's candidates run the software the published run ran (fused attention, sequence
+    # parallelism, overlapped gradient sync, resharding), so that it compares layouts, not kernels
+    software = {k: row[k] == "true" for k in _SOFTWARE_FLAGS if row.get(k)}
+    candidates = [dataclasses.replace(c, **software) for c in _candidates(model, cluster, b, s)]
+    best = plan(model, cluster, b, s, dtype=dtype, layouts=candidates)
     over_bf16 = chip.peak(dtype) / chip.peak("bf16")  # utilisations are over the bf16 peak
     return {"run": row["run"], "chip": chip, "model": model, "layout": lay,
             "fits": mem.fits(chip), "memory": mem.total, "step": st,
@@ -184,6 +189,7 @@ def published_runs() -> list[dict]:
     fastest fitting value for each unpublished field), ``fits``, ``memory``, ``step`` (its
     :class:`~llmmath.layout.StepBreakdown`), ``published`` and ``kind`` (the utilisation printed
     and whether it is an MFU or an HFU), ``estimate`` (the step's MFU or HFU to match),
-    ``best`` (the planner's first :class:`~llmmath.layout.PlanEntry`), ``global_batch`` and
+    ``best`` (the planner's first :class:`~llmmath.layout.PlanEntry`, its candidates given the
+    run's own software flags), ``global_batch`` and
     ``sequence_length``; a run that cannot be modelled yet has ``run`` and ``skip`` (why)."""
     return [_reproduce(r) for r in rows()]
