@@ -19,7 +19,13 @@ import pytest
 
 from llmmath import chips
 from llmmath.kernel_rates import GEMM_EFFICIENCY_BY_ROWS, MATMUL_EFFICIENCY
-from llmmath.published_runs import _published_utilisation, _reproduce, _run_model, rows
+from llmmath.published_runs import (
+    _published_utilisation,
+    _reproduce,
+    _run_model,
+    chip_hours_mfu,
+    rows,
+)
 
 pytestmark = pytest.mark.physics
 
@@ -81,3 +87,18 @@ def test_bloom_throughput_is_compared_with_the_hfu():
     value, kind = _published_utilisation(rows["bloom-176b"], a100)
     assert kind.endswith("HFU") and value == pytest.approx(0.48003, abs=1e-5)
     assert _published_utilisation(rows["opt-175b"], a100)[1].endswith("MFU")
+
+
+def test_deepseek_v3_mfu_from_its_gpu_hours_by_hand():
+    # "180K H800 GPU hours" per 10^12 tokens (deepseek_v3, Sec. 1): 10^12 / (180,000 x 3,600 s)
+    # = 1,543.2 tokens per GPU-second. Per token 6 N_act with N_act 37.55e9 (the catalogue's
+    # count, both embedding tables) plus MLA attention at S = 4,096: per layer and key
+    # 2 x 128 heads x (192 + 128) = 81,920 FLOP, over 4,096 / 2 causal keys, 61 layers, forward
+    # and backward x 3: 3.0698e10. (2.2530e11 + 3.0698e10) x 1,543.2 / 989.4e12 = 0.3993.
+    row = next(r for r in ROWS if r["run"] == "deepseek-v3")
+    model = _run_model(row)
+    h800 = chips.get("H800")
+    by_hand = (6 * 37.55e9 + 3 * 61 * 81_920 * 2048) * 1e12 / (180e3 * 3600 * 989.4e12)
+    assert chip_hours_mfu(model, h800, 180e3, 4096) == pytest.approx(by_hand, rel=2e-3)
+    value, kind = _published_utilisation(row, h800, model)
+    assert value == pytest.approx(0.3993, abs=5e-4) and kind.endswith("MFU")

@@ -41,6 +41,15 @@ def test_bubble_hand_values():
     assert pp.bubble_fraction(4, 8, "zb-h2") == 0.0
     # ZB-H1 with a weight pass longer than F + B: never a negative bubble
     assert pp.bubble_fraction(4, 8, "zb-h1", forward=1, backward_input=1, backward_weight=3) == 0.0
+    # DualPipe (DeepSeek-V3 Table 2, (PP/2 - 1)(F&B + B - 3W) with B the full backward t_B + t_W
+    # and F&B = t_F + t_B + t_W): its Figure 5, 8 stages and 20 micro-batches, equal times:
+    # (8/2 - 1)(3 + 2 - 3) = 6 against work 20 x 3 = 60 -> 6/66
+    assert pp.bubble_fraction(8, 20, "dualpipe") == pytest.approx(6 / 66)
+    # no weight split (t_W = 0, t_B = 2): (4 - 1)(1 + 4 - 0) = 15 against 60 -> 15/75
+    assert pp.bubble_fraction(8, 20, "dualpipe", backward_input=2,
+                              backward_weight=0) == pytest.approx(15 / 75)
+    with pytest.raises(ValueError, match="even number of stages"):
+        pp.bubble_fraction(7, 20, "dualpipe")
 
 
 def test_bubble_broadcasts():

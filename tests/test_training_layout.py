@@ -82,7 +82,7 @@ def test_layout_fields_are_checked():
     with pytest.raises(ValueError, match="virtual_stages"):
         Layout(dp=1, virtual_stages=2)                 # chunks need the interleaved schedule
     with pytest.raises(ValueError, match="schedule"):
-        Layout(dp=1, schedule="dualpipe")
+        Layout(dp=1, schedule="chimera")
     with pytest.raises(ValueError, match="recompute"):
         Layout(dp=1, recompute="some")
     with pytest.raises(TypeError, match="zero_stage"):
@@ -126,8 +126,12 @@ def test_memory_per_chip_by_hand():
     (dict(sequence_parallel=False), 92_274_688),
     # full recomputation keeps 2 D = 2,048 per token-layer whatever tp: 4 x 1,024 x 2,048
     (dict(recompute="full"), 8_388_608),
-    # nothing recomputed: (34 D + 5 n_q S) / 2 = (34,816 + 40,960) / 2 = 37,888; x 4,096
-    (dict(recompute="none"), 155_189_248),
+    # nothing recomputed, unfused attention: (34 D + 5 n_q S) / 2 = (34,816 + 40,960) / 2 =
+    # 37,888; x 4,096
+    (dict(recompute="none", fused_attention=False), 155_189_248),
+    # nothing recomputed, fused attention (the default) stores no S x S scores: 34 D / 2 =
+    # 17,408, x 4,096 = 71,303,168, what selective recomputation keeps
+    (dict(recompute="none"), 71_303_168),
     # GPipe holds all m = 4 micro-batches: twice 1F1B's 71,303,168
     (dict(schedule="gpipe"), 142_606_336),
     # interleaved, 2 chunks: 2 (1 + (2-1)/(2 x 2)) = 2.5 micro-batches: 2.5 x 2 x 1,024 x 17,408
@@ -178,6 +182,7 @@ def test_in_flight_table():
     assert IN_FLIGHT["1f1b"](4, 16, 1) == 4 and IN_FLIGHT["gpipe"](4, 16, 1) == 16
     assert IN_FLIGHT["interleaved"](4, 16, 2) == pytest.approx(4 * (1 + 3 / 8))
     assert IN_FLIGHT["zb-h2"](4, 16, 1) == 7 and IN_FLIGHT["1f1b"](4, 2, 1) == 2
+    assert IN_FLIGHT["dualpipe"](16, 120, 1) == 17 and IN_FLIGHT["dualpipe"](16, 10, 1) == 10
 
 
 # ----- step time -------------------------------------------------------------------------------
@@ -576,6 +581,60 @@ def test_the_lm_head_makes_the_last_rank_slowest():
     layer = C_LAYER + E_LAYER + TP_LAYER
     # slowest 3 layers; mean (4 layers + head) / 2
     assert st.stages == pytest.approx(4 * (3 * layer - (4 * layer + C_HEAD) / 2), rel=1e-9)
+
+
+def test_zero3_gathers_and_reduce_scatters_every_micro_batch():
+    # FULL_SHARD (pytorch_fsdp_api): per micro-batch two all-gathers of the weight shard and one
+    # reduce-scatter of its gradients, each half an all-reduce (DP_TOTAL = 4.994304e-4 s), so
+    # 1.5 DP_TOTAL per micro-batch; m = 4 micro-batches: 6 DP_TOTAL = 2.9965824e-3 s
+    lay = Layout(dp=2, tp=2, pp=2, zero_stage=3, dp_overlap=False)
+    st = step_time(TOY, lay, CLUSTER, 8, 1024, **ROUND)
+    assert st.dp_total == pytest.approx(6 * DP_TOTAL, rel=1e-9)
+    assert st.dp == pytest.approx(2.9965824e-3, rel=1e-9)
+    # without resharding after the forward, one all-gather: 1.0 DP_TOTAL per micro-batch
+    kept = step_time(TOY, Layout(dp=2, tp=2, pp=2, zero_stage=3, dp_overlap=False,
+                                 reshard_after_forward=False), CLUSTER, 8, 1024, **ROUND)
+    assert kept.dp_total == pytest.approx(4 * DP_TOTAL, rel=1e-9)
+    # overlapped (FSDP's prefetch): each micro-batch hides behind its own compute, COMPUTE / 4 =
+    # 3.2404668416e-4 s, leaving 7.491456e-4 - 3.2404668416e-4 = 4.2509891584e-4 s, x 4
+    on = step_time(TOY, Layout(dp=2, tp=2, pp=2, zero_stage=3), CLUSTER, 8, 1024, **ROUND)
+    assert on.dp == pytest.approx(4 * 4.2509891584e-4, rel=1e-9)
+
+
+def test_zero3_without_reshard_keeps_the_stage_weights():
+    # ZeRO-3: 16 B / dp 2 = 8 B per parameter of the chip's 24,971,520: 199,772,160 B; kept
+    # gathered from forward to backward: + 2 B x 24,971,520 = 49,943,040 B
+    sharded = memory_per_chip(TOY, Layout(dp=2, tp=2, pp=2, zero_stage=3), 1024, 8)
+    kept = memory_per_chip(TOY, Layout(dp=2, tp=2, pp=2, zero_stage=3,
+                                       reshard_after_forward=False), 1024, 8)
+    assert sharded.states == pytest.approx(199_772_160) and sharded.weights == 0
+    assert kept.states == pytest.approx(199_772_160 + 49_943_040)
+
+
+def test_dualpipe_holds_two_stages_per_chip():
+    # two stages per chip (DeepSeek-V3 Table 2, "2x" parameters): 2 x 24,971,520 = 49,943,040
+    # parameters, their holders a data-parallel group of 2 x dp = 4; ZeRO-1: (2 + 2) B each plus
+    # 12 B / 4: 4 x 49,943,040 + 3 x 49,943,040 = 349,601,280 B
+    lay = Layout(dp=2, tp=2, pp=2, schedule="dualpipe")
+    mem = memory_per_chip(TOY, lay, 1024, 8)
+    assert mem.states == pytest.approx(349_601_280)
+    # activations of pp + 1 = 3 micro-batches (Table 2): 3 x 2 x 1,024 x 17,408
+    assert mem.in_flight == 3 and mem.activations == pytest.approx(106_954_752)
+    with pytest.raises(ValueError, match="even pp"):
+        check_layout(TOY, Layout(dp=2, tp=1, pp=3, schedule="dualpipe"), 6)
+    with pytest.raises(ValueError, match="global_batch"):      # 6 / 2 = 3 micro-batches
+        check_layout(TOY, lay, 8, global_batch=6)
+
+
+def test_a100_tensor_parallel_links_at_nccl_a100_rate():
+    # nccl_a100_busbw: ~230 of 300 GB/s on an A100's NVLink, not H100's 370 of 450
+    a100 = Cluster(chips.get("A100-SXM-80GB"), 8)
+    lay = Layout(dp=1, tp=8)
+    default = step_time(TOY, lay, a100, 8, 1024)
+    assert default.tp == pytest.approx(step_time(TOY, lay, a100, 8, 1024,
+                                                 link_efficiency=230 / 300).tp, rel=1e-12)
+    assert default.tp != pytest.approx(step_time(TOY, lay, a100, 8, 1024,
+                                                 link_efficiency=370 / 450).tp, rel=1e-3)
 
 
 def test_dp_overlap_off_exposes_the_whole_sync():

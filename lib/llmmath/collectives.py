@@ -66,6 +66,8 @@ __all__ = [
     "default_algorithm",
     "STEP_LATENCIES",
     "NCCL_NVLINK_EFFICIENCY",
+    "NCCL_NVLINK3_EFFICIENCY",
+    "NCCL_NVLINK_EFFICIENCY_BY_CHIP",
     "VLLM_ONE_SHOT_BYTES",
     "torus_dims",
     "collective_steps",
@@ -106,6 +108,17 @@ VLLM_ONE_SHOT_BYTES = 256 * 1024
 #: Bus bandwidth NCCL reaches on NVLink 4 over the 450 GB/s line rate: about 370 GB/s
 #: ("protocol overhead ~20%", nccl-tests issue 212, ``nccl_nvlink_busbw``).
 NCCL_NVLINK_EFFICIENCY = 370 / 450
+
+#: The same on an A100's NVLink 3 (12 links of 25 GB/s each way, 300 GB/s): a maintainer, "Each
+#: NVLink has a line rate of 25GB/s (in each direction) which converts to ~20GB/s effective
+#: bandwidth with a 128B payload size ... The total effective bandwidth should therefore be
+#: 240GB/s on A100, but some other bottlenecks on the GPUs limits it to ~230GB/s" (nccl-tests
+#: issue 149, ``nccl_a100_busbw``): 230 of 300 GB/s.
+NCCL_NVLINK3_EFFICIENCY = 230 / 300
+
+#: NCCL's NVLink efficiency by chip name, where a measurement of that generation is cited; other
+#: chips take :data:`NCCL_NVLINK_EFFICIENCY` (H100's).
+NCCL_NVLINK_EFFICIENCY_BY_CHIP = {"A100-SXM-80GB": NCCL_NVLINK3_EFFICIENCY}
 
 
 def torus_dims(n_chips, k=3):

@@ -55,6 +55,21 @@ Conventions and assumptions (each one named where it is used):
   data-parallel gradient sync overlaps the last micro-batch's backward pass (gradients are final
   only then), and only its excess counts (``dp_overlap=False``: all of it); the Adam update
   (:data:`ADAM_BYTES_PER_PARAM` per parameter it updates, at HBM speed) follows it.
+- **ZeRO-3 / FSDP gathers per micro-batch** (:data:`ZERO3_COLLECTIVES`): PyTorch's FULL_SHARD
+  "unshards (via all-gather) before the forward, reshards after the forward, unshards before the
+  backward computation, and reshards after the backward computation. For gradients, it
+  synchronizes and shards them (via reduce-scatter) after the backward computation"
+  [pytorch_fsdp_api]: every micro-batch pays two all-gathers of the chip's weight shard and a
+  reduce-scatter of its gradients (ZeRO's stage 3 counts the same three per step, 1.5 times an
+  all-reduce, Sec. 7.2.2 [rajbhandari2020zero]); without resharding after the forward
+  (``reshard_after_forward=False``, SHARD_GRAD_OP, Llama 3's "we do not reshard after forward
+  computation" [llama3_herd]) one all-gather. They overlap the same micro-batch's arithmetic:
+  FSDP issues the next unit's all-gather while the current one computes (BACKWARD_PRE "overlaps
+  the next all-gather and the current gradient computation"), so per micro-batch only their
+  excess over its compute counts; the first unit's gather, which nothing precedes, is left out.
+- **Tensor-parallel links** run at NCCL's measured share of the chip's NVLink line rate
+  (:data:`llmmath.collectives.NCCL_NVLINK_EFFICIENCY_BY_CHIP`: A100's 230 of 300 GB/s), else
+  H100's (:data:`llmmath.estimate.LINK_EFFICIENCY`).
 
 SI units; one configuration per call (arrays are refused by name) except the checkpoint
 formulas, which broadcast.
@@ -71,7 +86,7 @@ from ._check import choice, positive
 from ._check import n_chips as n_chips_check
 from ._check import scalar_or_array as _out
 from ._summary import SummaryRow
-from .collectives import collective_time
+from .collectives import NCCL_NVLINK_EFFICIENCY_BY_CHIP, collective_time
 from .estimate import HOP_LATENCY, LINK_EFFICIENCY
 from .kernel_rates import (
     ATTENTION_EFFICIENCY,
@@ -99,6 +114,7 @@ __all__ = [
     "ELEMENTWISE_PASSES",
     "ADAM_BYTES_PER_PARAM",
     "IN_FLIGHT",
+    "ZERO3_COLLECTIVES",
     "OVERLAP",
     "LLAMA3_INTERRUPTIONS",
     "LLAMA3_CHECKPOINT",
@@ -151,14 +167,21 @@ ADAM_BYTES_PER_PARAM = 28.0
 #: stages, ``m`` micro-batches per step and ``v`` chunks per chip: GPipe keeps all ``m``
 #: [huang2019gpipe]; 1F1B at most ``p`` [narayanan2021megatron]; interleaved 1F1B ``p`` times
 #: ``1 + (p-1)/(p v)`` (Korthikanti et al. 2022, Sec. 4.2.3 [korthikanti2022reducing]); ZB-H1
-#: no more than 1F1B, ZB-H2 up to ``2p - 1`` (Qi et al. 2024, Sec. 2 [qi2024zerobubble]).
+#: no more than 1F1B, ZB-H2 up to ``2p - 1`` (Qi et al. 2024, Sec. 2 [qi2024zerobubble]);
+#: DualPipe ``p + 1`` (DeepSeek-V3, Table 2, "Activation" [deepseek_v3]).
 IN_FLIGHT = {
     "gpipe": lambda p, m, v: m,
     "1f1b": lambda p, m, v: min(p, m),
     "interleaved": lambda p, m, v: min(p, m) * (1.0 + (p - 1.0) / (p * v)),
     "zb-h1": lambda p, m, v: min(p, m),
     "zb-h2": lambda p, m, v: min(2.0 * p - 1.0, m),
+    "dualpipe": lambda p, m, v: min(p + 1.0, m),
 }
+
+#: ZeRO-3/FSDP collectives per micro-batch, each moving the chip's weight (or gradient) shard
+#: over its data-parallel group, half an all-reduce's traffic each ([pytorch_fsdp_api]; module
+#: docstring): all-gathers with and without resharding after the forward, and reduce-scatters.
+ZERO3_COLLECTIVES = {"all_gathers": {True: 2, False: 1}, "reduce_scatters": 1}
 
 #: What hides behind what in :func:`step_time` (the stated assumption, one line per term).
 OVERLAP = {
@@ -167,7 +190,8 @@ OVERLAP = {
     "pp": "not overlapped: one send per micro-batch, chunk and direction",
     "cp": "overlapped with the same layer's attention arithmetic; only the excess counts",
     "dp": "overlapped with the last micro-batch's backward pass, only the excess counts "
-          "(Layout.dp_overlap=False: not overlapped, all of it counts)",
+          "(Layout.dp_overlap=False: not overlapped, all of it counts); ZeRO-3: each micro-batch's "
+          "gathers and reduce-scatter overlap that micro-batch's compute (FSDP's prefetch)",
     "elementwise": "not overlapped: memory-bound kernels between the matmuls",
     "optimizer": "not overlapped: after the gradient sync, before the next step",
     "stages": "the slowest pipeline rank sets the pace; the others wait",
@@ -205,7 +229,10 @@ class Layout:
     kernel, FlashAttention-style [dao2022flashattention], never writes the ``n_q S x S`` scores to
     HBM; False: Megatron-LM's 2021-22 path, a batched matmul, a fused scale-mask-softmax, dropout
     and a second batched matmul, each writing its ``S x S`` tensor), ``dp_overlap`` (whether the
-    data-parallel gradient sync overlaps the backward pass), and ``first_stage_layers`` /
+    data-parallel gradient sync overlaps the backward pass), ``reshard_after_forward`` (ZeRO-3
+    only: True, FSDP's FULL_SHARD, gathers the weights again for the backward; False,
+    SHARD_GRAD_OP, keeps them from the forward to the backward [pytorch_fsdp_api]), and
+    ``first_stage_layers`` /
     ``last_stage_layers`` (transformer layers on the first and last pipeline rank, as Llama 3
     moved one off each end to pay for the embedding and the LM head [llama3_herd]; None: the
     even split, ``L/pp`` rounded up on the first ranks).
@@ -224,6 +251,7 @@ class Layout:
     sequence_parallel: bool = True
     fused_attention: bool = True
     dp_overlap: bool = True
+    reshard_after_forward: bool = True
     first_stage_layers: int | None = None
     last_stage_layers: int | None = None
 
@@ -235,7 +263,8 @@ class Layout:
         choice("zero_stage", self.zero_stage, [0, 1, 2, 3])
         choice("schedule", self.schedule, SCHEDULES)
         choice("recompute", self.recompute, list(ACTIVATION_RECOMPUTE))
-        for name in ("sequence_parallel", "fused_attention", "dp_overlap"):
+        for name in ("sequence_parallel", "fused_attention", "dp_overlap",
+                     "reshard_after_forward"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name}: got {getattr(self, name)!r}; expected True or False")
         for name in ("first_stage_layers", "last_stage_layers"):
@@ -332,6 +361,8 @@ def check_layout(model, layout, n_chips, global_batch=None, sequence_length=None
         bad.append(f"first + last stage layers {ends} are not the {model.n_layers} layers")
     if ends and max(ends) > model.n_layers:
         bad.append(f"an end stage cannot hold {max(ends)} of {model.n_layers} layers")
+    if layout.schedule == "dualpipe" and layout.pp % 2:
+        bad.append(f"DualPipe needs an even pp, not pp={layout.pp}")
     if layout.ep > 1 and not model.is_moe:
         bad.append(f"ep={layout.ep} on a dense model (it has no experts)")
     if model.is_moe and model.n_experts % layout.ep:
@@ -353,6 +384,10 @@ def check_layout(model, layout, n_chips, global_batch=None, sequence_length=None
     if b % per:
         raise ValueError(f"global_batch: got {b:g} sequences; it must divide by dp x "
                          f"micro_batch = {per} ({layout})")
+    if layout.schedule == "dualpipe" and layout.pp > 1 and (b // per) % 2:
+        raise ValueError(f"global_batch: got {b:g} sequences, {b // per:g} micro-batches per "
+                         f"replica; DualPipe feeds half from each end and needs an even number "
+                         f"({layout})")
     return int(b // per)
 
 
@@ -363,7 +398,8 @@ class MemoryBreakdown:
     ``states``: weights, gradients and optimizer states under ZeRO
     (:func:`llmmath.training.zero_memory_per_chip`: dense and expert parameters, each sharded
     over its own data-parallel group); ``weights``: the bf16 weights a chip keeps between
-    steps (part of ``states``; 0 under ZeRO-3, which gathers them layer by layer);
+    steps (part of ``states``; 0 under ZeRO-3, which gathers them layer by layer, except with
+    ``reshard_after_forward=False``, whose gathered stage weights are added to ``states``);
     ``activations``: micro-batches in flight times their stored activations;
     ``in_flight``: those micro-batches; ``total``: states + activations.
     """
@@ -381,12 +417,18 @@ class MemoryBreakdown:
 
 
 def _shards(model, layout):
-    """(params per chip, ZeRO group) for the dense part and for the routed experts."""
+    """(params per chip, ZeRO group) for the dense part and for the routed experts.
+
+    DualPipe puts two stages on each chip, stage ``i`` and stage ``pp - 1 - i`` ("2x"
+    parameters, DeepSeek-V3 Table 2 [deepseek_v3]), so each stage lives on twice the chips: a
+    chip holds ``2/pp`` of the layers, and the two holders of a stage join its data-parallel
+    group (its gradients are summed over both, its optimizer states sharded over both)."""
     n_exp = _expert_params(model)
-    dense = (float(model.total_params) - n_exp) / (layout.tp * layout.pp)
-    group = layout.dp * layout.cp
-    experts = n_exp / (layout.ep * layout.pp)
-    expert_group = layout.tp * layout.cp * layout.dp // layout.ep
+    two = 2 if layout.schedule == "dualpipe" and layout.pp > 1 else 1
+    dense = two * (float(model.total_params) - n_exp) / (layout.tp * layout.pp)
+    group = two * layout.dp * layout.cp
+    experts = two * n_exp / (layout.ep * layout.pp)
+    expert_group = two * layout.tp * layout.cp * layout.dp // layout.ep
     return (dense, group), (experts, expert_group)
 
 
@@ -414,7 +456,17 @@ def memory_per_chip(model, layout, sequence_length, global_batch=None, optimizer
         states += float(zero_memory_per_chip(experts, egroup, z, optimizer, mixed_precision))
     weight_bytes = 2.0 if mixed_precision else 4.0
     weights = 0.0 if z == 3 else (dense + experts) * weight_bytes
-    a = float(activation_bytes_per_token_per_layer(model, s, layout.recompute))
+    if z == 3 and not layout.reshard_after_forward:
+        # kept gathered from a micro-batch's forward to its backward: with micro-batches in
+        # flight on every chunk (1F1B), the stage's whole 16-bit weights, beside the shards
+        weights = (dense + experts) * weight_bytes
+        states += weights
+    # a fused attention kernel never stores the n_q S x S scores (FlashAttention keeps the output
+    # and one statistic per row [dao2022flashattention]): without recomputation it holds what
+    # selective recomputation keeps, Korthikanti et al.'s 34 D
+    kept = "selective" if layout.recompute == "none" and layout.fused_attention else \
+        layout.recompute
+    a = float(activation_bytes_per_token_per_layer(model, s, kept))
     if layout.recompute != "full":
         if layout.sequence_parallel:
             a /= layout.tp
@@ -562,12 +614,18 @@ def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16
     m = check_layout(model, layout, cluster.n_chips, b, s)
     chip = cluster.chip
     peak = chip.peak(dtype)
+    # fp8 training keeps attention and the output head in 16 bits: "we maintain the original
+    # precision (e.g., BF16 or FP32) for ... the output head, MoE gating modules, normalization
+    # operators, and attention operators" (DeepSeek-V3, Sec. 3.3.1 [deepseek_v3])
+    high = dtype == "fp8" and "bf16" in chip.flops
+    peak_hi = chip.peak("bf16") if high else peak
     eff_m = MATMUL_EFFICIENCY.get(dtype, MATMUL_EFFICIENCY["bf16"]) \
         if matmul_efficiency is None else \
         positive("matmul_efficiency", matmul_efficiency, maximum=1.0, single=True)
     eff_a = ATTENTION_EFFICIENCY if attention_efficiency is None else \
         positive("attention_efficiency", attention_efficiency, maximum=1.0, single=True)
-    link = LINK_EFFICIENCY if link_efficiency is None else \
+    link = NCCL_NVLINK_EFFICIENCY_BY_CHIP.get(chip.name, LINK_EFFICIENCY) \
+        if link_efficiency is None else \
         positive("link_efficiency", link_efficiency, maximum=1.0, single=True)
     lat = HOP_LATENCY if hop_latency is None else \
         positive("hop_latency", hop_latency, allow_zero=True, single=True)
@@ -602,11 +660,12 @@ def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16
     per_chip = t_mb / tp
     c_layer = per_chip * (flops_dense / (peak * eff_dense)
                           + flops_exp / (peak * eff_m * GROUPED_MATMUL_DERATE)
-                          + flops_attn / (peak * eff_a))
+                          + flops_attn / (peak_hi * eff_a))
     # the LM head: 6 V D per token at the dense rate, never recomputed (Narayanan et al. 2021,
     # appendix: the logit layer is not part of the recomputed forward); the input embedding is a
     # lookup, no FLOPs
-    c_head = per_chip * 6.0 * head / (peak * eff_dense)
+    c_head = per_chip * 6.0 * head / (
+        peak_hi * (MATMUL_EFFICIENCY["bf16"] if high else eff_dense))
     e_layer = _elementwise_bytes(model, layout, s) * t_mb / (chip.hbm_bandwidth * MEMORY_EFFICIENCY)
     model_flops = float(training_flops(model, tokens)) + attn * tokens
 
@@ -632,7 +691,7 @@ def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16
                                                                              or model.n_heads)
         per_layer = (passes + 1.0) * float(collective_time("all-gather", kv, cp, bw,
                                                            hop_latency=lat))
-        attn_layer = flops_attn * t_mb / tp / (peak * eff_a)
+        attn_layer = flops_attn * t_mb / tp / (peak_hi * eff_a)
         cp_layer = max(0.0, per_layer - attn_layer)
 
     # the pipeline runs at its slowest rank: layers per rank, the LM head on the last
@@ -647,17 +706,28 @@ def step_time(model, layout, cluster, global_batch, sequence_length, dtype="bf16
     f = float(bubble_fraction(pp, m, layout.schedule, v)) if pp > 1 else 0.0
     bubble = busy * f / (1.0 - f)
 
-    # data parallelism: each shard's gradients over its own group, after the last backward
+    # data parallelism: each shard's gradients over its own group. ZeRO 0-2: one all-reduce's
+    # traffic per step, after the last backward; ZeRO-3: ZERO3_COLLECTIVES per micro-batch, each
+    # half an all-reduce's traffic, behind that micro-batch's compute (module docstring)
     (dense, group), (experts, egroup) = _shards(model, layout)
-    dp_total = 0.0
+    all_reduce = 0.0
     for params, g in ((dense, group), (experts, egroup)):
         if params and g > 1:
             per_domain = max(1, min(g, dom // tp))
             network = "scale_out" if n > dom else "scale_up"
-            dp_total += float(dp_gradient_sync_time(params, cluster.network_chip(per_domain), g,
-                                                    network, grad_bytes, layout.zero_stage))
-    last_backward = compute / m * 2.0 / 3.0 if layout.dp_overlap else 0.0
-    dp = max(0.0, dp_total - last_backward)
+            all_reduce += float(dp_gradient_sync_time(params, cluster.network_chip(per_domain),
+                                                      g, network, grad_bytes, 0))
+    if layout.zero_stage == 3:
+        z3 = ZERO3_COLLECTIVES
+        per_mb = all_reduce / 2.0 * (z3["all_gathers"][layout.reshard_after_forward]
+                                     + z3["reduce_scatters"])
+        dp_total = m * per_mb
+        hidden = compute / m if layout.dp_overlap else 0.0
+        dp = m * max(0.0, per_mb - hidden)
+    else:
+        dp_total = all_reduce
+        last_backward = compute / m * 2.0 / 3.0 if layout.dp_overlap else 0.0
+        dp = max(0.0, dp_total - last_backward)
     # the optimizer step: Adam touches ADAM_BYTES_PER_PARAM per parameter it updates, at HBM speed
     updated = sum(p / (g if layout.zero_stage >= 1 else 1)
                   for p, g in ((dense, group), (experts, egroup)) if p)

@@ -29,7 +29,10 @@ stage is ``bubble / (bubble + m (t_F + t_B + t_W))`` with bubble
   ``(P-1)/(m+P-1)``;
 - interleaved 1F1B with ``v`` chunks per chip (Narayanan et al. 2021): ``(P-1)(t_F+t_B+t_W)/v``;
 - zero-bubble ZB-H1 (Qi et al. 2024): ``(P-1)(t_F + t_B - t_W)``, a third of 1F1B's at equal
-  times; ZB-H2 (same paper): zero, for about twice 1F1B's activation memory.
+  times; ZB-H2 (same paper): zero, for about twice 1F1B's activation memory;
+- DualPipe (DeepSeek-V3, Table 2): ``(P/2 - 1)(t_F + 2 t_B - t_W)``, micro-batches fed from
+  both ends of the pipeline, each chip holding two stages (twice the parameters) and ``P + 1``
+  micro-batches' activations.
 
 Every time here is a lower bound: hop latency is an argument (default 0), link contention,
 stage imbalance and the optimizer step are left out. SI units; arguments broadcast.
@@ -67,7 +70,7 @@ __all__ = [
 ]
 
 #: Training schedules :func:`bubble_fraction` knows.
-SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2")
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "dualpipe")
 
 #: Hop latencies a chapter can quote, seconds, with where each comes from.
 HOP_LATENCIES = {
@@ -113,7 +116,14 @@ def bubble_fraction(stages, micro_batches, schedule="1f1b", virtual_stages=1,
 
     ``bubble / (bubble + m (t_F + t_B + t_W))``; bubble ``(P-1)(t_F+t_B+t_W)`` for GPipe and
     1F1B (giving ``(P-1)/(m+P-1)``), divided by ``v`` for interleaved 1F1B,
-    ``(P-1)(t_F + t_B - t_W)`` for ZB-H1 (never below 0), 0 for ZB-H2.
+    ``(P-1)(t_F + t_B - t_W)`` for ZB-H1 (never below 0), 0 for ZB-H2, and
+    ``(P/2 - 1)(t_F + 2 t_B - t_W)`` for DualPipe (``P`` even, never below 0).
+
+    DualPipe's is DeepSeek-V3's Table 2 [deepseek_v3], ``(PP/2 - 1)(F&B + B - 3W)``, whose ``B``
+    is a *full* backward chunk (``t_B + t_W`` here: with that reading its ZB1P row,
+    ``(PP-1)(F + B - 2W)``, is Qi et al.'s ZB-H1 above) and ``F&B`` two mutually overlapped
+    forward and backward chunks, taken as ``t_F + t_B + t_W``: the overlap hides each chunk's
+    communication behind the other's arithmetic, and the arithmetic of the two still adds up.
     """
     P = _stages(stages)
     m = positive("micro_batches", micro_batches, integer=True)
@@ -129,6 +139,11 @@ def bubble_fraction(stages, micro_batches, schedule="1f1b", virtual_stages=1,
         bubble = (P - 1.0) * (tf + tb + tw) / v
     elif schedule == "zb-h1":
         bubble = (P - 1.0) * np.maximum(tf + tb - tw, 0.0)
+    elif schedule == "dualpipe":
+        if np.any(np.asarray(P) % 2):
+            raise ValueError(f"stages: got {stages!r}; DualPipe feeds both ends of the pipeline "
+                             "and needs an even number of stages")
+        bubble = (P / 2.0 - 1.0) * np.maximum(tf + 2.0 * tb - tw, 0.0)
     else:
         bubble = 0.0 * P
     return _out(bubble / (bubble + work))

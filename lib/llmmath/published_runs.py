@@ -8,21 +8,37 @@ run: the fastest choice that fits. What the software did (sequence parallelism, 
 an overlapped gradient sync, layers on the end stages) is taken from the row where the README
 sources it, else the :class:`~llmmath.layout.Layout` default. The estimate is compared with
 what the source prints: MFU with MFU, HFU (recomputation counted) with HFU.
+
+DeepSeek-V3 prints no utilisation, only a cost, "180K H800 GPU hours" per trillion tokens
+(Sec. 1 [deepseek_v3]); :func:`chip_hours_mfu` turns it into one:
+``MFU = (6 N_act + a(S)) D / (H x 3600 s x C_bf16)`` with ``D = 10^12`` tokens, ``H`` the GPU
+hours, ``a(S)`` the attention FLOPs per token at the run's sequence length
+(:func:`llmmath.training.attention_training_flops_per_token`) and ``C_bf16`` the chip's dense
+bf16 peak. GPU hours count every stall and restart, so it is a goodput MFU, at most the step's.
+A run whose matmuls ran in fp8 is estimated at the fp8 kernel rates and its estimate set over
+the same bf16 peak.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import re
 from pathlib import Path
 
 from . import chips as _chips
 from . import models as _models
-from .layout import Cluster, Layout, memory_per_chip, plan, step_time
+from ._check import positive
+from .layout import Cluster, Layout, _candidates, memory_per_chip, plan, step_time
 from .models import Model
 from .pipeline import SCHEDULES
+from .training import attention_training_flops_per_token, training_flops
 
-__all__ = ["RUNS_CSV", "rows", "published_runs"]
+__all__ = ["RUNS_CSV", "TOKENS_PER_GPU_HOURS_FIGURE", "rows", "chip_hours_mfu", "published_runs"]
+
+#: The tokens a published "GPU hours per trillion tokens" figure is for (DeepSeek-V3, Sec. 1).
+TOKENS_PER_GPU_HOURS_FIGURE = 1e12
+_GPU_HOURS = re.compile(r"([\d.]+)K \S+ GPU hours per trillion tokens")
 
 #: The table of published runs (one row per run; sources in data/training_runs/README.md).
 RUNS_CSV = Path(__file__).resolve().parent / "data" / "training_runs.csv"
@@ -31,7 +47,7 @@ _SHAPE = re.compile(r"(\d+) layers; hidden (\d+); (\d+) heads; vocab (\d+)")
 # empty catalogue_model or chip field takes these names.
 _ADDED_MODELS = {"bloom-176b": "BLOOM-176B"}
 _ADDED_CHIPS = {"deepseek-v3": "H800"}
-_SOFTWARE_FLAGS = ("sequence_parallel", "fused_attention", "dp_overlap")
+_SOFTWARE_FLAGS = ("sequence_parallel", "fused_attention", "dp_overlap", "reshard_after_forward")
 _STAGE_LAYERS = ("first_stage_layers", "last_stage_layers")
 
 
@@ -56,13 +72,30 @@ def _run_model(row) -> Model:
                  tied_embeddings=True, gated_mlp=False, attention_bias=True, mlp_bias=True)
 
 
-def _published_utilisation(row, chip) -> tuple[float, str]:
+def chip_hours_mfu(model, chip, chip_hours, sequence_length, tokens=TOKENS_PER_GPU_HOURS_FIGURE):
+    """MFU over the bf16 peak implied by ``chip_hours`` for ``tokens`` tokens of
+    ``sequence_length``: ``(6 N_act + a(S)) D / (chip_hours x 3600 x C_bf16)`` (module
+    docstring)."""
+    h = positive("chip_hours", chip_hours, single=True)
+    d = positive("tokens", tokens, single=True)
+    s = positive("sequence_length", sequence_length, integer=True, single=True)
+    flops = float(training_flops(model, d)) + d * float(
+        attention_training_flops_per_token(model, s))
+    return flops / (h * 3600.0 * chip.peak("bf16"))
+
+
+def _published_utilisation(row, chip, model=None) -> tuple[float, str]:
     """(value, kind): the MFU or HFU the source prints, else its TFLOP/s over the bf16 peak,
     an HFU where the source says it counts hardware FLOPs (BLOOM's log: "hardware FLOPs
-    counting recomputation"), else set beside the MFU (OPT does not say which)."""
+    counting recomputation"), else set beside the MFU (OPT does not say which); else the MFU
+    its GPU hours per trillion tokens imply (:func:`chip_hours_mfu`, needs ``model``)."""
     for kind in ("mfu", "hfu"):
         if row[f"published_{kind}"]:
             return float(row[f"published_{kind}"]), kind.upper()
+    hours = _GPU_HOURS.search(row["published_throughput"])
+    if hours and model is not None:
+        return (chip_hours_mfu(model, chip, float(hours.group(1)) * 1e3,
+                              int(row["sequence_length"])), "GPU hours, MFU")
     m = re.search(r"([\d.]+) (?:TFLOP/s|TFLOPs)", row["published_throughput"])
     if not m:
         raise LookupError(f"run {row['run']!r}: no MFU, HFU or TFLOP/s printed")
@@ -122,22 +155,30 @@ def _reproduce(row) -> dict:
     except (LookupError, ValueError) as exc:
         return {"run": row["run"], "skip": str(exc)}
     b, s = _global_batch(row), int(row["sequence_length"])
+    # the matmuls' format where the chip lists it (DeepSeek-V3's fp8), else bf16 (OPT's fp16 has
+    # the A100's bf16 peak)
+    dtype = row["dtype"] if row["dtype"] in chip.flops else "bf16"
     tried = []
     for lay in _layouts(row, model):
         try:
             mem = memory_per_chip(model, lay, s, b)
         except ValueError as exc:
             return {"run": row["run"], "skip": str(exc)}
-        st = step_time(model, lay, cluster, b, s)
+        st = step_time(model, lay, cluster, b, s, dtype)
         tried.append((not mem.fits(chip), st.time, lay, mem, st))
     tried.sort(key=lambda t: (t[0], t[1]))
     _, _, lay, mem, st = tried[0]
-    published, kind = _published_utilisation(row, chip)
-    best = plan(model, cluster, b, s)
+    published, kind = _published_utilisation(row, chip, model)
+    # the planner's candidates run the software the published run ran (fused attention, sequence
+    # parallelism, overlapped gradient sync, resharding), so that it compares layouts, not kernels
+    software = {k: row[k] == "true" for k in _SOFTWARE_FLAGS if row.get(k)}
+    candidates = [dataclasses.replace(c, **software) for c in _candidates(model, cluster, b, s)]
+    best = plan(model, cluster, b, s, dtype=dtype, layouts=candidates)
+    over_bf16 = chip.peak(dtype) / chip.peak("bf16")  # utilisations are over the bf16 peak
     return {"run": row["run"], "chip": chip, "model": model, "layout": lay,
             "fits": mem.fits(chip), "memory": mem.total, "step": st,
             "published": published, "kind": kind,
-            "estimate": st.hfu if kind.endswith("HFU") else st.mfu,
+            "estimate": (st.hfu if kind.endswith("HFU") else st.mfu) * over_bf16,
             "best": best[0] if best else None, "global_batch": b, "sequence_length": s}
 
 
@@ -148,6 +189,7 @@ def published_runs() -> list[dict]:
     fastest fitting value for each unpublished field), ``fits``, ``memory``, ``step`` (its
     :class:`~llmmath.layout.StepBreakdown`), ``published`` and ``kind`` (the utilisation printed
     and whether it is an MFU or an HFU), ``estimate`` (the step's MFU or HFU to match),
-    ``best`` (the planner's first :class:`~llmmath.layout.PlanEntry`), ``global_batch`` and
+    ``best`` (the planner's first :class:`~llmmath.layout.PlanEntry`, its candidates given the
+    run's own software flags), ``global_batch`` and
     ``sequence_length``; a run that cannot be modelled yet has ``run`` and ``skip`` (why)."""
     return [_reproduce(r) for r in rows()]
