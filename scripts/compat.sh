@@ -78,7 +78,8 @@ run_one() {  # $1 = interpreter; venv, install, tests; output to $OUT/py<ver>.lo
   # (half the time of this run) through matplotlib and ipywidgets, whose pinned versions the main
   # suite tests; nor the sweeps of every builder over every chip and model (the main suite runs
   # them): test_plots.py's other tests still draw each kind of figure here. The bibliography
-  # style and the student edition are the book's toolchain (pybtex, Sphinx), not the library's.
+  # style, the student edition and the instructor kit are the book's toolchain (pybtex, Sphinx,
+  # otter-grader), not the library's.
   # Over the sentinel catalogue (tests/conftest.py): a Python version changes how the library
   # runs, not which chip it runs for; the main suite sweeps the whole catalogue on 3.11.
   env -u PYTHONPATH LLMMATH_SENTINELS=1 "$venv/bin/python" -m pytest -q -p no:randomly \
@@ -88,6 +89,7 @@ run_one() {  # $1 = interpreter; venv, install, tests; output to $OUT/py<ver>.lo
     --ignore=tests/test_figure_quality.py --ignore=tests/test_widgets.py --ignore=tests/test_frames.py \
     --ignore=tests/test_bibliography_style.py --ignore=tests/test_student_edition.py \
     --ignore=tests/test_problem_sets.py --ignore=tests/test_slides.py \
+    --ignore=tests/test_instructor_kit.py \
     -k "not builder_on_every and not builders_on_every"
   echo "compat: Python $ver passed in $(( $(date +%s) - start )) s"
 }

@@ -258,7 +258,7 @@ ALL_REDUCE_ELEMENTS = tuple(2**k for k in range(8, 29))
 #: Measured latency (ms) of a serving engine's tensor-parallel all-reduce of a bf16 message of
 #: :data:`ALL_REDUCE_ELEMENTS` elements on 2, 4 and 8 GPUs of one NVLink domain, from NVIDIA's
 #: aiconfigurator tables [nvidia_aiconfigurator_allreduce] (snapshot commit 095f58a5,
-#: ``systems/data/<gpu>/comm/trtllm/<version>/custom_allreduce_perf.parquet``: TensorRT-LLM's
+#: ``systems/data/<gpu>/comm/trtllm/<version>/`` ``custom_allreduce_perf.parquet``: TensorRT-LLM's
 #: own all-reduce, 1.3.0rc10 on H100 and H200 SXM, 1.0.0 on A100 SXM 80GB, the size the engine's
 #: model definition passes, ``tokens x hidden``), printed to 1 ns. The chapter's alpha-beta model
 #: (:mod:`llmmath.collectives`: 2 NVLink SHARP steps of 3 us plus the bytes at 0.82 of the NVLink
