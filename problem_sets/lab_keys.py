@@ -70,9 +70,9 @@ def keys() -> dict[int, str]:
             f"({fmt_time(t[1])}) moves {fmt_bandwidth(bw[1])}. Both are left of the ridge "
             f"(intensity {b1.intensity:.2g} and {b2.intensity:.2g} FLOP/byte < "
             f"{roof.ridge:.2g}): both fall short of bandwidth, not of arithmetic. Batch 2 falls "
-            "further short: the routine numpy's BLAS runs for several rows does not stream the "
-            "weights as well as the one-row routine. The roofline bounds the time; it does not "
-            "say which kernel a library picks."),
+            "further short: numpy's BLAS streams the weights more slowly for two rows than for "
+            "one. The roofline bounds the time; it does not say how well a library's kernel "
+            "for a given shape streams its operands."),
         5: (f"A batch-1 matrix-vector product in bf16 has an intensity of about "
             f"{decode_i:.2f} FLOP/byte (lm.intensity.arithmetic_intensity(1, 8192, 8192, 2)): "
             f"left of any ridge here (reference {roof.ridge:.2g}), so decoding at batch 1 is "

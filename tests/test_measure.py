@@ -9,11 +9,11 @@ from __future__ import annotations
 import fnmatch
 import re
 import sys
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tomllib
 
 import llmmath
 from llmmath import measure

@@ -127,7 +127,7 @@ def lab_batch_sweep(measured=None, reference=None, mark_batch=None):
     knee = roof.knee_batch(k, n) if mark_batch is None else float(mark_batch)
     with house_style():
         fig = new_figure((6.4, 6.2), BookFigure)
-        ax_t, ax_c = fig.subplots(2, 1, sharex=True)
+        ax_t, ax_c = fig.subplots(2, 1)
         for sweep, is_ref in reversed(runs):
             sw = sweep.select(op="matmul", k=k, n=n)
             bs = np.array([o.m for o in sw.ops if o.m != o.k], dtype=float)
@@ -153,6 +153,7 @@ def lab_batch_sweep(measured=None, reference=None, mark_batch=None):
         ax_c.plot(bs, bound / bs, color=ROLE["total"], ls=":", lw=1.6, zorder=2,
                   label="roofline bound on the fitted roof")
         for ax in (ax_t, ax_c):
+            ax.set_xlim(bs[0] / 1.4, bs[-1] * 1.4)
             ax.axvline(knee, color=ROLE["cost"], lw=1.2, ls="--", zorder=1)
             set_log(ax, x=fmt_batch, y=lambda v: fmt_time(v, 2))
         all_t = np.concatenate([sw.select(op="matmul", k=k, n=n).seconds().ravel()
@@ -166,16 +167,8 @@ def lab_batch_sweep(measured=None, reference=None, mark_batch=None):
         ax_t.set_ylabel("time per step")
         ax_c.set_ylabel("time per token")
         ax_c.set_xlabel("batch B (vectors per step)")
-        ax_t.set_title(f"Batch sweep: knee predicted at B = {knee:.2g}")
+        ax_t.set_title(f"Batch sweep: knee predicted at B = {knee:.2g} (dashed)")
 
-        def make(c, ax=ax_t):
-            return ax.annotate(f"predicted knee B = {knee:.2g}", (knee, 0.5),
-                               xycoords=("data", "axes fraction"), xytext=c[:2],
-                               textcoords="offset points", fontsize=SMALL, color=ROLE["cost"],
-                               ha=c[2], va="center")
-
-        place(ax_t, make, [(6, 0, "left"), (-6, 0, "right"), (6, 30, "left"),
-                           (-6, 30, "right"), (6, -30, "left"), (-6, -30, "right")])
         ax_t.legend(loc="upper left", fontsize=SMALL)
         settle_legend(ax_t)
         settle_legend(ax_c)
