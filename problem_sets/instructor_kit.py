@@ -6,8 +6,10 @@ Writes ``OUT/roofline-instructor-kit.tar.gz``, which the public site (`make book
 edition (`make student`) never contain (tests/test_instructor_kit.py):
 
 - ``grader/``: ``grader.py``, ``build.py``, ``pset.py`` and ``keys.py`` (the problem sets' keys),
-  ``chapter_keys.py`` (the keys of the chapters' sealed check cells), the set sources with their
-  worked solutions (``*.ipynb``) and ``grader.json`` (tolerance, slip credit, library version);
+  ``chapter_keys.py`` (the keys of the chapters' sealed check cells), ``lab_keys.py`` (the lab's),
+  the set sources with their worked solutions (``*.ipynb``) and ``grader.json`` (tolerance, slip
+  credit, library version);
+- ``lab/lab_keys.md``: the keys to the lab's "Try this" questions, with the reference run's numbers;
 - ``sets/SET/``: every set built for the term's seed (``autograder/`` to grade with, ``student/``
   to hand out);
 - ``solutions/``: the chapters as executed notebooks, every worked solution included;
@@ -31,7 +33,7 @@ import build  # noqa: E402
 import grader  # noqa: E402
 
 NAME = "roofline-instructor-kit"
-GRADER_FILES = ("grader.py", "build.py", "pset.py", "keys.py", "chapter_keys.py")
+GRADER_FILES = ("grader.py", "build.py", "pset.py", "keys.py", "chapter_keys.py", "lab_keys.py")
 
 
 def assemble(dest: Path, seed: int = build.DEFAULT_SEED) -> Path:
@@ -45,6 +47,10 @@ def assemble(dest: Path, seed: int = build.DEFAULT_SEED) -> Path:
     (kit / "grader" / "grader.json").write_text(json.dumps(
         {"tolerance": grader.TOLERANCE, "slip_credit": grader.SLIP_CREDIT, "seed": seed,
          **grader.library_version()}, indent=1) + "\n")
+    import lab_keys
+
+    (kit / "lab").mkdir()
+    (kit / "lab" / "lab_keys.md").write_text(lab_keys.markdown() + "\n", encoding="utf-8")
     build.build(kit / "sets", seed=seed)
     shutil.rmtree(kit / "sets" / "_src")
     (kit / "solutions").mkdir()

@@ -74,6 +74,8 @@ VALID = {
     "interval": 1200.0,
     # kernel_rates.rates_by_shape: a GEMM's activation rows
     "rows": 4096,
+    # measure.fit_roofline: the FLOP/s a measured operation reached (one point)
+    "achieved": 1e11,
 }
 # Valid values for one callable where the name's usual value does not fit it.
 VALID_FOR = {"models.get": {"name": "Llama-3-70B"},

@@ -34,7 +34,7 @@ from .style import (
 )
 
 __all__ = ["roofline", "matmul_on_roofline", "flops_vs_bandwidth", "capacity_vs_bandwidth",
-           "matmul_throughput_vs_batch", "roofline_measured", "roofline_of_this_machine"]
+           "matmul_throughput_vs_batch", "roofline_measured"]
 
 
 def _roofline_setup(p):
@@ -361,69 +361,6 @@ def roofline_measured(chip, measured, dtype="bf16", intensity_range=(1, 1e4)):
                     f"{100 * w_meas / bw:.0f}% of bandwidth and {100 * f_meas / peak:.0f}% of "
                     "peak.")
     settle_legend(ax)
-    return fig
-
-
-def _measured_roof(measured, name):
-    """(flops, bandwidth, [(intensity, FLOP/s, n)]) from a RooflineRun or a dict."""
-    if isinstance(measured, dict):
-        f = positive(f"{name}['flops']", measured["flops"])
-        w = positive(f"{name}['bandwidth']", measured["bandwidth"])
-        return f, w, list(measured.get("points", ()))
-    f, w = positive(f"{name}.flops", measured.flops), positive(f"{name}.bandwidth",
-                                                                 measured.bandwidth)
-    pts = [(m.intensity, m.flops_per_second, m.size) for m in measured.measurements
-           if m.kind == "matmul"]
-    return f, w, pts
-
-
-def roofline_of_this_machine(measured, reference=None, reference_label="reference run"):
-    """A roofline drawn from measured ceilings, with the matmuls that measured it, and the ridge.
-
-    ``measured`` (and ``reference``, drawn grey and dashed beside it) is a
-    :class:`llmmath.measure.RooflineRun`, or a dict with ``flops`` (FLOP/s), ``bandwidth`` (B/s)
-    and optionally ``points``, a list of (intensity, FLOP/s, matrix size). The roof is
-    ``min(flops, I x bandwidth)``; each square matmul sits at its intensity and measured rate.
-    """
-    f, w, pts = _measured_roof(measured, "measured")
-    roofs = [(f, w, pts, "this machine", ROLE["total"], "-")]
-    if reference is not None:
-        rf, rw, rpts = _measured_roof(reference, "reference")
-        roofs.append((rf, rw, rpts, reference_label, "0.45", "--"))
-    ridges = [a / b for a, b, *_ in roofs]
-    xs = [p[0] for r in roofs for p in r[2]] + ridges
-    i = np.geomspace(min(xs) / 30, max(xs) * 10, 300)
-    with house_style():
-        fig = new_figure((6.4, 4.2), BookFigure)
-        ax = fig.add_subplot()
-        for k, (rf, rw, rpts, label, colour, ls) in enumerate(roofs):
-            z = 3 - k  # the reader's run on top of the reference
-            ax.loglog(i, np.minimum(rf, i * rw), color=colour, ls=ls, lw=2.0, zorder=z,
-                      label=f"{label}: {fmt_si(rf, 'FLOP/s')}, {fmt_si(rw, 'B/s')}, "
-                            f"ridge {rf / rw:.3g}")
-            if rpts:
-                ax.plot([p[0] for p in rpts], [p[1] for p in rpts], "o", color=colour, ms=5,
-                        mec="white", ls="none", zorder=z + 0.5)
-            ax.plot([rf / rw], [rf], "D", color=colour, ms=7, mec="white", zorder=z + 0.5)
-        set_log(ax, x=fmt_count_tick, y=lambda v: fmt_si(v, "FLOP/s", 2))
-        lo = min([r[1] * i[0] * 0.5 for r in roofs] + [p[1] / 2 for r in roofs for p in r[2]])
-        hi = max(r[0] for r in roofs) * 3
-        ax.set_xlim(i[0], i[-1])
-        ax.set_ylim(lo, hi)
-        for n_i, (x, y, n) in enumerate(pts):
-            if n_i in (0, len(pts) - 1):
-                ax.annotate(f"n = {n:g}", (x, y), xytext=(6, -12), textcoords="offset points",
-                            fontsize=SMALL, color=ROLE["total"])
-        ax.set_xlabel("arithmetic intensity (FLOP/byte)")
-        ax.set_ylabel("measured FLOP/s")
-        ax.set_title("Measured roofline: matmuls (dots), ridge (diamond)")
-        ax.legend(loc="lower right")
-        settle_legend(ax)
-    fig.alt_text = (f"Log-log roofline measured on this machine: {fmt_si(f, 'FLOP/s')} from the "
-                    f"fastest matmul, {fmt_si(w, 'B/s')} from a streaming copy, ridge "
-                    f"{ridges[0]:.3g} FLOP/byte, with {len(pts)} matmul points"
-                    + (f"; beside it the {reference_label} with ridge {ridges[1]:.3g}"
-                       if reference is not None else "") + ".")
     return fig
 
 
