@@ -3,14 +3,14 @@
 The physics is kept apart from the clocks so it can be checked by hand:
 
 - an (m x k) @ (k x n) matmul does ``matmul_flops(m, k, n) = 2 m k n`` FLOP and moves at least
-  ``(m k + k n + m n) b`` bytes (:func:`llmmath.intensity.arithmetic_intensity`); a batch of B
+  ``(m k + k n + m n) b`` bytes (:func:`llmmath.roofline.arithmetic_intensity`); a batch of B
   vectors times a k x n weight matrix is the matmul with ``m = B``, a decode step in miniature;
 - a vector operation over n numbers does ``f n`` FLOP and moves ``(inputs + outputs) n b`` bytes
   (:data:`VECTOR_OPS`: ``y += x`` and ``y = a x + y``), far left of any ridge;
 - :func:`fit_roofline` fits the two ceilings to measured points as the least roof above them
   (the best FLOP/s any point reached, the best bytes/s any point moved), and :class:`Roof` gives
   the ridge ``flops / bandwidth`` and the batch ``knee_batch`` at which a weight matmul reaches it
-  (:func:`llmmath.intensity.matmul_ridge_batch`, about ``ridge x b_w / 2``).
+  (:func:`llmmath.roofline.matmul_ridge_batch`, about ``ridge x b_w / 2``).
 
 :func:`roofline_sweep` and :func:`batch_sweep` time each operation ``repeats`` times after
 ``warmup`` runs that are discarded, and return a :class:`Sweep` that keeps every repeat: the
