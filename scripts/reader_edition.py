@@ -9,7 +9,10 @@ end renders:
 - `{glue:}` / `{glue:text}` / `{glue:md}` roles and `{glue:figure}` directives: the glued value
   from the notebook's own stored outputs (format specs such as ``:.1f`` applied);
 - admonitions: titled blockquotes; `{dropdown}` and ``:class: dropdown``: ``<details>`` blocks;
-- `{exercise}`: numbered headings; `{solution}`: ``<details><summary>`` blocks;
+- `{exercise}`: numbered headings; `{solution}`: ``<details><summary>`` blocks, except the
+  solutions of the exercises the course guide assigns as homework (`homework_labels`): a note
+  (HOMEWORK_NOTE) in their place, as on the site (_ext/homework_solutions.py), and the glued
+  values only they paste dropped from the stored outputs;
 - `{cite}` / `{cite:t}` / `{cite:p}`: author-year text linking to a References cell appended to
   the chapter (the entries it cites, formatted as the site's bibliography formats them);
 - `{numref}` / `{ref}` / `{eq}` / `{doc}`, section numbers, figure captions, labelled display math
@@ -123,6 +126,30 @@ def load_book(root: Path = ROOT, resolved: Path | None = None) -> Book:
         sections={doc: d["sections"] for doc, d in docs.items()},
         parts={doc: d["part"] for doc, d in docs.items()},
         citations=data["citations"], cite_style=data["cite_style"], formats=data["formats"])
+
+
+GUIDE = ROOT / "book" / "course_guide.md"
+# What the public editions show in place of a homework exercise's worked solution
+HOMEWORK_NOTE = ("Assigned as homework in the course guide: the worked solution is in the "
+                 "instructor kit.")
+
+
+def homework_labels(guide: Path = GUIDE) -> set[str]:
+    """The exercises the course guide assigns as homework, in either plan (its tables' homework
+    columns), projects left out (open-ended: no single answer). The one list of homework: the
+    public site (_ext/homework_solutions.py) and its notebooks omit their worked solutions, the
+    leak scan (tests/test_instructor_kit.py) searches for their answers."""
+    out, column = set(), None
+    for line in guide.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("|"):
+            column = None
+        elif "homework" in cells:
+            column = cells.index("homework")
+        elif column is not None and not set(line) <= set("|-: "):
+            hw = cells[column].split("project:")[0]
+            out |= set(re.findall(r"\{ref\}`([\w-]+)`", hw))
+    return out
 
 
 def chapter_notebooks(book: Book) -> list[str]:
@@ -279,6 +306,7 @@ class Context:
     glue: dict[str, dict] = field(default_factory=dict)  # name -> mime bundle (prefix stripped)
     cited: list[str] = field(default_factory=list)
     student: bool = False
+    homework: frozenset[str] = frozenset()  # exercises whose solution gives way to HOMEWORK_NOTE
 
 
 def _source(cell) -> str:
@@ -449,6 +477,8 @@ def transform_directive(d: Directive, ctx: Context) -> str:
         if "name" in d.options:
             caption = _caption(ctx, d.options["name"], caption)
         return shown + (f"\n\n{caption}" if caption.strip() else "")
+    if name == "solution" and not ctx.student and d.arg.strip() in ctx.homework:
+        return titled_block("Note", HOMEWORK_NOTE)  # its glued values are gone: body not read
     body = transform_markdown(d.body, ctx)
     if name == "exercise":
         label = d.options.get("label")
@@ -579,6 +609,8 @@ def transform_notebook(nb: dict, ctx: Context, student: bool = False) -> dict:
     numbers = heading_numbers(nb, ctx)  # of the whole page, before any cell is dropped
     if student:
         nb = student_source(nb, ctx.doc)  # answer cells and their glued values gone first
+    elif ctx.homework:
+        nb = without_homework_glue(nb, ctx.homework)
     ctx.glue = glue_values(nb)
     new = copy.deepcopy(nb)
     cells, installed = [], False
@@ -617,19 +649,20 @@ def transform_notebook(nb: dict, ctx: Context, student: bool = False) -> dict:
 # The student edition: answer cells and solution blocks removed, MyST otherwise kept
 
 
-def strip_solutions(text: str) -> str:
-    """MyST markdown with every ``{solution}`` block removed (at any depth); the rest verbatim."""
+def strip_solutions(text: str, labels: set[str] | None = None) -> str:
+    """MyST markdown with every ``{solution}`` block removed (at any depth), or only those of the
+    exercises in `labels`; the rest verbatim."""
     def block(tok, raw):
         d = directive(tok)
         if d is None:
             return None
-        if d.name == "solution":
+        if d.name == "solution" and (labels is None or d.arg.strip() in labels):
             return ""
         lines = raw.split("\n")
         if len(lines) < 2:
             return None
         inner = "\n".join(lines[1:-1])
-        stripped = strip_solutions(inner)
+        stripped = strip_solutions(inner, labels)
         if stripped == inner:
             return None
         return "\n".join([lines[0]] + ([stripped] if stripped else []) + [lines[-1]]) + "\n"
@@ -666,6 +699,25 @@ def student_source(nb: dict, doc: str = "") -> dict:
     if missing:
         raise ValueError(f"{doc}: the student edition's prose pastes {missing}, glued only in "
                          f"cells tagged {ANSWER_TAG!r}; glue them in an untagged cell")
+    return new
+
+
+def without_homework_glue(nb: dict, homework: set[str]) -> dict:
+    """The notebook without the stored glue outputs that only the solutions of `homework`
+    exercises paste: the public edition shows HOMEWORK_NOTE in their place, and the values would
+    otherwise still sit in the downloadable notebook."""
+    texts = [_source(c) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    captions = [c["metadata"].get("mystnb", {}).get("figure", {}).get("caption", "")
+                for c in nb["cells"]]
+    kept = set().union(*(glue_refs(strip_solutions(t, homework)) for t in texts + captions))
+    gone = set().union(*(glue_refs(t) for t in texts)) - kept
+    if not gone:
+        return nb
+    new = copy.deepcopy(nb)
+    for cell in new["cells"]:
+        if "outputs" in cell:
+            cell["outputs"] = [o for o in cell["outputs"] if o.get("metadata", {})
+                               .get("scrapbook", {}).get("name") not in gone]
     return new
 
 
@@ -720,6 +772,8 @@ def build(out: Path = OUT, student: bool = False, root: Path = ROOT,
           names: list[str] | None = None, resolved: Path | None = None) -> list[Path]:
     """Write the edition of every notebook in the table of contents into `out`."""
     book = load_book(root, resolved)
+    guide = root / "book" / "course_guide.md"
+    homework = homework_labels(guide) if guide.exists() else set()
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for doc in chapter_notebooks(book):
@@ -727,7 +781,8 @@ def build(out: Path = OUT, student: bool = False, root: Path = ROOT,
         if names and src.name not in names and src.stem not in names:
             continue
         nb = json.loads(src.read_text(encoding="utf-8"))
-        new = transform_notebook(nb, Context(book, doc), student=student)
+        ctx = Context(book, doc, homework=frozenset(homework))
+        new = transform_notebook(nb, ctx, student=student)
         dest = out / src.name
         dest.write_text(json.dumps(new, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         written.append(dest)

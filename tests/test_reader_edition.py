@@ -167,6 +167,58 @@ def test_student_flag_drops_answer_cells_and_keeps_the_rest():
     assert student_sources[-1] == "## 4.5. Where it bends"
 
 
+def _glue_output(name: str, value: str) -> dict:
+    return {"output_type": "display_data", "metadata": {"scrapbook": {"name": name}},
+            "data": {re_ed.RECORD + "text/plain": value}}
+
+
+def test_homework_solutions_give_way_to_a_note_and_their_glued_values_go():
+    """The public edition: a homework exercise's solution is the note, its glued values gone from
+    the stored outputs unless the page pastes them elsewhere; another exercise keeps its solution.
+    (Planted: without_homework_glue returning the notebook unchanged leaves 4.1 GB stored; the
+    homework check in transform_directive dropped fails on the solution's missing hw_only.)"""
+    book = _book()
+    book.labels["ex-b"] = re_ed.Target("exercise", "book/ch", "4.2", "Other", ref_is_numref=True)
+    md = ("# Title\n\n## Where it bends\n\n```{exercise} Warm-up\n:label: ex-a\n\nDo it.\n```\n\n"
+          "```{solution} ex-a\n:class: dropdown\n\nDone in {glue:}`hw_only`, {glue:}`shared`.\n```"
+          "\n\nThe page says {glue:}`shared`.\n\n"
+          "```{exercise} Other\n:label: ex-b\n\nAnd this.\n```\n\n"
+          "```{solution} ex-b\n:class: dropdown\n\nIt is {glue:}`other`.\n```")
+    nb = {"cells": [
+        {"cell_type": "code", "id": "a", "metadata": {"tags": ["remove-cell", "answer"]},
+         "execution_count": 1, "source": "glue(...)",
+         "outputs": [_glue_output("hw_only", "4.1 GB"), _glue_output("shared", "7.3 ms"),
+                     _glue_output("other", "9.9 s")]},
+        {"cell_type": "markdown", "id": "m", "metadata": {}, "source": md},
+    ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    ctx = re_ed.Context(book, "book/ch", homework=frozenset({"ex-a"}))
+    out = re_ed.transform_notebook(nb, ctx)
+    text = re_ed._source(out["cells"][-1])
+    assert "<blockquote>\n\n**Note**\n\n" + re_ed.HOMEWORK_NOTE in text
+    assert "Done in" not in text and "4.1 GB" not in text
+    assert "The page says 7.3 ms." in text
+    assert "<summary>Solution to Exercise 4.2 (Other)</summary>\n\nIt is 9.9 s." in text
+    stored = [o["metadata"]["scrapbook"]["name"] for o in out["cells"][1]["outputs"]]
+    assert stored == ["shared", "other"]
+    # no homework: every solution shown, every value stored
+    full = re_ed.transform_notebook(nb, re_ed.Context(book, "book/ch"))
+    assert "Done in 4.1 GB, 7.3 ms." in re_ed._source(full["cells"][-1])
+
+
+def test_homework_labels_are_the_homework_columns_without_projects(tmp_path):
+    """(Planted: the "project:" cut removed adds ex-proj; the column reset between tables
+    removed reads the exam table's third column as homework, adding ex-exam.)"""
+    guide = tmp_path / "guide.md"
+    guide.write_text(
+        "| week | class | homework | exam |\n|---|---|---|---|\n"
+        "| 1 | {ref}`ex-class` | {ref}`ex-hw1`, {ref}`ex-hw2` | {ref}`ex-exam` |\n"
+        "| 2 | | {ref}`ex-hw3`; project: {ref}`ex-proj` | |\n\n"
+        "Text with {ref}`ex-prose`.\n\n"
+        "| a | b | c |\n|---|---|---|\n| x | y | {ref}`ex-exam` |\n", encoding="utf-8")
+    assert re_ed.homework_labels(guide) == {"ex-hw1", "ex-hw2", "ex-hw3"}
+    assert len(re_ed.homework_labels()) >= 30  # the real guide's two plans
+
+
 def test_strip_solutions_keeps_everything_else_verbatim():
     src = ("Intro {glue:}`a`.\n\n```{exercise} Q\n:label: ex-a\n\nAsk.\n```\n\n"
            "```{solution} ex-a\n:class: dropdown\n\nKey {glue:}`b`.\n```\n\n"
@@ -371,6 +423,8 @@ def test_no_myst_left_in_any_markdown_cell(edition):
 
 
 def test_every_glue_placeholder_got_its_value(edition):
+    """Every value the prose pastes, but those only homework solutions paste (a note instead)."""
+    homework = re_ed.homework_labels()
     for doc in _toc_notebooks():
         path = ROOT / f"{doc}.ipynb"
         src = json.loads(path.read_text(encoding="utf-8"))
@@ -378,7 +432,7 @@ def test_every_glue_placeholder_got_its_value(edition):
         names = set()
         for c in src["cells"]:
             if c["cell_type"] == "markdown":
-                names |= re_ed.glue_refs(re_ed._source(c))
+                names |= re_ed.glue_refs(re_ed.strip_solutions(re_ed._source(c), homework))
         assert names <= set(values), f"{path.name}: glued names without a stored value"
         prose = json.dumps([re_ed._source(c) for c in edition[path.name]["cells"]])
         for name in names:
@@ -389,11 +443,14 @@ def test_every_glue_placeholder_got_its_value(edition):
 
 
 def test_code_cells_outputs_and_widget_state_kept(edition):
+    """Every code cell and output, but the glued values only homework solutions paste."""
+    homework = re_ed.homework_labels()
     for doc in _toc_notebooks():
         path = ROOT / f"{doc}.ipynb"
         src = json.loads(path.read_text(encoding="utf-8"))
         new = edition[path.name]
-        old_code = [c for c in src["cells"] if c["cell_type"] == "code"]
+        old_code = [c for c in re_ed.without_homework_glue(src, homework)["cells"]
+                    if c["cell_type"] == "code"]
         new_code = [c for c in new["cells"]
                     if c["cell_type"] == "code" and c.get("id") != "reader-install"]
         assert [c["source"] for c in old_code] == [c["source"] for c in new_code]
