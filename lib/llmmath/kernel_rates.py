@@ -258,14 +258,14 @@ ALL_REDUCE_ELEMENTS = tuple(2**k for k in range(8, 29))
 #: Measured latency (ms) of a serving engine's tensor-parallel all-reduce of a bf16 message of
 #: :data:`ALL_REDUCE_ELEMENTS` elements on 2, 4 and 8 GPUs of one NVLink domain, from NVIDIA's
 #: aiconfigurator tables [nvidia_aiconfigurator_allreduce] (snapshot commit 095f58a5,
-#: ``systems/data/<gpu>/comm/trtllm/<version>/`` ``custom_allreduce_perf.parquet``: TensorRT-LLM's
-#: own all-reduce, 1.3.0rc10 on H100 and H200 SXM, 1.0.0 on A100 SXM 80GB, the size the engine's
-#: model definition passes, ``tokens x hidden``), printed to 1 ns. The chapter's alpha-beta model
-#: (:mod:`llmmath.collectives`: 2 NVLink SHARP steps of 3 us plus the bytes at 0.82 of the NVLink
-#: line rate) is near it at a decode step's few thousand elements (the table: 2.7-3.8 us on
-#: H100) but short at a prefill step's millions: 128 tokens of an 8,192-wide model on 4 H100s
-#: (1,048,576 elements) take 25.9 us measured, about 14 us in the alpha-beta model; 2,048
-#: tokens (16,777,216 elements) 174 us, against 142 us.
+#: ``systems/data/<gpu>/comm/`` ``trtllm/<version>/`` ``custom_allreduce_perf.parquet``:
+#: TensorRT-LLM's own all-reduce, 1.3.0rc10 on H100 and H200 SXM, 1.0.0 on A100 SXM 80GB, the size
+#: the engine's model definition passes, ``tokens x hidden``), printed to 1 ns. The chapter's
+#: alpha-beta model (:mod:`llmmath.collectives`: 2 NVLink SHARP steps of 3 us plus the bytes at 0.82
+#: of the NVLink line rate) is near it at a decode step's few thousand elements (the table: 2.7-3.8
+#: us on H100) but short at a prefill step's millions: 128 tokens of an 8,192-wide model on 4 H100s
+#: (1,048,576 elements) take 25.9 us measured, about 14 us in the alpha-beta model; 2,048 tokens
+#: (16,777,216 elements) 174 us, against 142 us.
 ALL_REDUCE_LATENCY_MS = {
     "H100-SXM": {
         2: (0.002665, 0.002655, 0.002764, 0.002870, 0.002796, 0.002980, 0.003010, 0.003040,
